@@ -1,0 +1,1 @@
+"""Language registry, tokenisation, corpora, batching and bilingual dictionaries."""

@@ -1,0 +1,55 @@
+"""The toolkit's one error hierarchy.
+
+It lives in ``lexicons`` because that package sits at the bottom of the dependency chain
+(``lexicons`` <- ``langpairs`` <- ``polyglot_groc``): every package above can import it.
+``eval`` imports none of the others, so its input errors derive from ``ValueError``
+(``eval.errors.EvalInputError``); the CLI maps both families to exit code 2.
+
+Messages are lowercase, name the offending value, and say how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class GrocError(Exception):
+    """Base of every error raised for bad input or a missing resource (CLI exit code 2)."""
+
+
+class InputError(GrocError, ValueError):
+    """A user-supplied value or file is malformed."""
+
+
+class ConfigError(InputError):
+    """A configuration value or override is malformed."""
+
+
+class CorpusError(InputError):
+    """A corpus file is missing, empty, not UTF-8, or malformed."""
+
+
+class UnknownLanguageError(InputError):
+    """A language code is not in the registry."""
+
+
+class DictionaryError(InputError):
+    """A bilingual dictionary file is malformed or covers nothing."""
+
+
+class LexiconError(GrocError):
+    """A lexicon backend failed or returned malformed data."""
+
+
+class LexiconMissingError(LexiconError):
+    """A requested lexicon is not installed."""
+
+
+class ResourceMissingError(GrocError):
+    """An optional resource (model, package, download) is not available offline."""
+
+
+class CheckpointError(GrocError):
+    """A checkpoint or run directory is missing, malformed, or of an unknown format."""
+
+
+class ModelError(GrocError):
+    """Model inputs or weights do not fit together (dimension mismatch, bad word length)."""
