@@ -1,0 +1,329 @@
+"""Frozen configuration dataclasses, one per part, loaded from TOML with CLI overrides.
+
+Sizes known only at run time (number of characters, vocabulary size) are *not* config: they are
+passed to constructors as arguments, so a config file describes a model family, not a dataset.
+Defaults follow seed 000 appendix B and seed 004 appendix C where they are stated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from lexicons.errors import ConfigError
+
+MODEL_KINDS = ("lookup", "elmo", "groc", "groc-lex")
+ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
+
+
+@dataclasses.dataclass(frozen=True)
+class CharsetConfig:
+    #: "unicode": one id per code point seen in training (thesis ch. 5);
+    #: "elmo-bytes": bilm-tf/AllenNLP byte ids (262 incl. the zero row), for ELMo weights.
+    scheme: str = "unicode"
+    #: Maximum word length in characters *including* the BOW/EOW markers.
+    max_word_len: int = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class SurfaceConfig:
+    char_dim: int = 16
+    #: (width, n_filters) pairs; seed 004 appendix C / seed 000 appendix B.
+    filters: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512))
+    n_highway: int = 1
+    activation: str = "relu"
+    #: Words are encoded in chunks of this many rows to bound peak memory.
+    chunk_size: int = 4096
+    #: Recompute chunk activations in backward (torch.utils.checkpoint) to trade time for memory.
+    checkpoint: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class LexiconConfig:
+    specs: tuple[str, ...] = ()
+    backend: str = "wn"
+    use_relations: bool = True
+    use_definitions: bool = True
+    max_related: int = 3
+    max_definition: int = 10
+    #: Fraction of lexicon entries kept (seed 000 Table 4); dropped deterministically by word hash.
+    coverage: float = 1.0
+    #: Cap on related/definition words outside the vocabulary that are encoded compositionally.
+    extra_cap: int = 50000
+    wn_dir: str = ""
+    tsv_path: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputConfig:
+    #: Depth k of the residual output net E^(j) = g_j(E^(j-1)) + E_in; 0 = plain tying.
+    depth: int = 0
+    activation: str = "relu"
+    #: Variational dropout on the output embeddings (mask shared across the vocabulary).
+    dropout: float = 0.2
+    #: Activation of the computed bias b_v = act(w . e_v + a).
+    bias_activation: str = "relu"
+
+
+@dataclasses.dataclass(frozen=True)
+class PrefixConfig:
+    n_layers: int = 2
+    #: Hidden size of every layer but the last, whose output size is the embedding size d.
+    hidden: int = 1024
+    #: Dropout on embeddings, between layers and on the top output ("hidden unit dropout").
+    dropout: float = 0.65
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    kind: str = "groc"
+    #: Embedding size d (seed 004 appendix C: 256).
+    d: int = 256
+    init_range: float = 0.05
+    charset: CharsetConfig = dataclasses.field(default_factory=CharsetConfig)
+    surface: SurfaceConfig = dataclasses.field(default_factory=SurfaceConfig)
+    output: OutputConfig = dataclasses.field(default_factory=OutputConfig)
+    prefix: PrefixConfig = dataclasses.field(default_factory=PrefixConfig)
+    lexicon: LexiconConfig = dataclasses.field(default_factory=LexiconConfig)
+
+
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    root: str = ""
+    langs: tuple[str, ...] = ("en",)
+    #: "whitespace" (default), "auto" (stanza if installed, else NLTK Toktok), "stanza", "toktok".
+    tokenize: str = "whitespace"
+    #: "closed": vocabulary from train+valid+test (seeds' PTB setup); "open": train only.
+    vocab_mode: str = "closed"
+    #: "proportional" (default), "round_robin" or "temperature".
+    schedule: str = "proportional"
+    temperature: float = 1.0
+    #: Language-screened softmax: score only the current language's vocabulary.
+    screen: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    batch_size: int = 20
+    bptt: int = 35
+    eval_batch_size: int = 10
+    lr: float = 1e-3
+    clip: float = 0.1
+    weight_decay: float = 0.0
+    max_epochs: int = 100
+    max_steps: int = 0
+    max_minutes: float = 0.0
+    #: Evaluate every N steps (0: at the end of every epoch).
+    eval_every: int = 0
+    lr_patience: int = 4
+    stop_patience: int = 8
+    lr_factor: float = 0.1
+    seed: int = 0
+    #: Probability of a full update of the output embedding function in a step (seed 000 B.4).
+    output_update_prob: float = 1.0
+    threads: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    data: DataConfig = dataclasses.field(default_factory=DataConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+
+    def validate(self) -> RunConfig:
+        """Check values whose errors would otherwise surface deep inside training."""
+        m, t, d = self.model, self.train, self.data
+        if m.kind not in MODEL_KINDS:
+            raise ConfigError(f"unknown model kind {m.kind!r}; use one of {', '.join(MODEL_KINDS)}")
+        for name, act in (("surface.activation", m.surface.activation),
+                          ("output.activation", m.output.activation),
+                          ("output.bias_activation", m.output.bias_activation)):
+            if act not in ACTIVATIONS:
+                raise ConfigError(f"unknown activation {act!r} for model.{name}; use one of {', '.join(ACTIVATIONS)}")
+        if m.charset.scheme not in ("unicode", "elmo-bytes"):
+            raise ConfigError(f"unknown charset scheme {m.charset.scheme!r}; use 'unicode' or 'elmo-bytes'")
+        max_width = max(w for w, _ in m.surface.filters)
+        if not max_width <= m.charset.max_word_len <= 1000:
+            raise ConfigError(
+                f"model.charset.max_word_len={m.charset.max_word_len} must be between the widest "
+                f"filter ({max_width}) and 1000"
+            )
+        for name, val in (("model.d", m.d), ("train.batch_size", t.batch_size), ("train.bptt", t.bptt),
+                          ("train.eval_batch_size", t.eval_batch_size), ("model.prefix.hidden", m.prefix.hidden),
+                          ("model.prefix.n_layers", m.prefix.n_layers)):
+            if val <= 0:
+                raise ConfigError(f"{name}={val} must be positive")
+        for name, p in (("model.prefix.dropout", m.prefix.dropout), ("model.output.dropout", m.output.dropout)):
+            if not 0.0 <= p < 1.0:
+                raise ConfigError(f"{name}={p} must be in [0, 1)")
+        if not 0.0 < t.output_update_prob <= 1.0:
+            raise ConfigError(f"train.output_update_prob={t.output_update_prob} must be in (0, 1]")
+        if not 0.0 <= m.lexicon.coverage <= 1.0:
+            raise ConfigError(f"model.lexicon.coverage={m.lexicon.coverage} must be in [0, 1]")
+        if d.vocab_mode not in ("closed", "open"):
+            raise ConfigError(f"data.vocab_mode={d.vocab_mode!r} must be 'closed' or 'open'")
+        if d.schedule not in ("proportional", "round_robin", "temperature"):
+            raise ConfigError(f"data.schedule={d.schedule!r} must be proportional, round_robin or temperature")
+        if t.lr <= 0:
+            raise ConfigError(f"train.lr={t.lr} must be positive")
+        return self
+
+
+T = TypeVar("T")
+
+
+def _build(cls: type[T], values: Mapping[str, Any], where: str) -> T:
+    """Build a (nested) frozen dataclass from a plain mapping, rejecting unknown keys."""
+    assert dataclasses.is_dataclass(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, val in values.items():
+        if key not in fields:
+            raise ConfigError(f"unknown config key {where}{key!r}; known keys: {', '.join(fields)}")
+        ftype = fields[key].type
+        default = getattr(cls(), key)  # type: ignore[call-arg]
+        if dataclasses.is_dataclass(default):
+            if not isinstance(val, Mapping):
+                raise ConfigError(f"config section {where}{key} must be a table, got {val!r}")
+            kwargs[key] = _build(type(default), val, f"{where}{key}.")
+        else:
+            kwargs[key] = _coerce(val, default, f"{where}{key}", str(ftype))
+    return cls(**kwargs)
+
+
+def _coerce(val: Any, default: Any, name: str, ftype: str) -> Any:
+    if isinstance(default, bool):
+        if isinstance(val, bool):
+            return val
+        raise ConfigError(f"config value {name}={val!r} must be true or false")
+    if isinstance(default, int) and not isinstance(default, bool):
+        if isinstance(val, int) and not isinstance(val, bool):
+            return val
+        raise ConfigError(f"config value {name}={val!r} must be an integer")
+    if isinstance(default, float):
+        if isinstance(val, (int, float)) and not isinstance(val, bool):
+            return float(val)
+        raise ConfigError(f"config value {name}={val!r} must be a number")
+    if isinstance(default, str):
+        if isinstance(val, str):
+            return val
+        raise ConfigError(f"config value {name}={val!r} must be a string")
+    if isinstance(default, tuple):
+        if isinstance(val, str):
+            val = [v for v in val.split(",") if v]
+        if not isinstance(val, (list, tuple)):
+            raise ConfigError(f"config value {name}={val!r} must be a list")
+        return tuple(tuple(v) if isinstance(v, list) else v for v in val)
+    raise ConfigError(f"config value {name}={val!r} has an unsupported type {ftype}")
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """Plain nested dict (lists, not tuples) for TOML/JSON/checkpoints."""
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        if isinstance(v, dict):
+            return {k: plain(x) for k, x in v.items()}
+        return v
+
+    return plain(dataclasses.asdict(cfg))
+
+
+def from_dict(values: Mapping[str, Any]) -> RunConfig:
+    return _build(RunConfig, values, "").validate()
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """Parse ``section.key=value``; the value is read as TOML, falling back to a bare string."""
+    if "=" not in text:
+        raise ConfigError(f"malformed override {text!r}; write it as section.key=value, e.g. train.lr=0.002")
+    key, raw = text.split("=", 1)
+    path = [p for p in key.strip().split(".") if p]
+    if not path:
+        raise ConfigError(f"malformed override {text!r}; the key is empty")
+    try:
+        value = tomllib.loads(f"v = {raw.strip()}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw.strip()
+    return path, value
+
+
+def _merge(base: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    node = base
+    for p in path[:-1]:
+        nxt = node.setdefault(p, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"config key {'.'.join(path)} descends into a non-table value")
+        node = nxt
+    node[path[-1]] = value
+
+
+def load_config(path: Path | None = None, overrides: Sequence[str] = (),
+                base: Mapping[str, Any] | None = None) -> RunConfig:
+    """Load a TOML config (optional), then apply ``section.key=value`` overrides in order."""
+    values: dict[str, Any] = to_dict(RunConfig()) if base is None else dict(_deepcopy(base))
+    if path is not None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            loaded = tomllib.loads(text)
+        except FileNotFoundError as exc:
+            raise ConfigError(f"config file {path} does not exist; check the path") from exc
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+        _deep_update(values, loaded)
+    for ov in overrides:
+        p, v = parse_override(ov)
+        _merge(values, p, v)
+    return from_dict(values)
+
+
+def _deepcopy(m: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _deepcopy(v) if isinstance(v, Mapping) else v for k, v in m.items()}
+
+
+def _deep_update(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
+    for k, v in src.items():
+        if isinstance(v, Mapping) and isinstance(dst.get(k), dict):
+            _deep_update(dst[k], v)
+        else:
+            dst[k] = v
+
+
+def dump_toml(cfg: RunConfig) -> str:
+    """Serialise a config as TOML (only the value types our configs use)."""
+    lines: list[str] = []
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, (list, tuple)):
+            return "[" + ", ".join(fmt(x) for x in v) + "]"
+        raise TypeError(f"cannot serialise {v!r}")
+
+    def emit(prefix: str, table: Mapping[str, Any]) -> None:
+        scalars = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+        subs = {k: v for k, v in table.items() if isinstance(v, Mapping)}
+        if prefix and scalars:
+            lines.append(f"[{prefix}]")
+        for k, v in scalars.items():
+            lines.append(f"{k} = {fmt(v)}")
+        if scalars:
+            lines.append("")
+        for k, v in subs.items():
+            emit(f"{prefix}.{k}" if prefix else k, v)
+
+    emit("", to_dict(cfg))
+    return "\n".join(lines)

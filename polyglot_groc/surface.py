@@ -1,0 +1,102 @@
+"""Surface encoder c_x: char embedding -> Conv1d bank -> masked max-over-time -> act -> highway -> proj.
+
+Seed 000 §3.1 / seed 004 appendix C (after Józefowicz et al. 2016 and ELMo). Two bugs of the
+original code are avoided here: the embedded characters are *transposed* to (N, C, L) for
+Conv1d (a ``view`` reshape silently scrambles characters and channels), and padding windows are
+masked to -inf so a PAD position can never win the max.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+from polyglot_groc.activations import activation
+from polyglot_groc.charset import PAD
+from polyglot_groc.config import SurfaceConfig
+
+
+class Highway(nn.Module):
+    """y = g * x + (1 - g) * f(W_t x), g = sigmoid(W_g x); AllenNLP's layout (one Linear, 2D outputs).
+
+    ``g`` is the *carry* gate: its bias starts at +1 so the layer initially passes x through.
+    """
+
+    def __init__(self, dim: int, act: str = "relu") -> None:
+        super().__init__()
+        self.dim = dim
+        self.layer = nn.Linear(dim, 2 * dim)
+        self.act = activation(act)
+        with torch.no_grad():
+            self.layer.bias[dim:].fill_(1.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (N, D) -> (N, D)
+        transform, gate = self.layer(x).chunk(2, dim=-1)
+        g = torch.sigmoid(gate)
+        return g * x + (1.0 - g) * self.act(transform)
+
+
+class SurfaceEncoder(nn.Module):
+    def __init__(self, cfg: SurfaceConfig, n_chars: int, d: int, highway_act: str = "relu") -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.widths = tuple(w for w, _ in cfg.filters)
+        self.char_emb = nn.Embedding(n_chars, cfg.char_dim, padding_idx=PAD)
+        self.convs = nn.ModuleList(nn.Conv1d(cfg.char_dim, n, w) for w, n in cfg.filters)
+        self.n_filters = sum(n for _, n in cfg.filters)
+        self.act = activation(cfg.activation)
+        self.highways = nn.ModuleList(Highway(self.n_filters, highway_act) for _ in range(cfg.n_highway))
+        self.proj = nn.Linear(self.n_filters, d)
+        self.d = d
+
+    def _encode(self, chars: torch.Tensor) -> torch.Tensor:
+        # chars: (N, L) int64
+        x = self.char_emb(chars).transpose(1, 2)  # (N, C, L): channels first for Conv1d
+        valid = chars != PAD  # (N, L)
+        pooled = []
+        for w, conv in zip(self.widths, self.convs, strict=True):
+            y = conv(x)  # (N, F_w, L - w + 1)
+            # A window is real iff all its characters are real; window 0 is always kept so a
+            # word shorter than the filter still yields a (zero-padded) value instead of -inf.
+            win = valid.unfold(1, w, 1).all(dim=-1)  # (N, L - w + 1)
+            win[:, 0] = True
+            y = y.masked_fill(~win.unsqueeze(1), float("-inf"))
+            pooled.append(self.act(y.amax(dim=2)))  # (N, F_w)
+        h = torch.cat(pooled, dim=1)  # (N, sum F)
+        for hw in self.highways:
+            h = hw(h)
+        return self.proj(h)  # (N, d)
+
+    def forward(self, chars: torch.Tensor) -> torch.Tensor:
+        """Encode words given as character ids.  (N, L) -> (N, d)
+
+        Rows are processed in chunks to bound peak memory; with ``cfg.checkpoint`` the chunk
+        activations are recomputed in backward instead of stored.
+        """
+        n = chars.shape[0]
+        size = self.cfg.chunk_size
+        if n <= size:
+            return self._run(chars)
+        return torch.cat([self._run(chars[i : i + size]) for i in range(0, n, size)], dim=0)
+
+    def _run(self, chars: torch.Tensor) -> torch.Tensor:
+        if self.cfg.checkpoint and self.training and torch.is_grad_enabled():
+            out = checkpoint(self._encode, chars, use_reentrant=False)
+            assert isinstance(out, torch.Tensor)
+            return out
+        return self._encode(chars)
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean over dim -2 of ``x`` counting only ``mask`` slots; 0 where no slot is set.
+
+    x: (..., K, d), mask: (..., K) bool -> (..., d). Pad slots never change the mean.
+    """
+    m = mask.to(x.dtype).unsqueeze(-1)  # (..., K, 1)
+    total = (x * m).sum(dim=-2)
+    count = m.sum(dim=-2).clamp_min(1.0)
+    return total / count
+
+
+__all__ = ["Highway", "SurfaceEncoder", "masked_mean"]

@@ -1,0 +1,134 @@
+"""The (multilingual) word vocabulary: frequency-sorted, immutable, with per-language membership.
+
+The same surface string in two languages is one item (seed 004 §5.4). A vocabulary is never
+mutated: :meth:`Vocab.extend` returns a new one (the original code appended to its list in place).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lexicons.errors import InputError
+
+UNK = "<unk>"
+EOS = "<eos>"
+
+
+@dataclass(frozen=True)
+class Vocab:
+    words: tuple[str, ...]
+    #: Total training-data count of each word (0 for words added at evaluation time).
+    counts: tuple[int, ...]
+    langs: tuple[str, ...]
+    #: membership[i, j]: word i occurs in language langs[j].  # (V, n_langs) bool
+    membership: np.ndarray = field(repr=False)
+    _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        assert self.membership.shape == (len(self.words), len(self.langs))
+        object.__setattr__(self, "_index", {w: i for i, w in enumerate(self.words)})
+        if len(self._index) != len(self.words):
+            raise InputError("vocabulary has duplicate words; build it with Vocab.build")
+
+    @classmethod
+    def build(cls, lang_counts: Mapping[str, Counter[str]], add_unk: bool = False) -> Vocab:
+        """Union of per-language counts, sorted by total frequency then string (deterministic)."""
+        langs = tuple(lang_counts)
+        total: Counter[str] = Counter()
+        for c in lang_counts.values():
+            total.update(c)
+        if add_unk and UNK not in total:
+            total[UNK] = 0
+        words = sorted(total, key=lambda w: (-total[w], w))
+        membership = np.zeros((len(words), len(langs)), dtype=bool)
+        index = {w: i for i, w in enumerate(words)}
+        for j, lang in enumerate(langs):
+            ids = np.fromiter(map(index.__getitem__, lang_counts[lang]), dtype=np.int64,
+                              count=len(lang_counts[lang]))
+            membership[ids, j] = True
+        if add_unk:
+            membership[index[UNK], :] = True  # every language may emit <unk>
+        return cls(tuple(words), tuple(total[w] for w in words), langs, membership)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: object) -> bool:
+        return word in self._index
+
+    def id(self, word: str) -> int:
+        return self._index[word]
+
+    def get(self, word: str, default: int = -1) -> int:
+        return self._index.get(word, default)
+
+    def encode(self, tokens: Sequence[str], unk: bool = False) -> np.ndarray:
+        """Token ids.  # (n,) int64. Unknown tokens map to <unk> when ``unk`` else raise."""
+        if unk:
+            uid = self._index[UNK]
+            get = self._index.get
+            return np.fromiter((get(t, uid) for t in tokens), dtype=np.int64, count=len(tokens))
+        try:
+            return np.fromiter(map(self._index.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        except KeyError as exc:
+            raise InputError(f"token {exc.args[0]!r} is not in the vocabulary; rebuild it or use <unk>") from exc
+
+    def lang_ids(self, lang: str) -> np.ndarray:
+        """Sorted ids of the words of ``lang``.  # (V_lang,) int64"""
+        j = self.langs.index(lang)
+        return np.flatnonzero(self.membership[:, j]).astype(np.int64)
+
+    def word_langs(self) -> list[tuple[str, ...]]:
+        """For each word, the languages it occurs in, in run order."""
+        return [tuple(self.langs[j] for j in np.flatnonzero(row)) for row in self.membership]
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        h.update("\x1f".join(self.langs).encode())
+        h.update("\x1e".join(self.words).encode())
+        h.update(np.packbits(self.membership).tobytes())
+        return h.hexdigest()[:16]
+
+    def extend(self, new_words: Mapping[str, Sequence[str]]) -> Vocab:
+        """A new vocabulary with ``new_words[lang]`` appended (count 0); self is unchanged."""
+        words = list(self.words)
+        membership = [self.membership]
+        index = dict(self._index)
+        extra_rows: list[np.ndarray] = []
+        for lang, ws in new_words.items():
+            j = self.langs.index(lang)
+            for w in ws:
+                if w in index:
+                    i = index[w]
+                    if i < len(self.words):
+                        continue
+                    extra_rows[i - len(self.words)][j] = True
+                    continue
+                index[w] = len(words)
+                words.append(w)
+                row = np.zeros(len(self.langs), dtype=bool)
+                row[j] = True
+                extra_rows.append(row)
+        if extra_rows:
+            membership.append(np.stack(extra_rows))
+        full = np.concatenate(membership, axis=0)
+        counts = self.counts + (0,) * (len(words) - len(self.words))
+        return Vocab(tuple(words), counts, self.langs, full)
+
+    def to_state(self) -> dict[str, object]:
+        return {"words": list(self.words), "counts": list(self.counts), "langs": list(self.langs),
+                "membership": self.membership.tolist()}
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, object]) -> Vocab:
+        import torch
+
+        mem = state["membership"]
+        membership = mem.numpy() if isinstance(mem, torch.Tensor) else np.asarray(mem, dtype=bool)
+        return cls(tuple(state["words"]), tuple(int(c) for c in state["counts"]),  # type: ignore[arg-type, union-attr]
+                   tuple(state["langs"]), membership.astype(bool))  # type: ignore[arg-type]
