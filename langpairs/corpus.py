@@ -1,0 +1,202 @@
+"""Reading per-language corpora: ``<root>/<lang>/{train,valid,test}.{txt,conllu}``.
+
+Plain text is one sentence per line; CoNLL-U contributes its FORM column (multi-word-token
+ranges ``1-2`` and empty nodes ``1.1`` skipped, so each syntactic word appears once). Files must
+be UTF-8; text is NFC-normalised so that "é" typed two ways is one vocabulary entry, and every
+sentence ends with :data:`EOS`, as in AWD-LSTM's word-level corpora.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from lexicons.errors import CorpusError, UnknownLanguageError
+
+from .tokenize import Tokenizer, make_tokenizer
+
+__all__ = [
+    "EOS",
+    "SPLITS",
+    "MultilingualCorpus",
+    "decode_utf8",
+    "find_split",
+    "read_split",
+]
+
+logger = logging.getLogger(__name__)
+
+EOS = "<eos>"
+SPLITS: tuple[str, ...] = ("train", "valid", "test")
+
+# Preference order when several files exist for a split: plain text first (the prepared form),
+# then CoNLL-U; gzipped variants (how the UD files are shipped) last.
+_SUFFIXES: tuple[str, ...] = (".txt", ".conllu", ".txt.gz", ".conllu.gz")
+
+
+def decode_utf8(data: bytes, path: Path | str, error: type[Exception] = CorpusError) -> str:
+    """Strictly decode ``data`` read from ``path`` as UTF-8 (a leading BOM is dropped), NFC-normalised."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{path} is not valid utf-8 (byte offset {exc.start}: {data[exc.start:exc.start + 4]!r}); "
+            f"re-encode it as utf-8, e.g. `iconv -f latin1 -t utf-8`"
+        ) from exc
+    text = text.removeprefix("\ufeff")
+    return unicodedata.normalize("NFC", text)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise CorpusError(f"corpus file {path} does not exist; check the corpus root and split name") from exc
+    except (OSError, EOFError) as exc:
+        raise CorpusError(f"cannot read corpus file {path} ({exc}); check the file and its permissions") from exc
+
+
+def _space_free(form: str) -> str:
+    # UD allows spaces inside FORM (e.g. French "10 000"); the flat token stream and the
+    # one-sentence-per-line files cannot, so inner whitespace becomes "_".
+    return "_".join(form.split())
+
+
+def _conllu_sentences(text: str, path: Path) -> Iterable[list[str]]:
+    sentence: list[str] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            if sentence:
+                yield sentence
+                sentence = []
+            continue
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise CorpusError(
+                f"{path} line {lineno}: {len(cols)} tab-separated fields, conll-u needs 10; "
+                f"fix the line or convert the file to one sentence per line (.txt)"
+            )
+        token_id = cols[0]
+        if "-" in token_id or "." in token_id:  # multi-word-token range / empty node
+            continue
+        form = _space_free(cols[1])
+        if form:
+            sentence.append(form)
+    if sentence:
+        yield sentence
+
+
+def _text_sentences(text: str, tokenizer: Tokenizer | None) -> Iterable[list[str]]:
+    for line in text.splitlines():
+        if not line.strip():  # blank lines are not sentences (and would add bare <eos>)
+            continue
+        tokens = tokenizer(line) if tokenizer is not None else line.split()
+        if tokens:
+            yield tokens
+
+
+def read_split(path: Path, tokenizer: Tokenizer | None = None) -> list[list[str]]:
+    """Sentences of one split file, each ending with :data:`EOS`.
+
+    ``.txt`` lines are tokenised with ``tokenizer`` (whitespace when ``None``); ``.conllu`` is
+    already tokenised, so ``tokenizer`` is ignored for it. Missing, non-UTF-8 or token-free files
+    raise :class:`CorpusError`.
+    """
+    path = Path(path)
+    text = decode_utf8(_read_bytes(path), path)
+    is_conllu = path.name.endswith((".conllu", ".conllu.gz"))
+    raw = _conllu_sentences(text, path) if is_conllu else _text_sentences(text, tokenizer)
+    sentences = [[*tokens, EOS] for tokens in raw]
+    if not sentences:
+        raise CorpusError(f"corpus file {path} contains no tokens; fill it with one sentence per line")
+    return sentences
+
+
+def find_split(root: Path, lang: str, split: str) -> Path:
+    """The file for ``split`` of ``lang`` under ``root``: ``.txt`` if present, else ``.conllu``."""
+    directory = Path(root) / lang
+    candidates = [directory / f"{split}{suffix}" for suffix in _SUFFIXES]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise CorpusError(
+        f"no {split} split for {lang!r}: expected {candidates[0]} (or {split}.conllu); "
+        f"check the corpus root, or build it with langpairs.prepare.prepare_corpora"
+    )
+
+
+@dataclass(frozen=True)
+class MultilingualCorpus:
+    """Flat token streams per language and split (``<eos>`` after every sentence)."""
+
+    langs: tuple[str, ...]
+    splits: dict[str, dict[str, list[str]]]  # lang -> split -> flat token list incl. <eos>
+
+    @classmethod
+    def load(
+        cls,
+        root: Path,
+        langs: Sequence[str],
+        splits: Sequence[str] = SPLITS,
+        tokenize: str = "whitespace",
+    ) -> MultilingualCorpus:
+        """Read ``splits`` of every language in ``langs`` from ``root`` (tokeniser mode ``tokenize``)."""
+        if isinstance(langs, str):  # "en,fr" would otherwise be read as the codes "e", "n", ...
+            langs = [code for code in langs.split(",") if code.strip()]
+        codes = tuple(dict.fromkeys(code.strip() for code in langs))
+        if not codes:
+            raise CorpusError(f"no languages to load from {root}; pass codes such as ('en', 'fr')")
+        wanted = tuple(dict.fromkeys(splits))
+        if not wanted:
+            raise CorpusError(f"no splits to load from {root}; pass e.g. ('train', 'valid', 'test')")
+        data: dict[str, dict[str, list[str]]] = {}
+        for lang in codes:
+            # Whitespace needs no tokenizer object: read_split's default path is the fast one.
+            tokenizer = None if tokenize == "whitespace" else make_tokenizer(lang, tokenize)
+            data[lang] = {}
+            for split in wanted:
+                path = find_split(Path(root), lang, split)
+                sentences = read_split(path, tokenizer)
+                data[lang][split] = [token for sentence in sentences for token in sentence]
+                logger.info(
+                    "%s %s: %d sentences, %d tokens (incl. %s) from %s",
+                    lang, split, len(sentences), len(data[lang][split]), EOS, path,
+                )
+        return cls(langs=codes, splits=data)
+
+    def _split(self, lang: str, split: str) -> list[str]:
+        if lang not in self.splits:
+            raise UnknownLanguageError(
+                f"language {lang!r} is not in this corpus (loaded: {', '.join(self.langs)}); "
+                f"pass it to MultilingualCorpus.load"
+            )
+        try:
+            return self.splits[lang][split]
+        except KeyError as exc:
+            raise CorpusError(
+                f"split {split!r} of {lang!r} is not loaded (loaded: {', '.join(self.splits[lang])}); "
+                f"pass it in MultilingualCorpus.load(splits=...)"
+            ) from exc
+
+    def counts(self, lang: str, splits: Sequence[str] = ("train",)) -> Counter[str]:
+        """Token frequencies of ``lang`` over ``splits`` (``<eos>`` included), e.g. for a vocabulary."""
+        if isinstance(splits, str):
+            splits = (splits,)
+        counter: Counter[str] = Counter()
+        for split in splits:
+            counter.update(self._split(lang, split))
+        return counter
+
+    def n_tokens(self, lang: str, split: str) -> int:
+        """Number of tokens (``<eos>`` included) in ``split`` of ``lang``."""
+        return len(self._split(lang, split))

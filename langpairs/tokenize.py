@@ -1,0 +1,225 @@
+"""Word tokenisers: whitespace, NLTK Toktok, Stanza, and an ``auto`` mode choosing between them.
+
+The thesis segments text with Stanza (Mulcaire 2022, §5.3). Stanza's models are a separate
+download, so ``auto`` uses Stanza when its tokenizer model for the language is installed and falls
+back to NLTK's rule-based ``ToktokTokenizer`` (language-agnostic, no data files) otherwise, and
+logs which one ran so a corpus's provenance is never a guess.
+
+Every tokeniser returns tokens free of whitespace: the corpora store one space-separated
+sentence per line, so a token with an inner space (Stanza keeps French "10 000" whole) would
+split on re-reading; inner whitespace becomes ``_``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import re
+from typing import Any, Protocol, runtime_checkable
+
+from lexicons.errors import ConfigError, ResourceMissingError
+
+from .registry import TOKENIZER_MODES, default_registry
+
+__all__ = [
+    "SentenceTokenizer",
+    "StanzaTokenizer",
+    "TOKENIZER_MODES",
+    "Tokenizer",
+    "ToktokWordTokenizer",
+    "WhitespaceTokenizer",
+    "make_tokenizer",
+    "stanza_available",
+]
+
+logger = logging.getLogger(__name__)
+
+_INNER_SPACE = re.compile(r"\s+")
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Anything that turns one string into a list of tokens."""
+
+    def __call__(self, text: str) -> list[str]: ...
+
+
+@runtime_checkable
+class SentenceTokenizer(Tokenizer, Protocol):
+    """A :class:`Tokenizer` that can also segment running text into sentences."""
+
+    @property
+    def name(self) -> str:
+        """Which tokeniser actually runs: ``whitespace``, ``toktok`` or ``stanza``."""
+        ...
+
+    def sentences(self, text: str) -> list[list[str]]:
+        """Split ``text`` (e.g. a paragraph) into sentences of tokens."""
+        ...
+
+
+def _clean(tokens: list[str]) -> list[str]:
+    # Tokens must survive a write/read round trip through space-separated lines.
+    return [_INNER_SPACE.sub("_", t.strip()) for t in tokens if t.strip()]
+
+
+class _PunktSplitter:
+    """NLTK Punkt sentence splitter; optionally trained (unsupervised) on a sample of the text.
+
+    Punkt's pretrained models are an NLTK download we do not have; untrained Punkt splits after
+    every abbreviation ("до н. е."), so callers with running text pass a sample to learn them.
+    """
+
+    def __init__(self, sample: str | None = None) -> None:
+        from nltk.tokenize.punkt import PunktSentenceTokenizer, PunktTrainer
+
+        if sample:
+            trainer = PunktTrainer()
+            trainer.train(sample, finalize=True)
+            self._punkt = PunktSentenceTokenizer(trainer.get_params())
+        else:
+            self._punkt = PunktSentenceTokenizer()
+
+    def __call__(self, text: str) -> list[str]:
+        return list(self._punkt.tokenize(text))
+
+
+class WhitespaceTokenizer:
+    """Splits on whitespace: for text that is already tokenised (the prepared corpora)."""
+
+    name = "whitespace"
+
+    def __call__(self, text: str) -> list[str]:
+        return text.split()
+
+    def sentences(self, text: str) -> list[list[str]]:
+        # Pre-tokenised text is one sentence per line; no segmentation is attempted.
+        return [tokens for tokens in (line.split() for line in text.splitlines()) if tokens]
+
+
+class ToktokWordTokenizer:
+    """NLTK's ``ToktokTokenizer`` without its HTML escaping, plus Punkt sentence splitting.
+
+    Toktok (a port of tok-tok.pl) rewrites ``&`` as ``&amp;``, ``|`` as ``&#124;`` and tabs as
+    ``&#9;`` -- meant for Moses pipelines, wrong for a language model's vocabulary -- so those
+    three rules are dropped; everything else is NLTK's.
+    """
+
+    name = "toktok"
+
+    def __init__(self, sentence_sample: str | None = None) -> None:
+        from nltk.tokenize.toktok import ToktokTokenizer
+
+        escapes = {ToktokTokenizer.AMPERCENT, ToktokTokenizer.TAB, ToktokTokenizer.PIPE}
+        self._regexes = [rule for rule in ToktokTokenizer.TOKTOK_REGEXES if rule not in escapes]
+        self._sample = sentence_sample
+        self._splitter: _PunktSplitter | None = None
+
+    def __call__(self, text: str) -> list[str]:
+        for regexp, substitution in self._regexes:
+            text = regexp.sub(substitution, text)
+        return text.split()
+
+    def sentences(self, text: str) -> list[list[str]]:
+        if self._splitter is None:  # lazily: Punkt training costs ~1 s per MB of sample
+            self._splitter = _PunktSplitter(self._sample)
+        return [tokens for tokens in (self(s) for s in self._splitter(text)) if tokens]
+
+
+class StanzaTokenizer:
+    """Stanza's neural tokenizer (tokens, not multi-word-expanded words) for one language."""
+
+    name = "stanza"
+
+    def __init__(self, pipeline: Any) -> None:
+        self._pipeline = pipeline
+
+    def sentences(self, text: str) -> list[list[str]]:
+        if not text.strip():
+            return []
+        doc = self._pipeline(text)
+        return [tokens for tokens in (_clean([t.text for t in s.tokens]) for s in doc.sentences) if tokens]
+
+    def __call__(self, text: str) -> list[str]:
+        return [token for sentence in self.sentences(text) for token in sentence]
+
+
+def _stanza_fix(lang: str) -> str:
+    return (
+        f"on an online machine run `python -c \"import stanza; stanza.download('{lang}', "
+        f"processors='tokenize')\"` and copy the stanza_resources folder here (or set "
+        f"STANZA_RESOURCES_DIR), or use tokenizer mode 'toktok' or 'auto'"
+    )
+
+
+@functools.cache
+def _stanza_pipeline(lang: str) -> Any:
+    """Build (once per language) a tokenize-only pipeline; ResourceMissingError when impossible."""
+    try:
+        import stanza
+        from stanza.resources.common import UnknownLanguageError as StanzaUnknownLanguage
+    except ImportError as exc:  # stanza is a dependency, but keep the failure actionable
+        raise ResourceMissingError(f"stanza is not importable ({exc}); install it with `pip install stanza`") from exc
+    try:
+        # download_method=None: never touch the network; missing models raise instead.
+        return stanza.Pipeline(lang, processors="tokenize", download_method=None)
+    except (FileNotFoundError, StanzaUnknownLanguage) as exc:
+        # FileNotFoundError covers ResourcesFileNotFoundError, LanguageNotDownloadedError and a
+        # missing model file; stanza's UnknownLanguageError a language it has no model for.
+        first = " ".join(str(exc).split())
+        raise ResourceMissingError(
+            f"stanza tokenizer model for {lang!r} is not installed ({first}); {_stanza_fix(lang)}"
+        ) from exc
+
+
+def stanza_available(lang: str) -> bool:
+    """Whether a Stanza tokenizer for ``lang`` can be built offline (the result is cached)."""
+    try:
+        _stanza_pipeline(lang)
+    except ResourceMissingError:
+        return False
+    return True
+
+
+def _stanza_code(lang: str, stanza_lang: str | None) -> str:
+    if stanza_lang:
+        return stanza_lang
+    registry = default_registry()
+    if lang in registry:
+        return registry.get(lang).stanza_lang or lang
+    return lang
+
+
+def make_tokenizer(
+    lang: str,
+    mode: str = "whitespace",
+    *,
+    stanza_lang: str | None = None,
+    sentence_sample: str | None = None,
+) -> SentenceTokenizer:
+    """A tokenizer for ``lang``.
+
+    ``mode``: ``whitespace`` (pre-tokenised text), ``toktok`` (NLTK Toktok), ``stanza`` (Stanza
+    models required; :class:`ResourceMissingError` naming ``stanza.download`` otherwise) or
+    ``auto`` (Stanza when its model for ``lang`` is installed, else Toktok; logged).
+    ``stanza_lang`` overrides the Stanza code (default: the registry's, else ``lang``);
+    ``sentence_sample`` is text to train the Punkt sentence splitter the Toktok fallback uses.
+    """
+    if mode not in TOKENIZER_MODES:
+        raise ConfigError(f"unknown tokenizer mode {mode!r}; use one of {', '.join(TOKENIZER_MODES)}")
+    if mode == "whitespace":
+        return WhitespaceTokenizer()
+    if mode == "toktok":
+        return ToktokWordTokenizer(sentence_sample)
+    code = _stanza_code(lang, stanza_lang)
+    if mode == "stanza":
+        tokenizer: SentenceTokenizer = StanzaTokenizer(_stanza_pipeline(code))
+        logger.info("tokenizer for %s: stanza", lang)
+        return tokenizer
+    try:
+        tokenizer = StanzaTokenizer(_stanza_pipeline(code))
+    except ResourceMissingError as exc:
+        logger.info("tokenizer for %s: toktok (nltk), because %s", lang, exc)
+        return ToktokWordTokenizer(sentence_sample)
+    logger.info("tokenizer for %s: stanza", lang)
+    return tokenizer
