@@ -1,0 +1,3 @@
+from polyglot_groc.cli import main
+
+main()

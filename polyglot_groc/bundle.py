@@ -1,0 +1,141 @@
+"""A model together with what it needs to map words to tensors: vocabulary, charset, forms.
+
+This is the one place that builds a :class:`LanguageModel` from a config and a vocabulary and
+rebuilds it from a checkpoint; training, evaluation, export, alignment and ELMo conversion all
+go through it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lexicons.errors import CheckpointError, ModelError
+from polyglot_groc.charset import Charset, check_word_lengths
+from polyglot_groc.checkpoint import load_checkpoint
+from polyglot_groc.config import RunConfig, from_dict, to_dict
+from polyglot_groc.embedder import LexiconForms
+from polyglot_groc.lm import LanguageModel
+from polyglot_groc.vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ModelBundle:
+    cfg: RunConfig
+    vocab: Vocab
+    charset: Charset
+    model: LanguageModel
+    #: Related/definition words outside the vocabulary, encoded compositionally (rows V.. of chars).
+    extra_words: tuple[str, ...] = ()
+    forms: LexiconForms | None = None
+    #: Lexicon metadata (specs, coverage) kept for reporting and for embedding new words later.
+    lexicon_info: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, cfg: RunConfig, vocab: Vocab, charset: Charset | None = None,
+               forms: LexiconForms | None = None, extra_words: Sequence[str] = (),
+               lexicon_info: Mapping[str, Any] | None = None) -> ModelBundle:
+        m = cfg.model
+        if charset is None:
+            if m.charset.scheme == "elmo-bytes":
+                charset = Charset.elmo_bytes(m.charset.max_word_len)
+            else:
+                charset = Charset.from_words(vocab.words, m.charset.max_word_len)
+        lang_ids = {lang: torch.from_numpy(vocab.lang_ids(lang)) for lang in vocab.langs}
+        model = LanguageModel(m, charset.n_chars, len(vocab), lang_ids)
+        bundle = cls(cfg, vocab, charset, model, tuple(extra_words), forms, dict(lexicon_info or {}))
+        bundle.install_words()
+        return bundle
+
+    def install_words(self) -> None:
+        """(Re)build the char table and screens from the vocabulary; no parameter changes."""
+        all_words = list(self.vocab.words) + list(self.extra_words)
+        check_word_lengths(all_words)
+        chars = torch.from_numpy(self.charset.encode(all_words))  # (V + extra, L)
+        forms = self.forms
+        if self.model.kind == "groc-lex" and forms is None:
+            raise ModelError("a groc-lex model needs compiled lexicon forms; pass --lexicon SPEC")
+        lang_ids = {lang: torch.from_numpy(self.vocab.lang_ids(lang)) for lang in self.vocab.langs}
+        self.model.set_words(chars, forms if self.model.kind == "groc-lex" else None, lang_ids)
+
+    # ----------------------------------------------------------------------------------------
+    def with_new_words(self, new_words: Mapping[str, Sequence[str]]) -> ModelBundle:
+        """A bundle whose vocabulary also scores ``new_words[lang]`` (open-vocabulary evaluation).
+
+        Only compositional models can do this; new words get r = d = 0 (no lexicon lookup
+        here), which is logged. The original bundle is not modified.
+        """
+        if not self.model.compositional_output:
+            raise ModelError(f"a {self.model.kind} model cannot score words outside its vocabulary")
+        vocab = self.vocab.extend(new_words)
+        n_new = len(vocab) - len(self.vocab)
+        if n_new == 0 and all(not ws for ws in new_words.values()):
+            return self
+        forms = None
+        extra = self.extra_words
+        if self.forms is not None:
+            # Existing forms index rows of [vocab; extra]; new vocabulary rows shift extras by n_new.
+            shift = lambda t: torch.where(t >= len(self.vocab), t + n_new, t)  # noqa: E731
+            f = self.forms
+            forms = LexiconForms(shift(f.related_ids), f.related_mask, shift(f.definition_ids),
+                                 f.definition_mask).extend(n_new)
+            log.warning("%d new words get no relational/definitional forms (r = d = 0)", n_new)
+        model = self.model
+        bundle = replace(self, vocab=vocab, forms=forms, extra_words=extra, model=model)
+        bundle.install_words()
+        return bundle
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "config": to_dict(self.cfg),
+            "vocab": self.vocab.to_state(),
+            "charset": self.charset.to_state(),
+            "extra_words": list(self.extra_words),
+            "forms": self.forms.to_state() if self.forms is not None else None,
+            "lexicon_info": self.lexicon_info,
+            "model_state": self.model.state_dict(),
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> ModelBundle:
+        try:
+            cfg = from_dict(state["config"])
+            vocab = Vocab.from_state(state["vocab"])
+            charset = Charset.from_state(state["charset"])
+            forms = LexiconForms.from_state(state["forms"]) if state.get("forms") is not None else None
+            bundle = cls.create(cfg, vocab, charset, forms, tuple(state.get("extra_words", ())),
+                                state.get("lexicon_info", {}))
+            bundle.model.load_state_dict(state["model_state"])
+        except KeyError as exc:
+            raise CheckpointError(f"checkpoint lacks the entry {exc.args[0]!r}; it is incomplete") from exc
+        return bundle
+
+    def word_ids(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Ids of ``words`` in this vocabulary and a mask of the ones found.  (n,), (n,)"""
+        ids = np.fromiter((self.vocab.get(w) for w in words), dtype=np.int64, count=len(words))
+        return np.maximum(ids, 0), ids >= 0
+
+
+def run_checkpoint_path(run_dir: Path, which: str = "best") -> Path:
+    if which not in ("best", "last"):
+        raise CheckpointError(f"checkpoint {which!r} is unknown; use best or last")
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise CheckpointError(f"run directory {run_dir} does not exist; train one with polyglot-groc train")
+    return run_dir / f"{which}.pt"
+
+
+def load_bundle(run_dir: Path, which: str = "best") -> tuple[ModelBundle, dict[str, Any]]:
+    """Load a run's model bundle and the rest of its checkpoint payload."""
+    payload = load_checkpoint(run_checkpoint_path(run_dir, which))
+    bundle = ModelBundle.from_state(payload["bundle"])
+    bundle.model.eval()
+    return bundle, payload

@@ -1,0 +1,45 @@
+"""The ``polyglot-groc`` command line: a thin typer layer over the library.
+
+Every command wraps its body in ``cli_errors``: user errors print one line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from polyglot_groc.commands.train import evaluate_command, train_command
+
+app = typer.Typer(
+    name="polyglot-groc",
+    help="Multilingual word-level language models with grounded compositional output embeddings (GroC).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.command("train")(train_command)
+app.command("evaluate")(evaluate_command)
+
+
+def _mount_optional() -> None:
+    """Command groups living in their own modules."""
+    import importlib
+
+    for module, name in (("polyglot_groc.commands.lexicon", "lexicon"),):
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        app.add_typer(mod.app, name=name)
+
+
+_mount_optional()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

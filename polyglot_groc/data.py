@@ -1,0 +1,51 @@
+"""From a corpus directory to id streams: vocabulary building and stream encoding."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from langpairs.batching import batchify
+from langpairs.corpus import MultilingualCorpus
+from langpairs.registry import default_registry
+from polyglot_groc.config import DataConfig
+from polyglot_groc.vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+
+def load_corpus(cfg: DataConfig, splits: Sequence[str] = ("train", "valid", "test")) -> MultilingualCorpus:
+    registry = default_registry()
+    for lang in cfg.langs:
+        registry.get(lang)  # unknown codes fail here with the list of known ones
+    return MultilingualCorpus.load(cfg.root, tuple(cfg.langs), splits=tuple(splits), tokenize=cfg.tokenize)
+
+
+def vocab_splits(mode: str, available: Sequence[str]) -> tuple[str, ...]:
+    """Closed vocabulary: train+valid+test (the seeds' PTB setup); open: train only."""
+    wanted = ("train", "valid", "test") if mode == "closed" else ("train",)
+    return tuple(s for s in wanted if s in available)
+
+
+def build_vocab(corpus: MultilingualCorpus, mode: str, add_unk: bool) -> Vocab:
+    counts: dict[str, Counter[str]] = {}
+    for lang in corpus.langs:
+        counts[lang] = corpus.counts(lang, vocab_splits(mode, tuple(corpus.splits[lang])))
+    return Vocab.build(counts, add_unk=add_unk)
+
+
+def encode_stream(vocab: Vocab, tokens: Sequence[str], n_streams: int, unk: bool) -> np.ndarray:
+    """Tokens -> batchified ids.  # (n_streams, L)"""
+    return batchify(vocab.encode(tokens, unk=unk), n_streams)
+
+
+def unseen_words(vocab: Vocab, corpus: MultilingualCorpus, split: str) -> dict[str, list[str]]:
+    """Per language, the words of ``split`` missing from the vocabulary, in first-seen order."""
+    out: dict[str, list[str]] = {}
+    for lang in corpus.langs:
+        toks = corpus.splits[lang][split]
+        out[lang] = [w for w in dict.fromkeys(toks) if w not in vocab]
+    return out

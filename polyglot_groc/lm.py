@@ -1,0 +1,179 @@
+"""The language model: wires embedder(s), prefix, output net, bias and screening. No I/O.
+
+One class covers the Table 5.2 family:
+
+==========  ==================  ======================  ===================
+kind        input embedding     output embedding        bias
+==========  ==================  ======================  ===================
+lookup      lookup table        the same table (tied)   per-word vector
+elmo        char-CNN (surface)  separate lookup table   per-word vector
+groc        char-CNN (surface)  the same function       computed from e_v
+groc-lex    char-CNN + r + d    the same function       computed from e_v
+==========  ==================  ======================  ===================
+
+Per step the scored vocabulary (the batch language's words under screening) is embedded once,
+in chunks, and reused for inputs and outputs. In eval mode E_out and b are cached; the cache
+is dropped on ``train()`` and whenever a parameter changes (tensor version counters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from polyglot_groc.config import ModelConfig
+from polyglot_groc.embedder import GroundedEmbedder, LexiconForms, LookupEmbedder
+from polyglot_groc.output_net import ComputedBias, LookupBias, ResidualOutputNet
+from polyglot_groc.prefix import LSTMPrefix, State
+from polyglot_groc.screen import LanguageScreen, screened_logits
+
+
+@dataclass
+class LMOutput:
+    """What a forward pass returns; ``loss`` is the mean NLL over the batch's targets."""
+
+    loss: torch.Tensor | None  # () mean NLL, None without targets
+    nll_sum: float  # summed NLL (nats), detached
+    n_tokens: int
+    state: State
+    logits: torch.Tensor | None = None  # (B, T, V_l) when requested
+
+
+@dataclass
+class _Tables:
+    ids: torch.Tensor  # (V_l,) global ids scored
+    e_in: torch.Tensor | None  # (V_l, d) input embeddings of those ids (shared function only)
+    e_out: torch.Tensor  # (V_l, d)
+    bias: torch.Tensor  # (V_l,)
+
+
+class LanguageModel(nn.Module):
+    def __init__(self, cfg: ModelConfig, n_chars: int, n_words: int,
+                 lang_ids: Mapping[str, torch.Tensor]) -> None:
+        super().__init__()
+        self.cfg = cfg
+        d = cfg.d
+        self.kind = cfg.kind
+        self.input_embedder: nn.Module
+        self.output_embedder: nn.Module
+        if cfg.kind == "lookup":
+            self.input_embedder = LookupEmbedder(n_words, d, cfg.init_range)
+            self.output_embedder = self.input_embedder
+        elif cfg.kind == "elmo":
+            self.input_embedder = GroundedEmbedder(cfg.surface, n_chars, d, use_lexicon=False)
+            self.output_embedder = LookupEmbedder(n_words, d, cfg.init_range)
+        else:
+            self.input_embedder = GroundedEmbedder(cfg.surface, n_chars, d, use_lexicon=cfg.kind == "groc-lex")
+            self.output_embedder = self.input_embedder
+        self.output_net = ResidualOutputNet(d, cfg.output.depth, cfg.output.activation, cfg.output.dropout)
+        self.bias: nn.Module = (
+            ComputedBias(d, cfg.output.bias_activation) if self.compositional_output else LookupBias(n_words)
+        )
+        self.prefix = LSTMPrefix(cfg.prefix, d, cfg.init_range)
+        self.screen = LanguageScreen(lang_ids, n_words)
+        self._cache: dict[object, _Tables] = {}
+        self._cache_version: int | None = None
+
+    # ----------------------------------------------------------------------------------------
+    @property
+    def shared_embedding(self) -> bool:
+        return self.input_embedder is self.output_embedder
+
+    @property
+    def compositional_output(self) -> bool:
+        return self.kind in ("groc", "groc-lex")
+
+    @property
+    def compositional_input(self) -> bool:
+        return self.kind != "lookup"
+
+    def set_words(self, chars: torch.Tensor, forms: LexiconForms | None,
+                  lang_ids: Mapping[str, torch.Tensor]) -> None:
+        """Install the word tables for a (possibly new) vocabulary; lookup tables cannot grow."""
+        n_words = len(forms.related_ids) if forms is not None else chars.shape[0]
+        for emb in (self.input_embedder, self.output_embedder):
+            if isinstance(emb, GroundedEmbedder):
+                emb.set_words(chars, forms)
+        self.screen = LanguageScreen(lang_ids, n_words)
+        self.invalidate_cache()
+
+    def invalidate_cache(self) -> None:
+        self._cache.clear()
+        self._cache_version = None
+
+    def train(self, mode: bool = True) -> LanguageModel:
+        self.invalidate_cache()
+        return super().train(mode)
+
+    def _param_version(self) -> int:
+        # In-place updates (optimizer.step, load_state_dict) bump each tensor's version counter.
+        return sum(p._version for p in self.parameters())
+
+    def init_state(self, batch_size: int) -> State:
+        device = next(self.parameters()).device
+        return self.prefix.init_state(batch_size, device)
+
+    # ----------------------------------------------------------------------------------------
+    def vocab_tables(self, lang: str | None, update_output: bool = True) -> _Tables:
+        """Embeddings, output embeddings and biases of the scored vocabulary (cached in eval)."""
+        key = lang
+        if not self.training:
+            version = self._param_version()
+            if version != self._cache_version:
+                self._cache.clear()
+                self._cache_version = version
+            if key in self._cache:
+                return self._cache[key]
+        ids = self.screen.ids(lang).to(self._device())
+        with torch.set_grad_enabled(torch.is_grad_enabled() and update_output):
+            e = self.output_embedder(ids)  # (V_l, d)
+            e_out = self.output_net(e)  # (V_l, d)
+            bias = self.bias(e_out) if self.compositional_output else self.bias(ids)  # (V_l,)
+        tables = _Tables(ids, e if self.shared_embedding else None, e_out, bias)
+        if not self.training:
+            self._cache[key] = tables
+        return tables
+
+    def _device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def embed_inputs(self, inputs: torch.Tensor, tables: _Tables) -> torch.Tensor:
+        """(B, T) global ids -> (B, T, d), reusing the vocabulary table when the function is shared."""
+        if tables.e_in is not None:
+            return tables.e_in[self.screen.local(tables.ids, inputs)]
+        uniq, inverse = torch.unique(inputs, return_inverse=True)
+        return self.input_embedder(uniq)[inverse]
+
+    def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None, lang: str | None,
+                state: State, return_logits: bool = False, update_output: bool = True) -> LMOutput:
+        """inputs/targets: (B, T) global word ids; ``lang`` picks the screen (None = full union)."""
+        tables = self.vocab_tables(lang, update_output=update_output)
+        x = self.embed_inputs(inputs, tables)  # (B, T, d)
+        h, state = self.prefix(x, state)  # (B, T, d)
+        logits = screened_logits(h, tables.e_out, tables.bias)  # (B, T, V_l)
+        loss = None
+        nll_sum, n_tok = 0.0, 0
+        if targets is not None:
+            local = self.screen.local(tables.ids, targets)
+            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), local.reshape(-1), reduction="sum")
+            n_tok = int(local.numel())
+            loss = nll / n_tok
+            nll_sum = float(nll.detach())
+        return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None)
+
+    def embed_words(self, ids: torch.Tensor, side: str = "input") -> torch.Tensor:
+        """Embeddings of arbitrary word ids for export.  (n,) -> (n, d)
+
+        ``side="output"`` applies the output net (what the softmax scores against).
+        """
+        emb = self.input_embedder if side == "input" else self.output_embedder
+        e = emb(ids)
+        return self.output_net(e) if side == "output" else e
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

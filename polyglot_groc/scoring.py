@@ -1,0 +1,47 @@
+"""Adapters from a :class:`LanguageModel` to ``eval.perplexity``'s scorer protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import torch
+
+from eval.perplexity import PerplexityResult, perplexity
+from polyglot_groc.lm import LanguageModel
+from polyglot_groc.prefix import State
+
+
+class ModelScorer:
+    """Scores one language's windows; ``screen=False`` scores over the full union vocabulary."""
+
+    def __init__(self, model: LanguageModel, lang: str, screen: bool = True) -> None:
+        self.model = model
+        self.lang = lang
+        self.screen = screen
+
+    def init_state(self, batch_size: int) -> State:
+        return self.model.init_state(batch_size)
+
+    def score(self, inputs: np.ndarray, targets: np.ndarray, state: State) -> tuple[float, int, State]:
+        with torch.no_grad():
+            out = self.model(torch.from_numpy(inputs), torch.from_numpy(targets),
+                             self.lang if self.screen else None, state)
+        return out.nll_sum, out.n_tokens, out.state
+
+
+def evaluate_streams(model: LanguageModel, streams: Mapping[str, np.ndarray], bptt: int, screen: bool = True,
+                     progress: Callable[[int], None] | None = None) -> dict[str, PerplexityResult]:
+    """Per-language perplexity, each language scored over its own vocabulary (unless ``screen=False``)."""
+    was_training = model.training
+    model.eval()
+    try:
+        return {lang: perplexity(ModelScorer(model, lang, screen), s, bptt, progress) for lang, s in streams.items()}
+    finally:
+        model.train(was_training)
+
+
+def pooled_nll(results: Mapping[str, PerplexityResult]) -> float:
+    """Token-weighted mean NLL over languages: the model-selection criterion."""
+    tok = sum(r.n_tokens for r in results.values())
+    return sum(r.nll * r.n_tokens for r in results.values()) / max(tok, 1)

@@ -1,0 +1,290 @@
+"""Training loop: monolingual batches from a language schedule, stateful BPTT, Adam, checkpoints.
+
+AWD-LSTM-style batching (parallel streams, BPTT windows, hidden state detached but carried
+across windows), one carried state per language so each language's perplexity matches a
+monolingual evaluation. Learning rate divided by 10 after ``lr_patience`` evaluations without
+improvement, early stop after ``stop_patience`` (seed 000 B.1, seed 004 C.1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import random
+import shutil
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from eval.perplexity import PerplexityResult
+from langpairs.batching import LanguageSchedule, MultilingualBatcher
+from langpairs.corpus import MultilingualCorpus
+from lexicons.errors import InputError
+from polyglot_groc.bundle import ModelBundle
+from polyglot_groc.checkpoint import atomic_write_text, rng_state, save_checkpoint
+from polyglot_groc.config import RunConfig, dump_toml
+from polyglot_groc.data import build_vocab, encode_stream, load_corpus, unseen_words
+from polyglot_groc.lexforms import compile_forms
+from polyglot_groc.lm import count_parameters
+from polyglot_groc.prefix import State, detach_state
+from polyglot_groc.scoring import evaluate_streams, pooled_nll
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    step: int
+    epoch: float
+    lang: str
+    loss: float
+    lr: float
+    tokens_per_s: float
+    #: Batches seen so far per language (the language mix).
+    lang_batches: dict[str, int]
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    run_dir: Path
+    steps: int
+    epochs: float
+    stop_reason: str
+    n_params: int
+    tokens_per_s: float
+    train_seconds: float
+    best_valid: dict[str, float]
+    last_valid: dict[str, float]
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_dir": str(self.run_dir), "steps": self.steps, "epochs": round(self.epochs, 4),
+                "stop_reason": self.stop_reason, "n_params": self.n_params,
+                "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
+                "best_valid_perplexity": self.best_valid, "last_valid_perplexity": self.last_valid}
+
+
+class TrainHooks(Protocol):
+    def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None: ...
+    def on_step(self, info: StepInfo) -> None: ...
+    def on_eval(self, record: Mapping[str, Any]) -> None: ...
+
+
+class _NoHooks:
+    def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
+        pass
+
+    def on_step(self, info: StepInfo) -> None:
+        pass
+
+    def on_eval(self, record: Mapping[str, Any]) -> None:
+        pass
+
+
+def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
+    run_dir = Path(run_dir)
+    if run_dir.exists() and any(run_dir.iterdir()):
+        if not overwrite:
+            raise InputError(f"run directory {run_dir} already exists; pass --overwrite or choose another --out")
+        for name in ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json"):
+            (run_dir / name).unlink(missing_ok=True)
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
+    """Vocabulary, lexicon forms and a freshly initialised model for ``cfg``."""
+    add_unk = cfg.model.kind in ("lookup", "elmo") and cfg.data.vocab_mode == "open"
+    vocab = build_vocab(corpus, cfg.data.vocab_mode, add_unk)
+    forms, extra, info = (None, (), {})
+    if cfg.model.kind == "groc-lex":
+        forms, extra, info = compile_forms(cfg.model.lexicon, vocab)
+    return ModelBundle.create(cfg, vocab, forms=forms, extra_words=extra, lexicon_info=info)
+
+
+@contextlib.contextmanager
+def evaluation_vocab(bundle: ModelBundle, corpus: MultilingualCorpus, split: str) -> Iterator[ModelBundle]:
+    """The bundle to score ``split`` with: open-vocabulary GroC also scores the split's new words.
+
+    The model is shared, so its word tables are restored on exit.
+    """
+    new = unseen_words(bundle.vocab, corpus, split)
+    if any(new.values()) and bundle.model.compositional_output:
+        if bundle.cfg.data.vocab_mode == "closed":
+            log.warning("%d %s words are outside the closed training vocabulary; scoring them compositionally",
+                        sum(map(len, new.values())), split)
+        view = bundle.with_new_words(new)
+        try:
+            yield view
+        finally:
+            bundle.install_words()
+        return
+    yield bundle
+
+
+def split_streams(bundle: ModelBundle, corpus: MultilingualCorpus, split: str, n_streams: int) -> dict[str, np.ndarray]:
+    unk = "<unk>" in bundle.vocab and not bundle.model.compositional_output
+    if not unk and not bundle.model.compositional_output:
+        missing = sum(map(len, unseen_words(bundle.vocab, corpus, split).values()))
+        if missing:
+            raise InputError(f"{missing} {split} words are outside the {bundle.model.kind} model's vocabulary, "
+                             "which has no <unk>; train it with --vocab-mode open or evaluate on its own data")
+    return {lang: encode_stream(bundle.vocab, corpus.splits[lang][split], n_streams, unk) for lang in corpus.langs}
+
+
+def evaluate_split(bundle: ModelBundle, corpus: MultilingualCorpus, split: str,
+                   batch_size: int, bptt: int, screen: bool = True) -> dict[str, PerplexityResult]:
+    with evaluation_vocab(bundle, corpus, split) as view:
+        streams = split_streams(view, corpus, split, batch_size)
+        return evaluate_streams(view.model, streams, bptt, screen=screen)
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig, run_dir: Path, *, overwrite: bool = False,
+                 hooks: TrainHooks | None = None, corpus: MultilingualCorpus | None = None,
+                 bundle: ModelBundle | None = None) -> None:
+        self.cfg = cfg.validate()
+        self.run_dir = Path(run_dir)
+        self.hooks: TrainHooks = hooks or _NoHooks()
+        prepare_run_dir(self.run_dir, overwrite)
+        seed_everything(cfg.train.seed)
+        if cfg.train.threads > 0:
+            torch.set_num_threads(cfg.train.threads)
+        # A closed vocabulary is built from train+valid+test (the seeds' setup); open from train only.
+        splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
+        self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits)
+        self.bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
+        self.model = self.bundle.model
+        self.metrics_lines: list[str] = []
+
+    def _save(self, name: str, optimizer: torch.optim.Optimizer, extra: Mapping[str, Any]) -> None:
+        payload = {"bundle": self.bundle.to_state(), "optimizer": optimizer.state_dict(),
+                   "rng": rng_state(), **extra}
+        save_checkpoint(self.run_dir / name, payload)
+
+    def fit(self) -> TrainResult:
+        cfg, t = self.cfg, self.cfg.train
+        bundle, model, corpus = self.bundle, self.model, self.corpus
+        atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
+        train_streams = split_streams(bundle, corpus, "train", t.batch_size)
+        windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
+        schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
+        batcher = MultilingualBatcher(train_streams, t.bptt, schedule)
+        steps_per_epoch = sum(windows.values())
+        optimizer = torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        update_rng = np.random.default_rng(t.seed + 1)
+        n_params = count_parameters(model)
+        total = t.max_steps or steps_per_epoch * t.max_epochs
+        self.hooks.on_start(total, {"n_params": n_params, "vocab": len(bundle.vocab), "langs": list(corpus.langs),
+                                    "steps_per_epoch": steps_per_epoch})
+        log.info("model %s: %d parameters, vocabulary %d, %d steps per epoch", model.kind, n_params,
+                 len(bundle.vocab), steps_per_epoch)
+
+        states: dict[str, State] = {}
+        lang_batches: Counter[str] = Counter()
+        step, tokens, train_time = 0, 0, 0.0
+        best_nll, bad_evals, lr = math.inf, 0, t.lr
+        best_valid: dict[str, float] = {}
+        last_valid: dict[str, float] = {}
+        history: list[dict[str, Any]] = []
+        started = time.monotonic()
+        loss_acc, loss_n = 0.0, 0
+        stop_reason = "max_epochs"
+        evaluated_at = -1
+
+        def evaluate_and_checkpoint() -> bool:
+            """Validate, log, checkpoint; return True when early stopping triggers."""
+            nonlocal best_nll, bad_evals, lr, best_valid, last_valid, loss_acc, loss_n, evaluated_at
+            results = evaluate_split(bundle, corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
+            nll = pooled_nll(results)
+            last_valid = {lang: r.perplexity for lang, r in results.items()}
+            improved = nll < best_nll
+            record = {"step": step, "epoch": round(step / steps_per_epoch, 4), "lr": lr,
+                      "train_loss": loss_acc / max(loss_n, 1), "valid_nll": nll,
+                      "valid_perplexity": last_valid, "valid_tokens": {k: r.n_tokens for k, r in results.items()},
+                      "eval_batch_size": t.eval_batch_size, "tokens": tokens,
+                      "tokens_per_s": tokens / max(train_time, 1e-9), "elapsed_s": time.monotonic() - started,
+                      "lang_batches": dict(lang_batches), "improved": improved}
+            loss_acc, loss_n = 0.0, 0
+            history.append(record)
+            self.metrics_lines.append(json.dumps(record))
+            atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
+            self.hooks.on_eval(record)
+            if improved:
+                best_nll, bad_evals, best_valid = nll, 0, dict(last_valid)
+            else:
+                bad_evals += 1
+                if bad_evals % t.lr_patience == 0:
+                    lr *= t.lr_factor
+                    for g in optimizer.param_groups:
+                        g["lr"] = lr
+                    log.info("no improvement for %d evaluations: learning rate now %g", bad_evals, lr)
+            extra = {"step": step, "epoch": step / steps_per_epoch, "batcher": batcher.state_dict(),
+                     "best_nll": best_nll, "bad_evals": bad_evals, "lr": lr, "valid": last_valid}
+            self._save("last.pt", optimizer, extra)
+            if improved:
+                shutil.copyfile(self.run_dir / "last.pt", self.run_dir / ".best.pt.tmp")
+                (self.run_dir / ".best.pt.tmp").replace(self.run_dir / "best.pt")
+            evaluated_at = step
+            return bad_evals >= t.stop_patience
+
+        model.train()
+        while True:
+            if t.max_steps and step >= t.max_steps:
+                stop_reason = "max_steps"
+                break
+            if t.max_minutes and time.monotonic() - started >= 60 * t.max_minutes:
+                stop_reason = "max_minutes"
+                break
+            if step >= steps_per_epoch * t.max_epochs:
+                stop_reason = "max_epochs"
+                break
+            tick = time.perf_counter()
+            batch = batcher.next_batch()
+            lang = batch.lang
+            state = states.get(lang) or model.init_state(batch.inputs.shape[0])
+            update_output = t.output_update_prob >= 1.0 or update_rng.random() < t.output_update_prob
+            out = model(torch.from_numpy(batch.inputs), torch.from_numpy(batch.targets),
+                        lang if cfg.data.screen else None, state, update_output=update_output)
+            assert out.loss is not None
+            optimizer.zero_grad(set_to_none=True)
+            out.loss.backward()
+            if t.clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+            optimizer.step()
+            if batch.epoch_end:  # the stream starts over: so does its hidden state
+                states.pop(lang, None)
+            else:
+                states[lang] = detach_state(out.state)
+            train_time += time.perf_counter() - tick
+            step += 1
+            tokens += out.n_tokens
+            lang_batches[lang] += 1
+            loss_val = float(out.loss.detach())
+            if not math.isfinite(loss_val):
+                raise InputError(f"training diverged at step {step} (loss {loss_val}); lower train.lr or train.clip")
+            loss_acc += loss_val
+            loss_n += 1
+            self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, loss_val, lr,
+                                        tokens / max(train_time, 1e-9), dict(lang_batches)))
+            due = (t.eval_every and step % t.eval_every == 0) or (not t.eval_every and step % steps_per_epoch == 0)
+            if due and evaluate_and_checkpoint():
+                stop_reason = "early_stopping"
+                break
+        if evaluated_at != step:
+            evaluate_and_checkpoint()
+        return TrainResult(self.run_dir, step, step / steps_per_epoch, stop_reason, n_params,
+                           tokens / max(train_time, 1e-9), train_time, best_valid, last_valid, history)
