@@ -177,7 +177,8 @@ def load_bilm_options(path: str | Path) -> ElmoOptions:
     widest = max(w for w, _ in opts.filters)
     if opts.max_characters_per_token < max(widest, 3):
         raise CheckpointError(f"elmo options {path}: char_cnn.max_characters_per_token="
-                              f"{opts.max_characters_per_token} is shorter than the widest filter ({widest})")
+                              f"{opts.max_characters_per_token} must be at least {max(widest, 3)} "
+                              "(the widest filter, and 3 for the <S>/</S> tokens)")
     if opts.uses_cnn_projection and opts.n_filters < opts.projection_dim:
         raise CheckpointError(f"elmo options {path}: {opts.n_filters} CNN filters cannot be projected up to "
                               f"lstm.projection_dim={opts.projection_dim}; bilm-tf only projects down")
@@ -494,19 +495,23 @@ class ElmoModel(nn.Module):
 
 
 def elmo_prefix_compatible(options: ElmoOptions, prefix_cfg: PrefixConfig, d: int) -> bool:
-    """Whether ELMo's forward LSTM can be copied into a prefix of this configuration.
+    """Whether ELMo's forward LSTM fits :class:`polyglot_groc.prefix.LSTMPrefix` of this config.
 
-    The prefix must have the same number of layers, our embedding size ``d`` must be ELMo's
-    projection_dim (the token embedding and every layer's output), every layer's hidden size
-    must be ELMo's lstm dim (built as ``nn.LSTM(in, hidden, proj_size=d)`` when ELMo projects),
-    and ELMo must not use skip connections (the prefix has none).
+    ``LSTMPrefix`` builds ``nn.LSTM(sizes[k], sizes[k + 1])`` with sizes ``[d, hidden, ..., hidden,
+    d]`` and no ``proj_size``; ELMo's layer k is an LSTM of ``lstm.dim`` units from its input
+    (``projection_dim`` for the first layer) to its output. So the layer counts must agree, ELMo
+    must not project (``projection_dim >= dim``: true of none of the published models, which
+    project 4096 -> 512), its output must be our ``d`` (and so must its token embedding), the
+    prefix's ``hidden`` must be ELMo's dim, and ELMo must not use skip connections (the prefix
+    has none). :func:`copy_forward_lstm_into` also accepts hand-built ``proj_size`` layers.
     """
-    return (
-        not options.use_skip_connections
-        and prefix_cfg.n_layers == options.n_layers
-        and d == options.projection_dim == options.lstm_output_dim
-        and prefix_cfg.hidden == options.lstm_dim
-    )
+    if options.use_skip_connections or prefix_cfg.n_layers != options.n_layers or options.uses_projection:
+        return False
+    sizes = [d] + [prefix_cfg.hidden] * (prefix_cfg.n_layers - 1) + [d]  # LSTMPrefix's layer sizes
+    elmo_in = [options.projection_dim] + [options.lstm_output_dim] * (options.n_layers - 1)
+    prefix_shapes = [(sizes[k], sizes[k + 1]) for k in range(prefix_cfg.n_layers)]
+    elmo_shapes = [(n_in, options.lstm_dim) for n_in in elmo_in]
+    return prefix_shapes == elmo_shapes
 
 
 def copy_forward_lstm_into(prefix_lstm_layers: Sequence[nn.LSTM], lstm: ElmoForwardLstm) -> None:
