@@ -77,6 +77,9 @@ class LanguageModel(nn.Module):
         self.screen = LanguageScreen(lang_ids, n_words)
         self._cache: dict[object, _Tables] = {}
         self._cache_version: int | None = None
+        # Frozen-step cache (seed 000 B.4 sparse updates): the embedder's table, valid while the
+        # embedder's parameters are unchanged (tensor version counters).
+        self._frozen: dict[object, tuple[int, torch.Tensor]] = {}
 
     # ----------------------------------------------------------------------------------------
     @property
@@ -104,14 +107,15 @@ class LanguageModel(nn.Module):
     def invalidate_cache(self) -> None:
         self._cache.clear()
         self._cache_version = None
+        self._frozen.clear()
 
     def train(self, mode: bool = True) -> LanguageModel:
         self.invalidate_cache()
         return super().train(mode)
 
-    def _param_version(self) -> int:
+    def _param_version(self, module: nn.Module | None = None) -> int:
         # In-place updates (optimizer.step, load_state_dict) bump each tensor's version counter.
-        return sum(p._version for p in self.parameters())
+        return sum(p._version for p in (module or self).parameters())
 
     def init_state(self, batch_size: int) -> State:
         device = next(self.parameters()).device
@@ -129,8 +133,19 @@ class LanguageModel(nn.Module):
             if key in self._cache:
                 return self._cache[key]
         ids = self.screen.ids(lang).to(self._device())
-        with torch.set_grad_enabled(torch.is_grad_enabled() and update_output):
+        if self.training and not update_output:
+            # Frozen step: no gradient reaches the embedder, so its table is reused until the
+            # parameters change; dropout and the (cheap) output net still run every step.
+            version = self._param_version(self.output_embedder)
+            hit = self._frozen.get(key)
+            if hit is None or hit[0] != version:
+                with torch.no_grad():
+                    hit = (version, self.output_embedder(ids))
+                self._frozen[key] = hit
+            e = hit[1]  # (V_l, d), no grad
+        else:
             e = self.output_embedder(ids)  # (V_l, d)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and update_output):
             e_out = self.output_net(e)  # (V_l, d)
             bias = self.bias(e_out) if self.compositional_output else self.bias(ids)  # (V_l,)
         tables = _Tables(ids, e if self.shared_embedding else None, e_out, bias)

@@ -1,0 +1,50 @@
+"""Shared fixtures: tiny corpora written for these tests, a small model config, the shared data dir."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from polyglot_groc.config import ModelConfig, PrefixConfig, RunConfig, SurfaceConfig, load_config
+
+TESTS = Path(__file__).resolve().parent
+TINY = TESTS / "data" / "tiny"
+
+torch.set_num_threads(1)
+
+#: Overrides that make a model small enough for CPU tests (seconds, not minutes).
+SMALL = [
+    "model.d=16", "model.prefix.hidden=24", "model.prefix.dropout=0.1", "model.output.dropout=0.1",
+    "model.surface.filters=[[1, 8], [2, 8], [3, 16]]", "train.batch_size=4", "train.bptt=8",
+    "train.eval_batch_size=2", "train.lr=0.005",
+]
+
+
+@pytest.fixture
+def tiny_data() -> Path:
+    return TINY
+
+
+def small_model_config(kind: str = "groc", d: int = 16) -> ModelConfig:
+    return ModelConfig(kind=kind, d=d, surface=SurfaceConfig(filters=((1, 8), (2, 8), (3, 16))),
+                       prefix=PrefixConfig(hidden=24, dropout=0.1))
+
+
+def small_run_config(kind: str = "groc", langs: str = "en", extra: list[str] | None = None) -> RunConfig:
+    return load_config(None, [*SMALL, f"model.kind=\"{kind}\"", f'data.root="{TINY}"',
+                              f"data.langs=[{', '.join(repr(x) for x in langs.split(','))}]".replace("'", '"'),
+                              *(extra or [])])
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    root = os.environ.get("POLYGLOT_GROC_DATA")
+    if not root:
+        pytest.skip("POLYGLOT_GROC_DATA is not set: shared data tests run in CI (.ci/run sets it)")
+    path = Path(root)
+    if not path.is_dir():
+        pytest.skip(f"POLYGLOT_GROC_DATA={root} is not a directory")
+    return path
