@@ -26,6 +26,7 @@ __all__ = [
     "StanzaTokenizer",
     "TOKENIZER_MODES",
     "Tokenizer",
+    "WORD_APOSTROPHE_LANGS",
     "ToktokWordTokenizer",
     "WhitespaceTokenizer",
     "make_tokenizer",
@@ -35,6 +36,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _INNER_SPACE = re.compile(r"\s+")
+
+# Toktok's quote rule restricted to apostrophes not between two letters ([^\W\d_] is a letter).
+_NON_WORD_APOSTROPHE = re.compile(r"(?<![^\W\d_])(['’`])|(['’`])(?![^\W\d_])")
+
+#: Languages whose orthography uses the apostrophe as a letter inside words.
+WORD_APOSTROPHE_LANGS: frozenset[str] = frozenset({"uk", "be"})
 
 
 @runtime_checkable
@@ -102,16 +109,25 @@ class ToktokWordTokenizer:
 
     Toktok (a port of tok-tok.pl) rewrites ``&`` as ``&amp;``, ``|`` as ``&#124;`` and tabs as
     ``&#9;`` -- meant for Moses pipelines, wrong for a language model's vocabulary -- so those
-    three rules are dropped; everything else is NLTK's.
+    three rules are dropped; everything else is NLTK's. With ``keep_word_apostrophes`` an
+    apostrophe between two letters stays inside the word: in Ukrainian it is a letter of the
+    orthography ("сім'я", "п'ять"), where Toktok's split would cut words in three.
     """
 
     name = "toktok"
 
-    def __init__(self, sentence_sample: str | None = None) -> None:
+    def __init__(self, sentence_sample: str | None = None, *, keep_word_apostrophes: bool = False) -> None:
         from nltk.tokenize.toktok import ToktokTokenizer
 
         escapes = {ToktokTokenizer.AMPERCENT, ToktokTokenizer.TAB, ToktokTokenizer.PIPE}
-        self._regexes = [rule for rule in ToktokTokenizer.TOKTOK_REGEXES if rule not in escapes]
+        regexes = []
+        for rule in ToktokTokenizer.TOKTOK_REGEXES:
+            if rule in escapes:
+                continue
+            if keep_word_apostrophes and rule == ToktokTokenizer.PROB_SINGLE_QUOTES:
+                rule = (_NON_WORD_APOSTROPHE, r" \1\2 ")
+            regexes.append(rule)
+        self._regexes = regexes
         self._sample = sentence_sample
         self._splitter: _PunktSplitter | None = None
 
@@ -190,6 +206,10 @@ def _stanza_code(lang: str, stanza_lang: str | None) -> str:
     return lang
 
 
+def _toktok(lang: str, sentence_sample: str | None) -> ToktokWordTokenizer:
+    return ToktokWordTokenizer(sentence_sample, keep_word_apostrophes=lang in WORD_APOSTROPHE_LANGS)
+
+
 def make_tokenizer(
     lang: str,
     mode: str = "whitespace",
@@ -210,7 +230,7 @@ def make_tokenizer(
     if mode == "whitespace":
         return WhitespaceTokenizer()
     if mode == "toktok":
-        return ToktokWordTokenizer(sentence_sample)
+        return _toktok(lang, sentence_sample)
     code = _stanza_code(lang, stanza_lang)
     if mode == "stanza":
         tokenizer: SentenceTokenizer = StanzaTokenizer(_stanza_pipeline(code))
@@ -218,8 +238,11 @@ def make_tokenizer(
         return tokenizer
     try:
         tokenizer = StanzaTokenizer(_stanza_pipeline(code))
-    except ResourceMissingError as exc:
-        logger.info("tokenizer for %s: toktok (nltk), because %s", lang, exc)
-        return ToktokWordTokenizer(sentence_sample)
+    except ResourceMissingError:
+        logger.info(
+            "tokenizer for %s: toktok (nltk); stanza's model for %r is not installed "
+            "(stanza.download(%r) on an online machine to use it)", lang, code, code,
+        )
+        return _toktok(lang, sentence_sample)
     logger.info("tokenizer for %s: stanza", lang)
     return tokenizer
