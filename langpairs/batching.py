@@ -283,10 +283,12 @@ class MultilingualBatcher:
                 self._done_this_epoch = dict.fromkeys(self.streams, 0)
         else:
             self._position[lang] = index + 1
+        # Contiguous copies (B*T ids, cheap): torch.from_numpy + .view() needs contiguity, and a
+        # consumer writing into a batch must not corrupt the stream for the next epoch.
         return Batch(
             lang=lang,
-            inputs=stream[:, start : start + length],  # (B, T) view, no copy
-            targets=stream[:, start + 1 : start + length + 1],  # (B, T)
+            inputs=np.ascontiguousarray(stream[:, start : start + length]),  # (B, T)
+            targets=np.ascontiguousarray(stream[:, start + 1 : start + length + 1]),  # (B, T)
             epoch_end=epoch_end,
         )
 

@@ -122,6 +122,7 @@ def test_batches_are_monolingual_and_an_epoch_consumes_each_language_once() -> N
         for batch in batches:
             assert _owner(batch.inputs) == _owner(batch.targets) == {code[batch.lang]}
             assert batch.inputs.shape == batch.targets.shape and batch.inputs.shape[0] == 4
+            assert batch.inputs.flags.c_contiguous and not np.shares_memory(batch.inputs, streams[batch.lang])
             seen[batch.lang].append(batch.targets)
         for lang, stream in streams.items():
             # every target of every language exactly once per epoch, in stream order
