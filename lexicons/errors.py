@@ -53,3 +53,11 @@ class CheckpointError(GrocError):
 
 class ModelError(GrocError):
     """Model inputs or weights do not fit together (dimension mismatch, bad word length)."""
+
+
+class LexiconDownloadError(ResourceMissingError, LexiconMissingError):
+    """A wordnet download failed (offline, or an unknown project); import the offline copies instead."""
+
+
+class LexiconFormatError(LexiconError, InputError):
+    """A user lexicon file (TSV) is malformed; the message names the file and line."""

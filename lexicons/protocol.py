@@ -1,0 +1,117 @@
+"""The :class:`Lexicon` protocol every backend implements, and the conventions they share.
+
+A lexicon answers two questions about a surface word in one language, as GroC (seed 000 §3.1)
+needs them:
+
+* :meth:`Lexicon.related` -- the lemmas of the word's synonyms and hyponyms, across all of the
+  word's synsets, in backend synset order and then lemma order, de-duplicated, without the word
+  itself.  Multiword lemmas are returned with spaces (WordNet's ``hot_dog`` becomes
+  ``hot dog``): they are encoded from their characters like any other string, and a space is
+  what a user would type.
+* :meth:`Lexicon.definition` -- the gloss of the word's *first* synset, tokenised with
+  :func:`lexicons.tokenize.tokenize_gloss`.  The gloss is in the word's language where the
+  wordnet has one, else the English gloss of the synset linked through the shared synset / ILI
+  (what the thesis, seed 004 §5, does for non-English words).
+
+Both return ``[]`` for a word the lexicon does not know.  ``specs`` names the data (lexicon
+specifiers with versions, or content hashes) so caches keyed on it are invalidated when the data
+changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
+
+__all__ = [
+    "ISO639_1_TO_3",
+    "Lexicon",
+    "dedupe_related",
+    "display_lemma",
+    "normalize_lang",
+    "to_iso3",
+]
+
+#: ISO 639-1 -> 639-3 for the languages OMW / NLTK name by three-letter codes.  Kept here rather
+#: than imported from ``langpairs`` because ``lexicons`` sits at the bottom of the dependency chain.
+ISO639_1_TO_3: dict[str, str] = {
+    "en": "eng",
+    "fr": "fra",
+    "de": "deu",
+    "nl": "nld",
+    "it": "ita",
+    "es": "spa",
+    "id": "ind",
+    "ms": "zsm",
+    "pt": "por",
+    "tl": "tgl",
+    "uk": "ukr",
+    "ru": "rus",
+    "ca": "cat",
+    "eu": "eus",
+    "gl": "glg",
+    "fi": "fin",
+    "ja": "jpn",
+    "zh": "cmn",
+}
+_ISO3_TO_1: dict[str, str] = {v: k for k, v in ISO639_1_TO_3.items()}
+_ISO3_TO_1["msa"] = "ms"
+
+
+def normalize_lang(code: str) -> str:
+    """Canonical language key: lowercase ISO 639-1 where one is known (``'fra'`` -> ``'fr'``).
+
+    Region subtags are dropped (``'en-US'`` -> ``'en'``) because wordnets are per language.
+    """
+    primary = code.strip().lower().replace("_", "-").split("-", 1)[0]
+    return _ISO3_TO_1.get(primary, primary)
+
+
+def to_iso3(code: str) -> str:
+    """ISO 639-3 code for ``code`` (OMW and NLTK name languages this way)."""
+    lang = normalize_lang(code)
+    return ISO639_1_TO_3.get(lang, lang)
+
+
+def display_lemma(lemma: str) -> str:
+    """WordNet's ``_``-joined multiword lemmas as text (``hot_dog`` -> ``hot dog``)."""
+    return lemma.replace("_", " ")
+
+
+def dedupe_related(word: str, lemmas: Iterable[str]) -> list[str]:
+    """Order-preserving de-duplication that also drops the word itself.
+
+    The word is compared case-insensitively: ``Dog`` is not a relational form of ``dog``, it is the
+    same surface string, and keeping it would only repeat the surface encoding.
+    """
+    own = word.casefold()
+    seen: set[str] = set()
+    out: list[str] = []
+    for lemma in lemmas:
+        if lemma in seen or lemma.casefold() == own or not lemma:
+            continue
+        seen.add(lemma)
+        out.append(lemma)
+    return out
+
+
+@runtime_checkable
+class Lexicon(Protocol):
+    """What :class:`lexicons.service.LexiconService` needs from a lexicon backend."""
+
+    @property
+    def specs(self) -> list[str]:
+        """Specifiers with versions (or content hashes) of the data; part of every cache key."""
+        ...
+
+    def languages(self) -> list[str]:
+        """Normalised language codes (see :func:`normalize_lang`) this lexicon covers."""
+        ...
+
+    def related(self, word: str, lang: str) -> list[str]:
+        """Synonym and hyponym lemmas of ``word`` in ``lang`` (see the module docstring)."""
+        ...
+
+    def definition(self, word: str, lang: str) -> list[str]:
+        """Tokens of the gloss of the first synset of ``word`` in ``lang``; ``[]`` if none."""
+        ...

@@ -1,0 +1,596 @@
+"""The main lexicon backend: wordnets installed in a ``wn`` (WN-LMF / SQLite) data directory.
+
+Lexicons are selected by ``wn`` specifiers (``omw-en:3.0+1a2b3c4d``, or just ``omw-en`` when one
+version is installed) or by language.  Cross-lingual glosses follow ILI links: a French synset
+without a French definition gets the definition of the English synset with the same ILI id
+(from the English lexicon among the selected ones, else the first English lexicon installed).
+
+Performance: GroC needs forms for every vocabulary word (100k+), and ``wn``'s object API issues
+several SQL queries per word.  So each lexicon is bulk-loaded once, lazily on first use, with a
+handful of whole-table queries into plain dicts and lists; every lookup afterwards is a dict
+operation.  The bulk queries read ``wn``'s SQLite schema directly (read-only) when the schema
+hash is one this ``wn`` release declares compatible, and otherwise fall back to ``wn``'s public
+API (correct but slow, and logged).
+
+Word lookup, per lexicon: exact lemma, else lemma case-insensitively, else another form of an
+entry (e.g. irregular inflections our importer adds from WNDB ``*.exc``), else -- for English
+with ``lemmatize=True`` -- the Morphy detachment rules of :mod:`wn.morphy` (``dogs`` -> ``dog``,
+noun synsets only), so coverage is close to NLTK's ``wordnet.synsets`` which the thesis used.
+
+Hyponyms are a synset's ``hyponym`` relations plus the inverse of ``hypernym`` relations
+pointing at it (lexicons may store only one direction).  A lexicon without any such relations
+(e.g. an expand-style OMW lexicon from ``wn.download``) borrows the structure of the English
+lexicon through ILI, like ``wn``'s own cross-lingual traversal.
+
+``wn`` keeps its data directory in a process-global setting; :func:`wn_data_dir` switches it
+only around calls into ``wn`` and restores it, so this module is not thread-safe for ``wn``
+writes (reads through SQLite are).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from lexicons.errors import InputError, LexiconError, LexiconMissingError
+from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
+from lexicons.tokenize import tokenize_gloss
+
+__all__ = [
+    "WnLexicon",
+    "default_wn_dir",
+    "installed_lexicons",
+    "wn_data_dir",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Environment variable naming the wn data directory the toolkit uses.
+WN_DIR_ENV = "POLYGLOT_GROC_WN_DIR"
+_DB_FILENAME = "wn.db"
+_IMPORT_HINT = "run `polyglot-groc lexicon import` (offline, from POLYGLOT_GROC_DATA) to install wordnets"
+_MORPHY_POS = ("n", "v", "a", "r")
+
+Loader = Literal["auto", "sql", "api"]
+
+
+def default_wn_dir() -> Path:
+    """``$POLYGLOT_GROC_WN_DIR``, else ``wn``'s own default (``$WN_DATA_DIR`` or ``~/.wn_data``)."""
+    env = os.environ.get(WN_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return Path(os.environ.get("WN_DATA_DIR", str(Path.home() / ".wn_data"))).expanduser()
+
+
+@contextmanager
+def wn_data_dir(path: Path | str) -> Iterator[Path]:
+    """Point ``wn`` at ``path`` for the duration of the block, then restore its previous setting."""
+    import wn
+
+    target = Path(path).expanduser()
+    # Read the private field: the public getter creates the directory, and the previous one may be
+    # the user's ~/.wn_data, which we must not touch.
+    previous = getattr(wn.config, "_data_directory", None)
+    wn.config.data_directory = target
+    try:
+        yield target
+    finally:
+        if previous is not None:
+            wn.config.data_directory = previous
+
+
+def _pos_group(pos: str) -> str:
+    # Adjective satellites are adjectives for lookup purposes (WNDB's index.adj mixes them too).
+    return "a" if pos == "s" else pos
+
+
+# --------------------------------------------------------------------------------------------
+# Bulk-loaded data of one lexicon
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _LexData:
+    """One lexicon as dense lists indexed by a synset number, plus dict indexes from forms."""
+
+    spec: str
+    lang: str
+    synset_pos: list[str] = field(default_factory=list)
+    synset_ili: list[str | None] = field(default_factory=list)
+    members: list[tuple[str, ...]] = field(default_factory=list)
+    hyponyms: list[tuple[int, ...]] = field(default_factory=list)
+    definitions: list[str | None] = field(default_factory=list)
+    has_relations: bool = False
+    lemma_index: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    lower_index: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    form_index: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    ili_index: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def num_synsets(self) -> int:
+        return len(self.synset_pos)
+
+
+@dataclass
+class _RawLexicon:
+    """What a reader extracts from the database; keys are reader-specific synset/entry keys."""
+
+    synsets: list[tuple[Any, str, str | None]]  # (key, pos, ili) in lexicon order
+    entries: list[tuple[str, list[str], list[Any]]]  # (lemma, other forms, synset keys in sense order)
+    members: dict[Any, list[str]]  # synset key -> member lemmas in synset order
+    relations: list[tuple[Any, Any, str]]  # (source, target, 'hyponym' | 'hypernym') in stored order
+    definitions: dict[Any, str]  # synset key -> first definition
+
+
+def _freeze_index(index: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
+    return {key: tuple(dict.fromkeys(values)) for key, values in index.items()}
+
+
+def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
+    data = _LexData(spec=spec, lang=lang)
+    number: dict[Any, int] = {}
+    for key, pos, ili in raw.synsets:
+        number[key] = len(number)
+        data.synset_pos.append(pos or "")
+        data.synset_ili.append(ili or None)
+        data.members.append(tuple(dict.fromkeys(display_lemma(m) for m in raw.members.get(key, ()))))
+        data.definitions.append(raw.definitions.get(key) or None)
+        if ili and ili not in data.ili_index:
+            data.ili_index[ili] = number[key]
+    hyponyms: list[list[int]] = [[] for _ in number]
+    inverse: list[list[int]] = [[] for _ in number]
+    for source, target, rel_type in raw.relations:
+        s, t = number.get(source), number.get(target)
+        if s is None or t is None:
+            continue  # relation into another lexicon: not part of this one's structure
+        data.has_relations = True
+        if rel_type == "hyponym":
+            hyponyms[s].append(t)
+        else:  # hypernym: source is the hyponym of target
+            inverse[t].append(s)
+    data.hyponyms = [tuple(dict.fromkeys(h + i)) for h, i in zip(hyponyms, inverse, strict=True)]
+
+    lemma_index: dict[str, list[int]] = {}
+    lower_index: dict[str, list[int]] = {}
+    form_exact: dict[str, list[int]] = {}
+    form_lower: dict[str, list[int]] = {}
+    for lemma, forms, synset_keys in raw.entries:
+        numbers = [number[k] for k in synset_keys if k in number]
+        if not numbers:
+            continue
+        lemma = display_lemma(lemma)
+        lemma_index.setdefault(lemma, []).extend(numbers)
+        lower_index.setdefault(lemma.lower(), []).extend(numbers)
+        for form in forms:
+            form = display_lemma(form)
+            form_exact.setdefault(form, []).extend(numbers)
+            form_lower.setdefault(form.lower(), []).extend(numbers)
+    data.lemma_index = _freeze_index(lemma_index)
+    data.lower_index = _freeze_index(lower_index)
+    # Exact spellings first, then case-folded ones, in one dict: forms are a rare fallback.
+    forms_index = {k: list(v) for k, v in form_lower.items()}
+    for key, values in form_exact.items():
+        forms_index[key] = values + forms_index.get(key, [])
+    data.form_index = _freeze_index(forms_index)
+    return data
+
+
+# --------------------------------------------------------------------------------------------
+# Readers: direct SQL (fast) and wn's public API (fallback)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Installed:
+    rowid: int
+    id: str
+    version: str
+    language: str
+    label: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.id}:{self.version}"
+
+
+def _db_path(wn_dir: Path) -> Path:
+    return wn_dir / _DB_FILENAME
+
+
+def _connect_ro(wn_dir: Path) -> sqlite3.Connection:
+    path = _db_path(wn_dir)
+    if not path.is_file():
+        raise LexiconMissingError(f"no wordnet database in {str(wn_dir)!r}; {_IMPORT_HINT}")
+    try:
+        # Read-only URI: a lookup must never create or migrate the user's database.
+        return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise LexiconError(f"cannot open wordnet database {str(path)!r}: {exc}") from exc
+
+
+def _schema_is_known(conn: sqlite3.Connection) -> bool:
+    try:
+        from wn import _db  # private, so guarded: a wn upgrade just selects the API loader
+
+        return _db.schema_hash(conn) in _db.COMPATIBLE_SCHEMA_HASHES
+    except Exception as exc:  # noqa: BLE001 - any failure means "not known", not an error
+        logger.debug("cannot check wn schema hash: %s", exc)
+        return False
+
+
+def _list_installed(conn: sqlite3.Connection) -> list[_Installed]:
+    try:
+        rows = conn.execute("SELECT rowid, id, version, language, label FROM lexicons ORDER BY rowid").fetchall()
+    except sqlite3.Error as exc:
+        raise LexiconError(f"cannot list lexicons in the wordnet database: {exc}") from exc
+    return [_Installed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4] or "")) for r in rows]
+
+
+def _read_sql(conn: sqlite3.Connection, lex: _Installed) -> _RawLexicon:
+    rowid = lex.rowid
+    q = conn.execute
+    synsets = [
+        (r[0], r[1], r[2])
+        for r in q(
+            "SELECT s.rowid, s.pos, i.id FROM synsets AS s LEFT JOIN ilis AS i ON i.rowid = s.ili_rowid "
+            "WHERE s.lexicon_rowid = ? ORDER BY s.rowid",
+            (rowid,),
+        )
+    ]
+    lemmas: dict[int, str] = {}
+    forms: dict[int, list[str]] = {}
+    for entry, form, rank in q(
+        "SELECT entry_rowid, form, rank FROM forms WHERE lexicon_rowid = ? ORDER BY entry_rowid, rank, rowid",
+        (rowid,),
+    ):
+        if rank == 0 and entry not in lemmas:
+            lemmas[entry] = form
+        else:
+            forms.setdefault(entry, []).append(form)
+    sense_rows = q(
+        "SELECT s.rowid, s.entry_rowid, s.entry_rank, s.synset_rowid, s.synset_rank FROM senses AS s "
+        "WHERE s.lexicon_rowid = ? AND s.rowid NOT IN (SELECT sense_rowid FROM unlexicalized_senses)",
+        (rowid,),
+    ).fetchall()
+    by_entry: dict[int, list[tuple[int, int, int]]] = {}
+    by_synset: dict[int, list[tuple[int, int, int]]] = {}
+    for sense, entry, entry_rank, synset, synset_rank in sense_rows:
+        by_entry.setdefault(entry, []).append((entry_rank or 0, sense, synset))
+        by_synset.setdefault(synset, []).append((synset_rank or 0, sense, entry))
+    entries = []
+    for entry in sorted(lemmas):
+        senses = sorted(by_entry.get(entry, ()))
+        entries.append((lemmas[entry], forms.get(entry, []), [s[2] for s in senses]))
+    members = {synset: [lemmas[e] for _, _, e in sorted(rows) if e in lemmas] for synset, rows in by_synset.items()}
+    relations = [
+        (r[0], r[1], r[2])
+        for r in q(
+            "SELECT r.source_rowid, r.target_rowid, t.type FROM synset_relations AS r "
+            "JOIN relation_types AS t ON t.rowid = r.type_rowid "
+            "WHERE r.lexicon_rowid = ? AND t.type IN ('hyponym', 'hypernym') ORDER BY r.rowid",
+            (rowid,),
+        )
+    ]
+    definitions: dict[int, str] = {}
+    for synset, text in q(
+        "SELECT synset_rowid, definition FROM definitions WHERE lexicon_rowid = ? ORDER BY rowid", (rowid,)
+    ):
+        if text and synset not in definitions:
+            definitions[synset] = text
+    return _RawLexicon(synsets, entries, members, relations, definitions)
+
+
+def _read_api(wn_dir: Path, lex: _Installed) -> _RawLexicon:
+    import wn
+
+    with wn_data_dir(wn_dir):
+        w = wn.Wordnet(lexicon=lex.spec, expand="")
+        synsets = []
+        members: dict[Any, list[str]] = {}
+        relations: list[tuple[Any, Any, str]] = []
+        definitions: dict[Any, str] = {}
+        for ss in w.synsets():
+            synsets.append((ss.id, ss.pos, ss.ili))
+            members[ss.id] = ss.lemmas()
+            for rel_type, targets in ss.relations("hyponym", "hypernym").items():
+                relations.extend((ss.id, t.id, rel_type) for t in targets)
+            text = ss.definition()
+            if text:
+                definitions[ss.id] = text
+        entries = []
+        for word in w.words():
+            lemma, *others = word.forms()
+            entries.append((lemma, others, [s.synset().id for s in word.senses()]))
+    return _RawLexicon(synsets, entries, members, relations, definitions)
+
+
+def installed_lexicons(wn_dir: Path | str | None = None) -> list[dict[str, Any]]:
+    """Installed lexicons with language and synset / entry / sense counts (one query each)."""
+    wn_dir = Path(wn_dir) if wn_dir is not None else default_wn_dir()
+    conn = _connect_ro(wn_dir)
+    try:
+        out = []
+        counts: dict[str, dict[int, int]] = {}
+        for table in ("synsets", "entries", "senses"):
+            rows = conn.execute(f"SELECT lexicon_rowid, COUNT(*) FROM {table} GROUP BY lexicon_rowid")
+            counts[table] = {int(r[0]): int(r[1]) for r in rows}
+        for lex in _list_installed(conn):
+            out.append(
+                {
+                    "spec": lex.spec,
+                    "id": lex.id,
+                    "version": lex.version,
+                    "language": normalize_lang(lex.language),
+                    "label": lex.label,
+                    "synsets": counts["synsets"].get(lex.rowid, 0),
+                    "words": counts["entries"].get(lex.rowid, 0),
+                    "senses": counts["senses"].get(lex.rowid, 0),
+                }
+            )
+        return out
+    except sqlite3.Error as exc:
+        raise LexiconError(f"cannot read the wordnet database in {str(wn_dir)!r}: {exc}") from exc
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The backend
+# --------------------------------------------------------------------------------------------
+
+
+def _split_specs(specs: Sequence[str] | str) -> list[str]:
+    items = specs.split() if isinstance(specs, str) else [s for spec in specs for s in spec.split()]
+    return [s for s in items if s]
+
+
+def _resolve(spec: str, installed: list[_Installed], wn_dir: Path) -> list[_Installed]:
+    if spec == "*":
+        return list(installed)
+    lex_id, _, version = spec.partition(":")
+    matches = [x for x in installed if x.id == lex_id and (not version or version in ("*", x.version))]
+    if not matches:
+        have = ", ".join(x.spec for x in installed) or "none"
+        raise LexiconMissingError(
+            f"lexicon {spec!r} is not installed in {str(wn_dir)!r} (installed: {have}); {_IMPORT_HINT}"
+        )
+    if len(matches) > 1 and version != "*":
+        raise LexiconError(
+            f"lexicon {spec!r} is ambiguous in {str(wn_dir)!r}; name one version: {', '.join(x.spec for x in matches)}"
+        )
+    return matches
+
+
+class WnLexicon:
+    """Wordnets from a ``wn`` data directory, bulk-loaded into dicts on first use.
+
+    Args:
+        specs: ``wn`` lexicon specifiers (a list or one space-separated string); ``"*"`` selects
+            all installed lexicons.  Mutually exclusive with ``langs``.
+        langs: select every installed lexicon in these languages instead.
+        wn_dir: the ``wn`` data directory (default :func:`default_wn_dir`).
+        gloss_specs: lexicons whose definitions are used, through ILI, for synsets without a
+            definition in their own language; default: the English lexicons among the selected
+            ones, else the first English lexicon installed.
+        lemmatize: for English, fall back to Morphy's suffix rules when a word has no entry.
+        loader: ``"sql"`` reads ``wn``'s tables directly, ``"api"`` uses ``wn``'s object API,
+            ``"auto"`` picks SQL when the schema is one this ``wn`` release knows.
+    """
+
+    def __init__(
+        self,
+        specs: Sequence[str] | str | None = None,
+        *,
+        langs: Sequence[str] | None = None,
+        wn_dir: Path | str | None = None,
+        gloss_specs: Sequence[str] | str | None = None,
+        lemmatize: bool = True,
+        loader: Loader = "auto",
+    ) -> None:
+        if specs is not None and langs is not None:
+            raise InputError("give wordnet lexicons either by specs or by langs, not both")
+        if loader not in ("auto", "sql", "api"):
+            raise InputError(f"unknown wn loader {loader!r}; use 'auto', 'sql' or 'api'")
+        self.wn_dir = Path(wn_dir).expanduser() if wn_dir is not None else default_wn_dir()
+        self.lemmatize = lemmatize
+        self._conn = _connect_ro(self.wn_dir)
+        installed = _list_installed(self._conn)
+        if specs is not None:
+            chosen = [lex for spec in _split_specs(specs) for lex in _resolve(spec, installed, self.wn_dir)]
+        else:
+            wanted = [normalize_lang(x) for x in (langs or [])]
+            chosen = [x for x in installed if langs is None or normalize_lang(x.language) in wanted]
+            missing = [lang for lang in wanted if not any(normalize_lang(x.language) == lang for x in chosen)]
+            if missing:
+                have = ", ".join(f"{x.spec} [{normalize_lang(x.language)}]" for x in installed) or "none"
+                raise LexiconMissingError(
+                    f"no wordnet for language(s) {', '.join(missing)} in {str(self.wn_dir)!r} "
+                    f"(installed: {have}); {_IMPORT_HINT}"
+                )
+        if not chosen:
+            raise LexiconMissingError(f"no lexicons installed in {str(self.wn_dir)!r}; {_IMPORT_HINT}")
+        self._chosen = list(dict.fromkeys(chosen))
+        if gloss_specs is not None:
+            gloss = [lex for s in _split_specs(gloss_specs) for lex in _resolve(s, installed, self.wn_dir)]
+        else:
+            gloss = [x for x in self._chosen if normalize_lang(x.language) == "en"]
+            if not gloss:
+                gloss = [x for x in installed if normalize_lang(x.language) == "en"][:1]
+        self._gloss = list(dict.fromkeys(gloss))
+        if loader == "auto":
+            loader = "sql" if _schema_is_known(self._conn) else "api"
+            if loader == "api":
+                logger.warning("unknown wn database schema; loading lexicons through wn's (slow) API")
+        self._loader = loader
+        self._data: dict[str, _LexData] = {}
+        self._ili_defs: dict[str, str] | None = None
+        self._gloss_tokens: dict[tuple[str, int], list[str]] = {}
+        self._lock = threading.Lock()
+
+    # -- protocol ---------------------------------------------------------------------------
+
+    @property
+    def specs(self) -> list[str]:
+        return [x.spec for x in dict.fromkeys(self._chosen + self._gloss)]
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """Lookup behaviour that changes results without changing ``specs`` (for cache keys)."""
+        return {"backend": "wn", "lemmatize": self.lemmatize, "gloss": [x.spec for x in self._gloss]}
+
+    def languages(self) -> list[str]:
+        return sorted({normalize_lang(x.language) for x in self._chosen})
+
+    def related(self, word: str, lang: str) -> list[str]:
+        lemmas: list[str] = []
+        for data in self._lexicons_for(lang):
+            for s in self._lookup(data, word):
+                lemmas.extend(data.members[s])
+                for h in self._hyponyms(data, s):
+                    lemmas.extend(data.members[h])
+        return dedupe_related(word, lemmas)
+
+    def definition(self, word: str, lang: str) -> list[str]:
+        for data in self._lexicons_for(lang):
+            synsets = self._lookup(data, word)
+            if synsets:
+                return list(self._gloss_of(data, synsets[0]))
+        return []
+
+    # -- extras -----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Bulk-load every selected lexicon now (otherwise it happens on first lookup)."""
+        for lex in self._chosen + self._gloss:
+            self._get(lex)
+
+    def synset_count(self, lang: str) -> int:
+        """Number of synsets of the selected lexicons in ``lang``."""
+        return sum(d.num_synsets for d in self._lexicons_for(lang))
+
+    def lemma_count(self, lang: str) -> int:
+        """Number of distinct lemmas of the selected lexicons in ``lang``."""
+        return len({k for d in self._lexicons_for(lang) for k in d.lemma_index})
+
+    def lemmas(self, lang: str) -> list[str]:
+        """Every lemma of the selected lexicons in ``lang``, in lexicon order (for benchmarks)."""
+        return list(dict.fromkeys(k for d in self._lexicons_for(lang) for k in d.lemma_index))
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __repr__(self) -> str:
+        return f"WnLexicon({self.specs!r}, wn_dir={str(self.wn_dir)!r})"
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _get(self, lex: _Installed) -> _LexData:
+        data = self._data.get(lex.spec)
+        if data is not None:
+            return data
+        with self._lock:
+            data = self._data.get(lex.spec)
+            if data is None:
+                try:
+                    if self._loader == "sql":
+                        raw = _read_sql(self._conn, lex)
+                    else:
+                        raw = _read_api(self.wn_dir, lex)
+                except sqlite3.Error as exc:
+                    raise LexiconError(f"cannot read lexicon {lex.spec!r} from {str(self.wn_dir)!r}: {exc}") from exc
+                data = _build(lex.spec, normalize_lang(lex.language), raw)
+                logger.info("loaded %s: %d synsets, %d lemmas", lex.spec, data.num_synsets, len(data.lemma_index))
+                self._data[lex.spec] = data
+        return data
+
+    def _lexicons_for(self, lang: str) -> list[_LexData]:
+        lang = normalize_lang(lang)
+        return [self._get(x) for x in self._chosen if normalize_lang(x.language) == lang]
+
+    def _lookup(self, data: _LexData, word: str) -> tuple[int, ...]:
+        hit = data.lemma_index.get(word)
+        if hit:
+            return hit
+        low = word.lower()
+        hit = data.lower_index.get(low) or data.form_index.get(word) or data.form_index.get(low)
+        if hit:
+            return hit
+        if "_" in word:  # WordNet-style multiword spelling of a lemma stored with spaces
+            return self._lookup(data, display_lemma(word))
+        if self.lemmatize and data.lang == "en":
+            return self._morphy(data, low)
+        return ()
+
+    @staticmethod
+    def _morphy(data: _LexData, low: str) -> tuple[int, ...]:
+        from wn.morphy import DETACHMENT_RULES
+
+        found: list[int] = []
+        for pos in _MORPHY_POS:
+            for suffix, repl, _system in DETACHMENT_RULES.get(pos, []):
+                if low.endswith(suffix) and len(suffix) < len(low):
+                    candidate = low[: -len(suffix)] + repl
+                    found.extend(
+                        s for s in data.lower_index.get(candidate, ()) if _pos_group(data.synset_pos[s]) == pos
+                    )
+        return tuple(dict.fromkeys(found))
+
+    def _hyponyms(self, data: _LexData, synset: int) -> tuple[int, ...]:
+        if data.has_relations:
+            return data.hyponyms[synset]
+        ili = data.synset_ili[synset]
+        if not ili:
+            return ()
+        # No structure of its own: borrow the English one through ILI (wn's "expand" behaviour).
+        out: list[int] = []
+        for lex in self._gloss:
+            gloss = self._get(lex)
+            if gloss is data or not gloss.has_relations:
+                continue
+            g = gloss.ili_index.get(ili)
+            if g is None:
+                continue
+            for h in gloss.hyponyms[g]:
+                h_ili = gloss.synset_ili[h]
+                local = data.ili_index.get(h_ili) if h_ili else None
+                if local is not None:
+                    out.append(local)
+        return tuple(dict.fromkeys(out))
+
+    def _gloss_of(self, data: _LexData, synset: int) -> list[str]:
+        key = (data.spec, synset)
+        tokens = self._gloss_tokens.get(key)
+        if tokens is None:
+            text = data.definitions[synset]
+            ili = data.synset_ili[synset]
+            if not text and ili:
+                for lex in self._gloss:
+                    gloss = self._get(lex)
+                    g = gloss.ili_index.get(ili)
+                    if g is not None and gloss.definitions[g]:
+                        text = gloss.definitions[g]
+                        break
+                else:
+                    text = self._ili_definitions().get(ili)
+            tokens = tokenize_gloss(text) if text else []
+            self._gloss_tokens[key] = tokens
+        return tokens
+
+    def _ili_definitions(self) -> dict[str, str]:
+        if self._ili_defs is None:
+            try:
+                rows = self._conn.execute(
+                    "SELECT id, definition FROM ilis WHERE definition IS NOT NULL AND definition != ''"
+                ).fetchall()
+            except sqlite3.Error as exc:
+                logger.debug("no ILI definitions: %s", exc)
+                rows = []
+            self._ili_defs = {str(r[0]): str(r[1]) for r in rows}
+        return self._ili_defs
