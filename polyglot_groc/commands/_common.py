@@ -53,7 +53,7 @@ def setup_logging(verbose: bool) -> None:
     """Route library logging to stderr through rich; the library itself never prints."""
     from rich.logging import RichHandler
 
-    level = logging.DEBUG if verbose else logging.INFO
+    level = logging.INFO if verbose else logging.WARNING
     root = logging.getLogger()
     if not any(isinstance(h, RichHandler) for h in root.handlers):
         root.addHandler(RichHandler(console=err_console, show_path=False, show_time=False))
