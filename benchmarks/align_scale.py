@@ -1,0 +1,105 @@
+"""Scale benchmark of eval.align on random vectors: CSLS retrieval + P@k, dictionary induction.
+
+Defaults are MUSE's evaluation scale: 200k source and 200k target words of dimension 300,
+1,500 queries (the size of a ``5000-6500`` test dictionary) with 1-3 gold translations each,
+and a ``S2T&T2S`` CSLS refinement dictionary over the top 15k words.  Prints ONE JSON object
+with timings and the peak resident set size; it asserts nothing.  Use ``--n``/``--dim`` to run
+smaller, and ``OMP_NUM_THREADS`` to choose faiss's thread count.
+
+    OMP_NUM_THREADS=1 python benchmarks/align_scale.py --n 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+
+import faiss
+import numpy as np
+
+from eval.align import build_dictionary, translation_precision
+
+
+def _peak_rss_mib() -> float:
+    # Linux reports ru_maxrss in KiB (macOS in bytes).
+    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
+def main(argv: list[str] | None = None) -> dict[str, object]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=200_000, help="words per side")
+    parser.add_argument("--dim", type=int, default=300, help="vector dimension")
+    parser.add_argument("--queries", type=int, default=1500, help="source words in the test dictionary")
+    parser.add_argument("--max-rank", type=int, default=15000, help="dictionary induction rank limit")
+    parser.add_argument("--knn", type=int, default=10, help="CSLS neighbourhood size")
+    parser.add_argument("--noise", type=float, default=3.0, help="target = source + noise * N(0, 1)")
+    parser.add_argument("--batch-size", type=int, default=4096, help="queries per faiss call")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+
+    rng = np.random.default_rng(args.seed)
+    started = time.perf_counter()
+    # Generated in float32 and in place: no float64 temporaries at 200k x 300.
+    src = rng.standard_normal((args.n, args.dim), dtype=np.float32)  # (n, d) already "mapped"
+    tgt = rng.standard_normal((args.n, args.dim), dtype=np.float32)  # (n, d)
+    tgt *= np.float32(args.noise)
+    tgt += src  # word i of each side are translations
+    queries = rng.choice(args.n, size=min(args.queries, args.n), replace=False)  # (q,)
+    n_gold = rng.integers(1, 4, size=queries.shape[0])  # 1-3 golds per query
+    extra = rng.integers(0, args.n, size=(queries.shape[0], 2))  # random extra golds (rarely right)
+    pairs = np.concatenate(
+        [
+            np.stack([queries, queries], axis=1),
+            np.stack([queries[n_gold >= 2], extra[n_gold >= 2, 0]], axis=1),
+            np.stack([queries[n_gold >= 3], extra[n_gold >= 3, 1]], axis=1),
+        ]
+    )  # (pairs, 2)
+    data_s = time.perf_counter() - started
+    rss_data = _peak_rss_mib()
+
+    started = time.perf_counter()
+    csls = translation_precision(src, tgt, pairs, method="csls", knn=args.knn, batch_size=args.batch_size)
+    csls_s = time.perf_counter() - started
+
+    started = time.perf_counter()
+    nn = translation_precision(src, tgt, pairs, method="nn", batch_size=args.batch_size)
+    nn_s = time.perf_counter() - started
+
+    started = time.perf_counter()
+    dico = build_dictionary(
+        src, tgt, method="csls", build="S2T&T2S", max_rank=args.max_rank, knn=args.knn, batch_size=args.batch_size
+    )
+    build_s = time.perf_counter() - started
+    correct = float(np.mean(dico[:, 0] == dico[:, 1])) if dico.shape[0] else float("nan")
+
+    peak = _peak_rss_mib()
+    report: dict[str, object] = {
+        "n": args.n,
+        "dim": args.dim,
+        "queries": int(queries.shape[0]),
+        "pairs": int(pairs.shape[0]),
+        "knn": args.knn,
+        "max_rank": args.max_rank,
+        "threads": faiss.omp_get_max_threads(),
+        "data_s": round(data_s, 2),
+        "csls_precision_s": round(csls_s, 2),
+        "nn_precision_s": round(nn_s, 2),
+        "build_dictionary_s": round(build_s, 2),
+        "csls_precision_at": {k: round(float(csls[f"precision_at_{k}"]), 2) for k in (1, 5, 10)},
+        "nn_precision_at": {k: round(float(nn[f"precision_at_{k}"]), 2) for k in (1, 5, 10)},
+        "dictionary_size": int(dico.shape[0]),
+        "dictionary_correct": round(correct, 4),
+        "rss_after_data_mib": round(rss_data, 1),
+        "peak_rss_mib": round(peak, 1),
+        "peak_rss_under_4gib": peak < 4096,
+    }
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()

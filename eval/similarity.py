@@ -1,0 +1,165 @@
+"""Monolingual word similarity: Spearman correlation of cosines with human scores (MUSE style).
+
+Mirrors MUSE's ``src/evaluation/wordsim.py`` (``get_word_pairs``, ``get_word_id``,
+``get_spearman_rho``) without importing scipy: Spearman's rho is the Pearson correlation of
+average ranks, computed with numpy.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from eval.errors import EvalInputError
+from eval.vectors import vocabulary_index
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["SimilarityResult", "read_word_similarity", "spearman", "word_similarity"]
+
+
+@dataclass(frozen=True)
+class SimilarityResult:
+    """Spearman ``rho`` over the ``found`` pairs; ``not_found`` pairs had an unknown word."""
+
+    rho: float
+    found: int
+    not_found: int
+
+
+def read_word_similarity(path: str | os.PathLike[str]) -> list[tuple[str, str, float]]:
+    """Read a MUSE monolingual similarity file: one ``word1 word2 score`` per line, tab or space.
+
+    Words are returned as written (lowercasing happens at lookup, see :func:`word_similarity`).
+    Blank lines are skipped; any other line without exactly two words and a finite number is an
+    :class:`EvalInputError` naming the line.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EvalInputError(f"cannot read word-similarity file {path}: {exc.strerror}; check the path") from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bad_line = data[: exc.start].count(b"\n") + 1
+        raise EvalInputError(f"{path}: line {bad_line} is not valid utf-8; re-encode the file as utf-8") from exc
+    triples: list[tuple[str, str, float]] = []
+    # split("\n") rather than splitlines(): unicode line separators inside a word are not breaks.
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 3:
+            raise EvalInputError(
+                f"{path}: line {lineno} has {len(fields)} fields, expected 'word1 word2 score' "
+                f"(got {line.strip()[:60]!r}); fix or delete the line"
+            )
+        try:
+            score = float(fields[2])
+        except ValueError as exc:
+            raise EvalInputError(
+                f"{path}: line {lineno} has the non-numeric score {fields[2][:30]!r}; the third field must be a number"
+            ) from exc
+        if not math.isfinite(score):
+            raise EvalInputError(f"{path}: line {lineno} has the score {fields[2]!r}; use a finite number")
+        triples.append((fields[0], fields[1], score))
+    if not triples:
+        raise EvalInputError(f"{path} holds no word pairs; expected lines 'word1 word2 score'")
+    return triples
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n with ties sharing their average rank (scipy's ``rankdata(method='average')``)."""
+    order = np.argsort(values, kind="mergesort")  # (n,)
+    ordered = values[order]
+    # start of each run of equal values in sorted order
+    new_run = np.concatenate([[True], ordered[1:] != ordered[:-1]])  # (n,)
+    run_id = np.cumsum(new_run) - 1  # (n,)
+    starts = np.flatnonzero(new_run)  # (runs,)
+    ends = np.concatenate([starts[1:], [values.shape[0]]])  # (runs,) exclusive
+    run_rank = (starts + ends + 1) / 2.0  # mean of the 1-based ranks start+1 .. end
+    ranks = np.empty(values.shape[0], dtype=np.float64)
+    ranks[order] = run_rank[run_id]
+    return ranks
+
+
+def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    """Spearman's rank correlation with average ranks for ties (equals ``scipy.stats.spearmanr``).
+
+    Returns ``nan`` (with a warning) when either side is constant, as scipy does.
+    """
+    a = np.asarray(x, dtype=np.float64).reshape(-1)
+    b = np.asarray(y, dtype=np.float64).reshape(-1)
+    if a.shape != b.shape:
+        raise EvalInputError(f"spearman got {a.shape[0]} and {b.shape[0]} values; pass two equally long lists")
+    if a.shape[0] < 2:
+        raise EvalInputError(f"spearman needs at least 2 pairs, got {a.shape[0]}")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise EvalInputError("spearman got nan or inf values; drop them first")
+    ra = _average_ranks(a) - (a.shape[0] + 1) / 2.0
+    rb = _average_ranks(b) - (b.shape[0] + 1) / 2.0
+    denom = math.sqrt(float(ra @ ra) * float(rb @ rb))
+    if denom == 0.0:
+        logger.warning("spearman: one side is constant, the correlation is undefined (nan)")
+        return float("nan")
+    return float(np.clip(float(ra @ rb) / denom, -1.0, 1.0))
+
+
+def _lookup(word: str, index: dict[str, int], lower: bool) -> int:
+    """MUSE's ``get_word_id``: exact word, then (case-sensitive mode only) Capitalized, Title."""
+    if lower:
+        return index.get(word.lower(), -1)
+    found = index.get(word)
+    if found is None:
+        found = index.get(word.capitalize())
+    if found is None:
+        found = index.get(word.title())
+    return -1 if found is None else found
+
+
+def word_similarity(
+    triples: Sequence[tuple[str, str, float]],
+    words: Sequence[str],
+    vectors: np.ndarray,
+    lower: bool = True,
+) -> SimilarityResult:
+    """Spearman rho between cosine similarities and human scores, MUSE's ``get_spearman_rho``.
+
+    ``words[i]`` labels ``vectors[i]`` (``(n, d)``).  With ``lower`` both the pair words and
+    the vocabulary are lowercased (first occurrence wins); otherwise a word is looked up as
+    written, then Capitalized, then Title-cased, like MUSE.  Pairs with an unknown word are
+    counted in ``not_found``.  ``rho`` is ``nan`` (with a warning) when fewer than 2 pairs are
+    found; a zero vector has cosine 0 with everything.
+    """
+    if len(triples) == 0:
+        raise EvalInputError("no word pairs to evaluate; read them with read_word_similarity")
+    matrix = np.asarray(vectors)
+    if matrix.ndim != 2 or matrix.shape[0] != len(words):
+        raise EvalInputError(f"{len(words)} words but vectors of shape {matrix.shape}; pass one vector row per word")
+    index = vocabulary_index(words, lower)
+    ids = np.array(
+        [(_lookup(w1, index, lower), _lookup(w2, index, lower)) for w1, w2, _ in triples], dtype=np.int64
+    ).reshape(-1, 2)  # (pairs, 2)
+    gold = np.array([score for _, _, score in triples], dtype=np.float64)  # (pairs,)
+    found = (ids >= 0).all(axis=1)  # (pairs,)
+    n_found = int(found.sum())
+    n_missing = len(triples) - n_found
+    if n_found < 2:
+        logger.warning("word similarity: only %d of %d pairs found, rho is undefined", n_found, len(triples))
+        return SimilarityResult(rho=float("nan"), found=n_found, not_found=n_missing)
+    u = matrix[ids[found, 0]].astype(np.float64)  # (found, d)
+    v = matrix[ids[found, 1]].astype(np.float64)  # (found, d)
+    if not (np.isfinite(u).all() and np.isfinite(v).all()):
+        raise EvalInputError("the vectors of some evaluated words contain nan or inf; fix the vectors")
+    norms = np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)  # (found,)
+    cosine = np.einsum("ij,ij->i", u, v) / np.where(norms == 0, 1.0, norms)
+    rho = spearman(gold[found], cosine)
+    logger.info("word similarity: rho %.4f over %d pairs (%d not found)", rho, n_found, n_missing)
+    return SimilarityResult(rho=rho, found=n_found, not_found=n_missing)
