@@ -1,0 +1,42 @@
+"""Helpers shared by the benchmark scripts (not part of the installed packages)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def shared_data() -> Path:
+    root = os.environ.get("POLYGLOT_GROC_DATA")
+    if not root or not Path(root).is_dir():
+        sys.exit("error: set POLYGLOT_GROC_DATA to the shared data directory (../shared/data)")
+    return Path(root)
+
+
+def prepare_ptb(data_root: Path, out: Path) -> Path:
+    """PTB (Mikolov's version) as <out>/en/{train,valid,test}.txt; returns the corpus root."""
+    dst = out / "en"
+    dst.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        target = dst / f"{split}.txt"
+        if not target.exists():
+            with gzip.open(data_root / "text" / "ptb" / f"ptb.{split}.txt.gz", "rt", encoding="utf-8") as f:
+                lines = [" ".join(line.split()) for line in f]
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text("\n".join(line for line in lines if line) + "\n", encoding="utf-8")
+            tmp.replace(target)
+    return out
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def emit(obj: dict[str, Any]) -> None:
+    """Print the benchmark's one JSON object on stdout."""
+    print(json.dumps(obj, indent=2, ensure_ascii=False))

@@ -1,0 +1,76 @@
+"""GroC (surface form) vs the tied lookup LM on PTB at an equal token budget.
+
+Both models share the prefix (2-layer LSTM), d, seed, batch size, BPTT and step budget.
+Prints one JSON object: valid perplexity of each, groc/lookup perplexity ratio, training
+tokens/s of each and their ratio (measured in this run, on this machine).
+
+    POLYGLOT_GROC_DATA=../shared/data python benchmarks/ptb_groc_vs_lookup.py --steps 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+
+from benchmarks._common import emit, peak_rss_mib, prepare_ptb, shared_data
+from polyglot_groc.config import load_config
+from polyglot_groc.trainer import Trainer
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--work", type=Path, default=Path("bench_out/ptb"))
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--bptt", type=int, default=35)
+    ap.add_argument("--d", type=int, default=256)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--dropout", type=float, default=0.2)
+    ap.add_argument("--lr", type=float, default=0.002)
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--output-update-prob", type=float, default=1.0)
+    ap.add_argument("--models", default="lookup,groc")
+    ap.add_argument("--set", action="append", default=[], help="extra config overrides for both models")
+    args = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    corpus = prepare_ptb(shared_data(), args.work / "corpus")
+    common = [
+        f'data.root="{corpus}"', 'data.langs=["en"]', f"model.d={args.d}", f"model.prefix.hidden={args.hidden}",
+        f"model.prefix.dropout={args.dropout}", f"model.output.dropout={args.dropout}",
+        f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}", f"train.lr={args.lr}",
+        f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}", f"train.threads={args.threads}",
+        f"train.seed={args.seed}", "train.eval_batch_size=10", *args.set,
+    ]
+    results = {}
+    for kind in args.models.split(","):
+        extra = [f"train.output_update_prob={args.output_update_prob}"] if kind.startswith("groc") else []
+        cfg = load_config(None, [*common, f'model.kind="{kind}"', *extra])
+        t0 = time.monotonic()
+        res = Trainer(cfg, args.work / "runs" / kind, overwrite=True).fit()
+        results[kind] = {
+            "valid_perplexity": res.best_valid["en"], "last_valid_perplexity": res.last_valid["en"],
+            "tokens_per_s": res.tokens_per_s, "train_seconds": res.train_seconds, "steps": res.steps,
+            "n_params": res.n_params, "wall_seconds": time.monotonic() - t0,
+            "curve": [(r["step"], r["valid_perplexity"]["en"]) for r in res.history],
+        }
+    out = {
+        "benchmark": "ptb_groc_vs_lookup",
+        "config": {"steps": args.steps, "batch_size": args.batch_size, "bptt": args.bptt, "d": args.d,
+                   "prefix": f"2x{args.hidden} LSTM", "dropout": args.dropout, "lr": args.lr, "seed": args.seed,
+                   "tokens": args.steps * args.batch_size * args.bptt,
+                   "output_update_prob": args.output_update_prob, "threads": args.threads},
+        "models": results,
+        "peak_rss_mib": peak_rss_mib(),
+    }
+    if "groc" in results and "lookup" in results:
+        out["ppl_ratio_groc_over_lookup"] = results["groc"]["valid_perplexity"] / results["lookup"]["valid_perplexity"]
+        out["speed_ratio_groc_over_lookup"] = results["groc"]["tokens_per_s"] / results["lookup"]["tokens_per_s"]
+    emit(out)
+
+
+if __name__ == "__main__":
+    main()
