@@ -65,8 +65,8 @@ def rng_state() -> dict[str, Any]:
 
     import numpy as np
 
-    np_state = np.random.get_state()
-    py_state = random.getstate()
+    np_state: Any = np.random.get_state()
+    py_state: Any = random.getstate()
     return {
         "torch": torch.get_rng_state(),
         "numpy_keys": torch.from_numpy(np.asarray(np_state[1], dtype=np.int64)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -21,7 +22,7 @@ def load_corpus(cfg: DataConfig, splits: Sequence[str] = ("train", "valid", "tes
     registry = default_registry()
     for lang in cfg.langs:
         registry.get(lang)  # unknown codes fail here with the list of known ones
-    return MultilingualCorpus.load(cfg.root, tuple(cfg.langs), splits=tuple(splits), tokenize=cfg.tokenize)
+    return MultilingualCorpus.load(Path(cfg.root), tuple(cfg.langs), splits=tuple(splits), tokenize=cfg.tokenize)
 
 
 def vocab_splits(mode: str, available: Sequence[str]) -> tuple[str, ...]:

@@ -72,6 +72,7 @@ class GroundedEmbedder(nn.Module):
         self.use_lexicon = use_lexicon
         # W: 3d -> d over [c; r; d] (seed 000 §3.4: "3d^2 parameters for projection").
         self.combine = nn.Linear(3 * d, d) if use_lexicon else None
+        self.chars: torch.Tensor
         self.register_buffer("chars", torch.zeros(0, 1, dtype=torch.long), persistent=False)
         self.forms: LexiconForms | None = None
 

@@ -42,6 +42,7 @@ class ResidualOutputNet(nn.Module):
         """Make every g_j contribute 0 (identity output net), e.g. after ELMo conversion."""
         with torch.no_grad():
             for g in self.layers:
+                assert isinstance(g, nn.Linear)
                 g.weight.zero_()
                 g.bias.zero_()
 

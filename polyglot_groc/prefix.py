@@ -36,10 +36,10 @@ class LSTMPrefix(nn.Module):
             nn.init.uniform_(p, -init_range, init_range)
 
     def init_state(self, batch_size: int, device: torch.device | None = None) -> State:
+        sizes = [int(layer.hidden_size) for layer in self.layers]  # type: ignore[arg-type]
         return [
-            (torch.zeros(1, batch_size, layer.hidden_size, device=device),
-             torch.zeros(1, batch_size, layer.hidden_size, device=device))
-            for layer in self.layers
+            (torch.zeros(1, batch_size, h, device=device), torch.zeros(1, batch_size, h, device=device))
+            for h in sizes
         ]
 
     def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:

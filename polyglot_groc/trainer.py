@@ -32,6 +32,7 @@ from polyglot_groc.bundle import ModelBundle
 from polyglot_groc.checkpoint import atomic_write_text, rng_state, save_checkpoint
 from polyglot_groc.config import RunConfig, dump_toml
 from polyglot_groc.data import build_vocab, encode_stream, load_corpus, unseen_words
+from polyglot_groc.embedder import LexiconForms
 from polyglot_groc.lexforms import compile_forms
 from polyglot_groc.lm import count_parameters
 from polyglot_groc.prefix import State, detach_state
@@ -109,7 +110,9 @@ def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     """Vocabulary, lexicon forms and a freshly initialised model for ``cfg``."""
     add_unk = cfg.model.kind in ("lookup", "elmo") and cfg.data.vocab_mode == "open"
     vocab = build_vocab(corpus, cfg.data.vocab_mode, add_unk)
-    forms, extra, info = (None, (), {})
+    forms: LexiconForms | None = None
+    extra: tuple[str, ...] = ()
+    info: dict[str, Any] = {}
     if cfg.model.kind == "groc-lex":
         forms, extra, info = compile_forms(cfg.model.lexicon, vocab)
     return ModelBundle.create(cfg, vocab, forms=forms, extra_words=extra, lexicon_info=info)

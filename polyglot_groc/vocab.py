@@ -10,6 +10,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -130,5 +131,7 @@ class Vocab:
 
         mem = state["membership"]
         membership = mem.numpy() if isinstance(mem, torch.Tensor) else np.asarray(mem, dtype=bool)
-        return cls(tuple(state["words"]), tuple(int(c) for c in state["counts"]),  # type: ignore[arg-type, union-attr]
-                   tuple(state["langs"]), membership.astype(bool))  # type: ignore[arg-type]
+        words: Any = state["words"]
+        counts: Any = state["counts"]
+        langs: Any = state["langs"]
+        return cls(tuple(words), tuple(int(c) for c in counts), tuple(langs), membership.astype(bool))
