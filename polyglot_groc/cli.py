@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import typer
 
+from polyglot_groc.commands.elmo import init_from_elmo_command
 from polyglot_groc.commands.train import evaluate_command, train_command
 
 app = typer.Typer(
@@ -18,13 +19,14 @@ app = typer.Typer(
 )
 app.command("train")(train_command)
 app.command("evaluate")(evaluate_command)
+app.command("init-from-elmo")(init_from_elmo_command)
 
 
 def _mount_optional() -> None:
     """Command groups living in their own modules."""
     import importlib
 
-    for module, name in (("polyglot_groc.commands.lexicon", "lexicon"),):
+    for module, name in (("polyglot_groc.commands.lexicon", "lexicon"), ("polyglot_groc.commands.data", "data")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
