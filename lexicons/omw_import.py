@@ -46,6 +46,7 @@ __all__ = [
     "import_omw",
     "lexicon_id",
     "read_pwn",
+    "split_gloss",
     "write_lmf",
 ]
 
@@ -54,7 +55,7 @@ logger = logging.getLogger(__name__)
 #: Environment variable naming the shared data root (``shared/data``).
 DATA_ENV = "POLYGLOT_GROC_DATA"
 #: Bumped whenever the produced LMF changes for the same input, so versions change too.
-CONVERTER_VERSION = "1"
+CONVERTER_VERSION = "2"
 _PWN_VERSION = "3.0"
 _POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
 # WNDB pointer symbols -> WN-LMF synset relation types.  Only the taxonomy: GroC uses synonyms and
@@ -102,6 +103,41 @@ class Pwn:
         return (-self.tag_counts.get(key, 0), self.best_rank.get(key, 1 << 30), key)
 
 
+_QUOTED = re.compile(r'"([^"]*)"')
+
+
+def split_gloss(gloss: str) -> tuple[str, list[str]]:
+    """Split a WNDB gloss into its definition and its quoted examples.
+
+    Parts are separated by ``;`` outside quotes; parts that start with a quote are examples (an
+    attribution after the closing quote, ``"..."--Albert Camus``, is dropped with them).  NLTK
+    instead deletes every quoted span, which leaves attributions and half sentences in the
+    definition (``usually expressed as rather than``).
+    """
+    parts: list[str] = []
+    if gloss.count('"') % 2:  # unbalanced quotes: plain '; ' split
+        parts = gloss.split("; ")
+    else:
+        buf: list[str] = []
+        quoted = False
+        for ch in gloss:
+            if ch == '"':
+                quoted = not quoted
+            if ch == ";" and not quoted:
+                parts.append("".join(buf))
+                buf = []
+            else:
+                buf.append(ch)
+        parts.append("".join(buf))
+    definitions, examples = [], []
+    for part in (p.strip() for p in parts):
+        if part.startswith('"'):
+            examples.extend(_QUOTED.findall(part) or [part.strip('"')])
+        elif part:
+            definitions.append(part)
+    return "; ".join(definitions), examples
+
+
 def _parse_data_line(line: str, pos_group: str) -> PwnSynset:
     head, _, gloss = line.partition(" | ")
     fields = head.split()
@@ -116,14 +152,8 @@ def _parse_data_line(line: str, pos_group: str) -> PwnSynset:
         rel = _POINTERS.get(symbol)
         if rel is not None and source_target == "0000":
             pointers.append((rel, f"{target}-{'a' if target_pos == 's' else target_pos}"))
-    # Same split as NLTK: quoted parts are examples, the rest is the definition.
-    definitions, examples = [], []
-    for part in gloss.strip().split("; "):
-        if part.startswith('"'):
-            examples.append(part.strip().strip('"'))
-        elif part:
-            definitions.append(part)
-    return PwnSynset(offset, ss_type, words, pointers, "; ".join(definitions).strip(), examples)
+    definition, examples = split_gloss(gloss)
+    return PwnSynset(offset, ss_type, words, pointers, definition, examples)
 
 
 def _wndb_files(source: Path) -> dict[str, str]:
@@ -263,6 +293,21 @@ def read_ili_map(path: Path) -> dict[str, str]:
 
 
 @dataclass
+class LmfEntry:
+    """One ``<LexicalEntry>``: lemma as written, pos, other forms, senses (synset keys in order).
+
+    ``numbers`` are WN-LMF 1.4 sense numbers (``n``): the sense order of the lemma across entries
+    that differ only in case (WNDB's ``north`` covers entries "north" and "North").
+    """
+
+    lemma: str
+    pos: str
+    forms: list[str]
+    synsets: list[str]
+    numbers: list[int] | None = None
+
+
+@dataclass
 class LmfLexicon:
     """Everything needed to write one ``<Lexicon>`` element."""
 
@@ -271,8 +316,7 @@ class LmfLexicon:
     language: str
     label: str
     license: str
-    # entries: (lemma as written, pos, other forms, synset keys in sense order)
-    entries: list[tuple[str, str, list[str], list[str]]]
+    entries: list[LmfEntry]
     synsets: list[str]  # PWN keys in output order
     ss_type: dict[str, str]
     ili: dict[str, str]
@@ -291,15 +335,16 @@ def _lmf_lines(lex: LmfLexicon) -> Iterator[str]:
     )
     synset_id = {key: f"{lex.id}-{key[:9]}{lex.ss_type[key]}" for key in lex.synsets}
     members: dict[str, list[tuple[str, str]]] = {key: [] for key in lex.synsets}
-    for n, (lemma, pos, forms, keys) in enumerate(lex.entries):
+    for n, e in enumerate(lex.entries):
         entry = f"{lex.id}-e{n}"
-        yield f"    <LexicalEntry id={q(entry)}>\n      <Lemma partOfSpeech={q(pos)} writtenForm={q(lemma)} />\n"
-        for form in forms:
+        yield f"    <LexicalEntry id={q(entry)}>\n      <Lemma partOfSpeech={q(e.pos)} writtenForm={q(e.lemma)} />\n"
+        for form in e.forms:
             yield f"      <Form writtenForm={q(form)} />\n"
-        for k, key in enumerate(keys):
+        for k, key in enumerate(e.synsets):
             sense = f"{entry}-{k}"
-            members[key].append((lemma, sense))
-            yield f"      <Sense id={q(sense)} synset={q(synset_id[key])} />\n"
+            members[key].append((e.lemma, sense))
+            number = f' n="{e.numbers[k]}"' if e.numbers else ""
+            yield f"      <Sense id={q(sense)} synset={q(synset_id[key])}{number} />\n"
         yield "    </LexicalEntry>\n"
     for key in lex.synsets:
         ili = lex.ili.get(key, "")
@@ -328,13 +373,13 @@ def _ordered_members(senses: list[tuple[str, str]], order: list[str] | None) -> 
 
 
 def write_lmf(lexicons: Iterable[LmfLexicon], path: Path) -> Path:
-    """Write WN-LMF 1.1 XML atomically (temporary file in the same directory, then rename)."""
+    """Write WN-LMF 1.4 XML atomically (temporary file in the same directory, then rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-            out.write('<!DOCTYPE LexicalResource SYSTEM "http://globalwordnet.github.io/schemas/WN-LMF-1.1.dtd">\n')
+            out.write('<!DOCTYPE LexicalResource SYSTEM "http://globalwordnet.github.io/schemas/WN-LMF-1.4.dtd">\n')
             out.write('<LexicalResource xmlns:dc="https://globalwordnet.github.io/schemas/dc/">\n')
             for lex in lexicons:
                 buf = io.StringIO()
@@ -350,14 +395,32 @@ def write_lmf(lexicons: Iterable[LmfLexicon], path: Path) -> Path:
 
 
 def _english_lexicon(pwn: Pwn, ili: dict[str, str], version: str) -> LmfLexicon:
-    entries = []
+    # WNDB index lemmas are lowercase while data lines keep each synset's spelling ("north" vs
+    # "North", "Canis_familiaris").  One entry per spelling keeps that case in synset members (what
+    # NLTK's lemma_names give); sense numbers ("n") keep the index's sense order across them.
+    grouped: dict[tuple[str, str], LmfEntry] = {}
     for (lemma, pos), keys in pwn.index.items():
-        # Written form: the spelling in the first sense's data line (index files are lowercase,
-        # data lines keep "Canis_familiaris").
-        first = pwn.synsets[keys[0]]
-        written = next((w for w in first.words if w.lower() == lemma), lemma)
-        forms = [f.replace("_", " ") for f in pwn.exceptions.get((lemma, pos), []) if f != lemma]
-        entries.append((written.replace("_", " "), pos, forms, keys))
+        for number, key in enumerate(keys, 1):
+            written = next((w for w in pwn.synsets[key].words if w.lower() == lemma), lemma).replace("_", " ")
+            entry = grouped.get((written, pos))
+            if entry is None:
+                entry = grouped[(written, pos)] = LmfEntry(written, pos, [], [], [])
+            entry.synsets.append(key)
+            entry.numbers.append(number)  # type: ignore[union-attr]
+    # Irregular forms (*.exc: "geese" -> goose) belong to the lowercase spelling when there is one.
+    variants: dict[tuple[str, str], LmfEntry] = {}
+    for (written, pos), entry in grouped.items():
+        if written == written.lower() or (written.lower(), pos) not in variants:
+            variants[(written.lower(), pos)] = entry
+    for (lemma, pos), forms in pwn.exceptions.items():
+        target = variants.get((lemma.replace("_", " "), pos))
+        if target is None:
+            continue
+        for form in forms:
+            form = form.replace("_", " ")
+            if form != target.lemma and form not in target.forms:
+                target.forms.append(form)
+    entries = list(grouped.values())
     synsets = list(pwn.synsets)
     return LmfLexicon(
         id=lexicon_id("en", "tab"),
@@ -376,11 +439,11 @@ def _english_lexicon(pwn: Pwn, ili: dict[str, str], version: str) -> LmfLexicon:
     )
 
 
-def _order_entries(entries: list[tuple[str, str, list[str], list[str]]]) -> list[tuple[str, str, list[str], list[str]]]:
+def _order_entries(entries: list[LmfEntry]) -> list[LmfEntry]:
     # Nouns, verbs, adjectives, adverbs, then lemma: wn orders a form's entries by insertion, so
     # this gives NLTK's synset order for a word (all noun senses first).
     order = {"n": 0, "v": 1, "a": 2, "r": 3}
-    return sorted(entries, key=lambda e: (order.get(e[1], 9), e[0].lower(), e[0]))
+    return sorted(entries, key=lambda e: (order.get(e.pos, 9), e.lemma.lower(), e.lemma))
 
 
 def _other_lexicon(
@@ -416,7 +479,7 @@ def _other_lexicon(
         language=lang,
         label=label,
         license=license_,
-        entries=_order_entries([(lemma, pos, [], ks) for (lemma, pos), ks in entries.items()]),
+        entries=_order_entries([LmfEntry(lemma, pos, [], ks) for (lemma, pos), ks in entries.items()]),
         synsets=keys,
         member_order={k: tab.lemmas[k] for k in keys},
         ss_type={k: pwn.synsets[k].ss_type for k in keys},

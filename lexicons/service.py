@@ -497,19 +497,29 @@ def open_lexicon(
     nltk_data: Path | str | None = None,
     tsv: Path | str | Sequence[Path | str] | None = None,
 ) -> Lexicon:
-    """Build a backend by name: ``"wn"`` (default), ``"nltk"`` or ``"tsv"``."""
+    """Build a backend by name: ``"wn"`` (default), ``"nltk"`` or ``"tsv"``.
+
+    Empty values (``specs=()``, ``wn_dir=""``) mean "not given", so config defaults pass through.
+    With ``langs`` and no ``specs``, the wn backend selects the installed wordnets of those
+    languages and skips languages that have none (their words get surface forms only).
+    """
     if backend == "wn":
         from lexicons.wn_backend import WnLexicon
 
-        return WnLexicon(specs, langs=None if specs is not None else langs, wn_dir=wn_dir)
+        if specs:
+            return WnLexicon(specs, wn_dir=wn_dir or None)
+        return WnLexicon(langs=list(langs) if langs else None, wn_dir=wn_dir or None, missing_ok=True)
     if backend == "nltk":
         from lexicons.nltk_backend import NltkLexicon
 
-        return NltkLexicon(nltk_data, langs)
+        if not langs:
+            return NltkLexicon(nltk_data or None)
+        available = set(NltkLexicon(nltk_data or None).languages())
+        return NltkLexicon(nltk_data or None, [x for x in langs if normalize_lang(x) in available] or ["en"])
     if backend == "tsv":
         from lexicons.tsv_backend import TsvLexicon
 
-        if tsv is None:
+        if not tsv:
             raise ConfigError("the tsv lexicon backend needs a file: pass tsv=PATH (or --tsv PATH)")
         return TsvLexicon(tsv)
     raise ConfigError(f"unknown lexicon backend {backend!r}; use 'wn', 'nltk' or 'tsv'")

@@ -12,10 +12,13 @@ operation.  The bulk queries read ``wn``'s SQLite schema directly (read-only) wh
 hash is one this ``wn`` release declares compatible, and otherwise fall back to ``wn``'s public
 API (correct but slow, and logged).
 
-Word lookup, per lexicon: exact lemma, else lemma case-insensitively, else another form of an
-entry (e.g. irregular inflections our importer adds from WNDB ``*.exc``), else -- for English
-with ``lemmatize=True`` -- the Morphy detachment rules of :mod:`wn.morphy` (``dogs`` -> ``dog``,
-noun synsets only), so coverage is close to NLTK's ``wordnet.synsets`` which the thesis used.
+Word lookup is case-insensitive, like NLTK's ``wordnet.synsets`` (which the original GroC code
+used): a word's synsets are those of the lemmas equal to it lower-cased, by part of speech
+(n, v, a, r) and then sense number, else those of entries having it as another form.  For
+English with ``lemmatize=True`` it follows NLTK further: per part of speech, the word's own
+synsets, then those of its irregular base forms (our importer stores WNDB ``*.exc`` entries as
+forms), else of the base forms given by the Morphy suffix rules of :mod:`wn.morphy`
+(``dogs`` -> ``dog``, ``better`` -> ``good``).
 
 Hyponyms are a synset's ``hyponym`` relations plus the inverse of ``hypernym`` relations
 pointing at it (lexicons may store only one direction).  A lexicon without any such relations
@@ -108,9 +111,9 @@ class _LexData:
     hyponyms: list[tuple[int, ...]] = field(default_factory=list)
     definitions: list[str | None] = field(default_factory=list)
     has_relations: bool = False
-    lemma_index: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    lower_index: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    form_index: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    lemma_index: dict[str, tuple[int, ...]] = field(default_factory=dict)  # lemma as written
+    lower_index: dict[str, tuple[int, ...]] = field(default_factory=dict)  # lemma, lower-cased
+    form_index: dict[str, tuple[int, ...]] = field(default_factory=dict)  # other forms, lower-cased
     ili_index: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -123,14 +126,22 @@ class _RawLexicon:
     """What a reader extracts from the database; keys are reader-specific synset/entry keys."""
 
     synsets: list[tuple[Any, str, str | None]]  # (key, pos, ili) in lexicon order
-    entries: list[tuple[str, list[str], list[Any]]]  # (lemma, other forms, synset keys in sense order)
+    # (lemma, pos, other forms, [(sense rank, synset key)] in sense order)
+    entries: list[tuple[str, str, list[str], list[tuple[int, Any]]]]
     members: dict[Any, list[str]]  # synset key -> member lemmas in synset order
     relations: list[tuple[Any, Any, str]]  # (source, target, 'hyponym' | 'hypernym') in stored order
     definitions: dict[Any, str]  # synset key -> first definition
 
 
-def _freeze_index(index: dict[str, list[int]]) -> dict[str, tuple[int, ...]]:
-    return {key: tuple(dict.fromkeys(values)) for key, values in index.items()}
+def _ordered_index(rows: list[tuple[str, str, int, int]]) -> dict[str, tuple[int, ...]]:
+    """``(key, pos, rank, synset)`` rows in entry order -> key -> synsets, ordered as described in
+    :func:`_build`."""
+    first_pos: dict[tuple[str, str], int] = {}
+    acc: dict[str, list[tuple[int, int, int, int]]] = {}
+    for seq, (key, pos, rank, synset) in enumerate(rows):
+        group = first_pos.setdefault((key, pos), len(first_pos))
+        acc.setdefault(key, []).append((group, rank, seq, synset))
+    return {key: tuple(dict.fromkeys(s for *_, s in sorted(items))) for key, items in acc.items()}
 
 
 def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
@@ -157,28 +168,25 @@ def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
             inverse[t].append(s)
     data.hyponyms = [tuple(dict.fromkeys(h + i)) for h, i in zip(hyponyms, inverse, strict=True)]
 
-    lemma_index: dict[str, list[int]] = {}
-    lower_index: dict[str, list[int]] = {}
-    form_exact: dict[str, list[int]] = {}
-    form_lower: dict[str, list[int]] = {}
-    for lemma, forms, synset_keys in raw.entries:
-        numbers = [number[k] for k in synset_keys if k in number]
-        if not numbers:
+    # Index keys can gather several entries: case variants ("north" / "North") and parts of
+    # speech.  Order their synsets by part of speech (in entry order), then sense rank (WN-LMF 1.4
+    # "n", which our importer sets from WNDB's sense numbers), then entry order.
+    lemma_rows: list[tuple[str, str, int, int]] = []
+    lower_rows: list[tuple[str, str, int, int]] = []
+    form_rows: list[tuple[str, str, int, int]] = []
+    for lemma, pos, forms, senses in raw.entries:
+        ranked = [(rank, number[k]) for rank, k in senses if k in number]
+        if not ranked:
             continue
         lemma = display_lemma(lemma)
-        lemma_index.setdefault(lemma, []).extend(numbers)
-        lower_index.setdefault(lemma.lower(), []).extend(numbers)
-        for form in forms:
-            form = display_lemma(form)
-            form_exact.setdefault(form, []).extend(numbers)
-            form_lower.setdefault(form.lower(), []).extend(numbers)
-    data.lemma_index = _freeze_index(lemma_index)
-    data.lower_index = _freeze_index(lower_index)
-    # Exact spellings first, then case-folded ones, in one dict: forms are a rare fallback.
-    forms_index = {k: list(v) for k, v in form_lower.items()}
-    for key, values in form_exact.items():
-        forms_index[key] = values + forms_index.get(key, [])
-    data.form_index = _freeze_index(forms_index)
+        group = _pos_group(pos)
+        for rank, s in ranked:
+            lemma_rows.append((lemma, group, rank, s))
+            lower_rows.append((lemma.lower(), group, rank, s))
+            form_rows.extend((display_lemma(form).lower(), group, rank, s) for form in forms)
+    data.lemma_index = _ordered_index(lemma_rows)
+    data.lower_index = _ordered_index(lower_rows)
+    data.form_index = _ordered_index(form_rows)
     return data
 
 
@@ -264,10 +272,13 @@ def _read_sql(conn: sqlite3.Connection, lex: _Installed) -> _RawLexicon:
     for sense, entry, entry_rank, synset, synset_rank in sense_rows:
         by_entry.setdefault(entry, []).append((entry_rank or 0, sense, synset))
         by_synset.setdefault(synset, []).append((synset_rank or 0, sense, entry))
+    entry_pos = dict(q("SELECT rowid, pos FROM entries WHERE lexicon_rowid = ?", (rowid,)).fetchall())
     entries = []
     for entry in sorted(lemmas):
         senses = sorted(by_entry.get(entry, ()))
-        entries.append((lemmas[entry], forms.get(entry, []), [s[2] for s in senses]))
+        entries.append(
+            (lemmas[entry], str(entry_pos.get(entry, "")), forms.get(entry, []), [(s[0], s[2]) for s in senses])
+        )
     members = {synset: [lemmas[e] for _, _, e in sorted(rows) if e in lemmas] for synset, rows in by_synset.items()}
     relations = [
         (r[0], r[1], r[2])
@@ -307,7 +318,9 @@ def _read_api(wn_dir: Path, lex: _Installed) -> _RawLexicon:
         entries = []
         for word in w.words():
             lemma, *others = word.forms()
-            entries.append((lemma, others, [s.synset().id for s in word.senses()]))
+            # wn's API does not expose the stored sense rank; sense order is the rank.
+            senses = [(i, s.synset().id) for i, s in enumerate(word.senses(), 1)]
+            entries.append((lemma, word.pos, others, senses))
     return _RawLexicon(synsets, entries, members, relations, definitions)
 
 
@@ -382,6 +395,8 @@ class WnLexicon:
         lemmatize: for English, fall back to Morphy's suffix rules when a word has no entry.
         loader: ``"sql"`` reads ``wn``'s tables directly, ``"api"`` uses ``wn``'s object API,
             ``"auto"`` picks SQL when the schema is one this ``wn`` release knows.
+        missing_ok: with ``langs``, skip languages without an installed wordnet instead of
+            failing (as long as one language has one).
     """
 
     def __init__(
@@ -393,6 +408,7 @@ class WnLexicon:
         gloss_specs: Sequence[str] | str | None = None,
         lemmatize: bool = True,
         loader: Loader = "auto",
+        missing_ok: bool = False,
     ) -> None:
         if specs is not None and langs is not None:
             raise InputError("give wordnet lexicons either by specs or by langs, not both")
@@ -408,7 +424,10 @@ class WnLexicon:
             wanted = [normalize_lang(x) for x in (langs or [])]
             chosen = [x for x in installed if langs is None or normalize_lang(x.language) in wanted]
             missing = [lang for lang in wanted if not any(normalize_lang(x.language) == lang for x in chosen)]
-            if missing:
+            if missing and missing_ok and chosen:
+                # Polyglot runs mix languages with and without wordnets: the others get no forms.
+                logger.info("no wordnet for %s; those words get surface forms only", ", ".join(missing))
+            elif missing:
                 have = ", ".join(f"{x.spec} [{normalize_lang(x.language)}]" for x in installed) or "none"
                 raise LexiconMissingError(
                     f"no wordnet for language(s) {', '.join(missing)} in {str(self.wn_dir)!r} "
@@ -515,25 +534,28 @@ class WnLexicon:
         return [self._get(x) for x in self._chosen if normalize_lang(x.language) == lang]
 
     def _lookup(self, data: _LexData, word: str) -> tuple[int, ...]:
-        hit = data.lemma_index.get(word)
-        if hit:
-            return hit
         low = word.lower()
-        hit = data.lower_index.get(low) or data.form_index.get(word) or data.form_index.get(low)
-        if hit:
-            return hit
-        if "_" in word:  # WordNet-style multiword spelling of a lemma stored with spaces
+        hit = data.lower_index.get(low, ())
+        if not hit and "_" in word:  # WordNet-style multiword spelling of a lemma stored with spaces
             return self._lookup(data, display_lemma(word))
         if self.lemmatize and data.lang == "en":
-            return self._morphy(data, low)
-        return ()
+            return self._morphy(data, low, hit)
+        return hit or data.form_index.get(low, ())
 
     @staticmethod
-    def _morphy(data: _LexData, low: str) -> tuple[int, ...]:
+    def _morphy(data: _LexData, low: str, base: tuple[int, ...]) -> tuple[int, ...]:
+        """NLTK's ``wordnet.synsets`` order: per part of speech, the word's own synsets, then those
+        of its irregular base forms if it has any, else of its Morphy suffix-rule base forms."""
         from wn.morphy import DETACHMENT_RULES
 
+        irregular = data.form_index.get(low, ())
         found: list[int] = []
         for pos in _MORPHY_POS:
+            found.extend(s for s in base if _pos_group(data.synset_pos[s]) == pos)
+            exceptions = [s for s in irregular if _pos_group(data.synset_pos[s]) == pos]
+            if exceptions:
+                found.extend(exceptions)
+                continue
             for suffix, repl, _system in DETACHMENT_RULES.get(pos, []):
                 if low.endswith(suffix) and len(suffix) < len(low):
                     candidate = low[: -len(suffix)] + repl

@@ -1,0 +1,226 @@
+"""``polyglot-groc lexicon``: install wordnets offline, inspect them, and measure vocabulary coverage.
+
+Thin layer over :mod:`lexicons`; every command is wrapped by :func:`cli_errors`, so a missing
+wordnet or a malformed file is one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+from collections import Counter
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from lexicons.errors import CorpusError, InputError
+from polyglot_groc.commands._common import cli_errors, console, print_json
+
+app = typer.Typer(
+    help="Wordnets for GroC's relational and definitional forms: import, info, lookup, coverage.",
+    no_args_is_help=True,
+)
+
+_WN_DIR = typer.Option(
+    None, "--wn-dir", envvar="POLYGLOT_GROC_WN_DIR", help="wn data directory (default: wn's own, ~/.wn_data)."
+)
+_BACKEND = typer.Option("wn", "--backend", help="Lexicon backend: wn, nltk or tsv.")
+_TSV = typer.Option(None, "--tsv", help="TSV lexicon file (with --backend tsv).")
+_NLTK = typer.Option(None, "--nltk-data", envvar="NLTK_DATA", help="NLTK data directory (with --backend nltk).")
+_SPECS = typer.Option(None, "--specs", help="wn lexicon specifiers, comma-separated (default: by language).")
+
+
+def _split(value: str | None) -> list[str]:
+    return [x.strip() for x in (value or "").split(",") if x.strip()]
+
+
+def _lexicon(
+    backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None, nltk_data: Path | None
+):  # type: ignore[no-untyped-def]
+    from lexicons.service import open_lexicon
+
+    return open_lexicon(backend, specs=_split(specs) or None, langs=langs, wn_dir=wn_dir, nltk_data=nltk_data, tsv=tsv)
+
+
+@app.command("info")
+@cli_errors
+def info(wn_dir: Path | None = _WN_DIR, as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List installed wordnets with their language and synset / word counts."""
+    from lexicons.wn_backend import default_wn_dir, installed_lexicons
+
+    where = wn_dir or default_wn_dir()
+    rows = installed_lexicons(where)
+    if as_json:
+        print_json({"wn_dir": str(where), "lexicons": rows})
+        return
+    table = Table(title=f"wordnets in {where}")
+    for col in ("spec", "language", "synsets", "words", "senses", "label"):
+        table.add_column(col, justify="right" if col in ("synsets", "words", "senses") else "left")
+    for row in rows:
+        table.add_row(
+            row["spec"], row["language"], f"{row['synsets']:,}", f"{row['words']:,}", f"{row['senses']:,}", row["label"]
+        )
+    console.print(table)
+
+
+@app.command("lookup")
+@cli_errors
+def lookup(
+    word: str = typer.Argument(..., help="The word to look up."),
+    lang: str = typer.Option("en", "--lang", help="Language(s) in priority order, comma-separated (fr,en)."),
+    backend: str = _BACKEND,
+    specs: str | None = _SPECS,
+    wn_dir: Path | None = _WN_DIR,
+    tsv: Path | None = _TSV,
+    nltk_data: Path | None = _NLTK,
+    max_related: int = typer.Option(3, help="Related words GroC uses (marked in the output)."),
+    max_definition: int = typer.Option(10, help="Definition tokens GroC uses."),
+) -> None:
+    """Print a word's relational and definitional forms as JSON."""
+    from lexicons.service import LexiconService
+
+    langs = _split(lang)
+    if not langs:
+        raise InputError("--lang needs at least one language code, e.g. --lang fr")
+    service = LexiconService(_lexicon(backend, langs, specs, wn_dir, tsv, nltk_data), max_related, max_definition)
+    forms = service.lookup(word, langs)
+    print_json(
+        {
+            "word": word,
+            "lang": forms.lang,
+            "related": forms.related,
+            "definition": forms.definition,
+            "used_related": forms.related[:max_related],
+            "used_definition": forms.definition[:max_definition],
+            "specs": service.lexicon.specs,
+        }
+    )
+
+
+def _read_tokens(path: Path) -> Counter[str]:
+    """Whitespace tokens of a (possibly gzipped) UTF-8 text file."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    counts: Counter[str] = Counter()
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+            for line in fh:
+                counts.update(line.split())
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{str(path)!r} is not utf-8 text ({exc}); convert it to utf-8") from exc
+    except OSError as exc:
+        raise CorpusError(f"cannot read {str(path)!r}: {exc}") from exc
+    if not counts:
+        raise CorpusError(f"{str(path)!r} has no tokens; check the corpus")
+    return counts
+
+
+def _train_file(data: Path, lang: str) -> Path:
+    for name in ("train.txt", "train.txt.gz"):
+        if (data / lang / name).is_file():
+            return data / lang / name
+    raise CorpusError(f"no {data / lang / 'train.txt'} (or .gz); corpora are laid out as <DIR>/<lang>/train.txt")
+
+
+@app.command("coverage")
+@cli_errors
+def coverage(
+    data: Path = typer.Option(..., "--data", help="Corpus directory laid out as <DIR>/<lang>/train.txt."),
+    langs: str = typer.Option("en", "--langs", help="Languages, comma-separated."),
+    backend: str = _BACKEND,
+    specs: str | None = _SPECS,
+    wn_dir: Path | None = _WN_DIR,
+    tsv: Path | None = _TSV,
+    nltk_data: Path | None = _NLTK,
+    min_count: int = typer.Option(1, help="Only count word types seen at least this often."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Share of each language's vocabulary (types and tokens) with relations / a definition."""
+    from lexicons.service import LexiconService
+
+    lang_list = _split(langs)
+    if not lang_list:
+        raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
+    service = LexiconService(_lexicon(backend, lang_list, specs, wn_dir, tsv, nltk_data))
+    rows = []
+    for lang in lang_list:
+        counts = _read_tokens(_train_file(data, lang))
+        vocab = {w: c for w, c in counts.items() if c >= min_count}
+        total_tokens = sum(vocab.values()) or 1
+        n = {"entry": 0, "related": 0, "definition": 0, "related_in_vocab": 0, "definition_in_vocab": 0}
+        tok = Counter[str]()
+        t0 = time.perf_counter()
+        for word, count in vocab.items():
+            forms = service.lookup(word, [lang])
+            flags = {
+                "entry": forms.lang is not None,
+                "related": bool(forms.related),
+                "definition": bool(forms.definition),
+                # the thesis kept only forms inside the vocabulary (extra_cap=0)
+                "related_in_vocab": any(w in vocab for w in forms.related),
+                "definition_in_vocab": any(w in vocab for w in forms.definition),
+            }
+            for key, hit in flags.items():
+                if hit:
+                    n[key] += 1
+                    tok[key] += count
+        types = max(len(vocab), 1)
+        row: dict[str, object] = {"lang": lang, "types": len(vocab), "tokens": sum(vocab.values())}
+        row.update({f"{k}_pct": round(100.0 * v / types, 2) for k, v in n.items()})
+        row.update({f"{k}_token_pct": round(100.0 * tok[k] / total_tokens, 2) for k in n})
+        row["seconds"] = round(time.perf_counter() - t0, 2)
+        rows.append(row)
+    if as_json:
+        print_json({"specs": service.lexicon.specs, "coverage": rows})
+        return
+    table = Table(title="lexicon coverage of the vocabulary (% of types; tokens in brackets)")
+    for col in ("lang", "types", "entry", "related", "definition", "related in vocab", "definition in vocab"):
+        table.add_column(col, justify="left" if col == "lang" else "right")
+    for row in rows:
+        cells = [
+            f"{row[f'{k}_pct']:.1f} ({row[f'{k}_token_pct']:.1f})"
+            for k in ("entry", "related", "definition", "related_in_vocab", "definition_in_vocab")
+        ]
+        table.add_row(str(row["lang"]), f"{row['types']:,}", *cells)
+    console.print(table)
+
+
+@app.command("import")
+@cli_errors
+def import_(
+    data: Path | None = typer.Option(
+        None, "--data", envvar="POLYGLOT_GROC_DATA", help="Shared data root (wordnet/, omw/)."
+    ),
+    langs: str = typer.Option("en,fr", "--langs", help="Languages to install, comma-separated (en is always added)."),
+    wn_dir: Path | None = _WN_DIR,
+    force: bool = typer.Option(False, "--force", help="Re-install lexicons that are already installed."),
+) -> None:
+    """Install PWN 3.0 + OMW wordnets offline (WNDB + tab files -> WN-LMF -> wn)."""
+    from lexicons.omw_import import import_omw
+    from lexicons.wn_backend import default_wn_dir
+
+    lang_list = _split(langs)
+    if not lang_list:
+        raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
+    t0 = time.perf_counter()
+    specs = import_omw(data, lang_list, wn_dir, force=force)
+    print_json(
+        {"installed": specs, "wn_dir": str(wn_dir or default_wn_dir()), "seconds": round(time.perf_counter() - t0, 1)}
+    )
+
+
+@app.command("download")
+@cli_errors
+def download(
+    spec: str = typer.Argument(..., help="A wn project specifier, e.g. omw-en:1.4."),
+    wn_dir: Path | None = _WN_DIR,
+) -> None:
+    """Download a wordnet with wn (needs network; offline, use `lexicon import`)."""
+    from lexicons.omw_import import download as wn_download
+    from lexicons.wn_backend import default_wn_dir
+
+    installed = wn_download(spec, wn_dir)
+    print_json({"installed": installed, "wn_dir": str(wn_dir or default_wn_dir())})
+
+
+__all__ = ["app"]
