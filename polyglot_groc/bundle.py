@@ -48,7 +48,8 @@ class ModelBundle:
             if m.charset.scheme == "elmo-bytes":
                 charset = Charset.elmo_bytes(m.charset.max_word_len)
             else:
-                charset = Charset.from_words(vocab.words, m.charset.max_word_len)
+                # Lexicon words outside the vocabulary are encoded too: their characters count.
+                charset = Charset.from_words([*vocab.words, *extra_words], m.charset.max_word_len)
         lang_ids = {lang: torch.from_numpy(vocab.lang_ids(lang)) for lang in vocab.langs}
         model = LanguageModel(m, charset.n_chars, len(vocab), lang_ids)
         bundle = cls(cfg, vocab, charset, model, tuple(extra_words), forms, dict(lexicon_info or {}))
@@ -82,16 +83,28 @@ class ModelBundle:
         forms = None
         extra = self.extra_words
         if self.forms is not None:
-            # Existing forms index rows of [vocab; extra]; new vocabulary rows shift extras by n_new.
-            shift = lambda t: torch.where(t >= len(self.vocab), t + n_new, t)  # noqa: E731
-            f = self.forms
-            forms = LexiconForms(shift(f.related_ids), f.related_mask, shift(f.definition_ids),
-                                 f.definition_mask).extend(n_new)
-            log.warning("%d new words get no relational/definitional forms (r = d = 0)", n_new)
+            forms, extra = self._forms_for(vocab, n_new)
         model = self.model
         bundle = replace(self, vocab=vocab, forms=forms, extra_words=extra, model=model)
         bundle.install_words()
         return bundle
+
+    def _forms_for(self, vocab: Vocab, n_new: int) -> tuple[LexiconForms, tuple[str, ...]]:
+        """Lexicon forms for an extended vocabulary: from the lexicon when it is installed, else r = d = 0."""
+        from lexicons.errors import LexiconError
+        from polyglot_groc.lexforms import compile_forms
+
+        try:
+            forms, extra, _ = compile_forms(self.cfg.model.lexicon, vocab)
+            return forms, extra
+        except LexiconError as exc:
+            log.warning("%d new words get no relational/definitional forms (r = d = 0): %s", n_new, exc)
+        assert self.forms is not None
+        f = self.forms
+        # Existing forms index rows of [vocab; extra]; new vocabulary rows shift extras by n_new.
+        shift = lambda t: torch.where(t >= len(self.vocab), t + n_new, t)  # noqa: E731
+        return (LexiconForms(shift(f.related_ids), f.related_mask, shift(f.definition_ids),
+                             f.definition_mask).extend(n_new), self.extra_words)
 
     def to_state(self) -> dict[str, Any]:
         return {

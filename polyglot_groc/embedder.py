@@ -41,10 +41,11 @@ class LexiconForms:
     @classmethod
     def from_arrays(cls, related_ids: np.ndarray, related_mask: np.ndarray,
                     definition_ids: np.ndarray, definition_mask: np.ndarray) -> LexiconForms:
-        return cls(torch.as_tensor(np.asarray(related_ids), dtype=torch.long),
-                   torch.as_tensor(np.asarray(related_mask), dtype=torch.bool),
-                   torch.as_tensor(np.asarray(definition_ids), dtype=torch.long),
-                   torch.as_tensor(np.asarray(definition_mask), dtype=torch.bool))
+        # Copies: the service's arrays may be read-only memory maps of its cache.
+        return cls(torch.tensor(np.array(related_ids), dtype=torch.long),
+                   torch.tensor(np.array(related_mask), dtype=torch.bool),
+                   torch.tensor(np.array(definition_ids), dtype=torch.long),
+                   torch.tensor(np.array(definition_mask), dtype=torch.bool))
 
     def to_state(self) -> dict[str, torch.Tensor]:
         return {"related_ids": self.related_ids, "related_mask": self.related_mask,

@@ -125,6 +125,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     finally:
         hooks.close()
     summary = result.to_dict()
+    if trainer.bundle.lexicon_info:
+        summary["lexicon"] = trainer.bundle.lexicon_info
     import json
 
     from polyglot_groc.checkpoint import atomic_write_text

@@ -1,0 +1,83 @@
+"""GroC+lex end to end on the hand-written TSV lexicon (tests/data/lexicon/mini-en-fr.tsv)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from polyglot_groc.bundle import load_bundle
+from polyglot_groc.config import load_config
+from polyglot_groc.data import load_corpus
+from polyglot_groc.evaluate import evaluate_run
+from polyglot_groc.lexforms import compile_forms
+from polyglot_groc.trainer import Trainer, build_bundle
+from tests.conftest import SMALL, TESTS
+
+TSV = TESTS / "data" / "lexicon" / "mini-en-fr.tsv"
+CORPUS = TESTS / "data" / "lexcorpus"
+
+
+def _cfg(*extra: str):
+    return load_config(None, [*SMALL, 'model.kind="groc-lex"', f'data.root="{CORPUS}"', 'data.langs=["en", "fr"]',
+                              'model.lexicon.backend="tsv"', f'model.lexicon.tsv_path="{TSV}"',
+                              "train.batch_size=2", "train.bptt=4", "train.eval_batch_size=1", *extra])
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("POLYGLOT_GROC_CACHE", str(tmp_path / "cache"))
+
+
+def test_forms_point_at_related_words_and_definitions() -> None:
+    cfg = _cfg()
+    corpus = load_corpus(cfg.data)
+    bundle = build_bundle(cfg, corpus)
+    table = list(bundle.vocab.words) + list(bundle.extra_words)
+    f = bundle.forms
+    assert f is not None
+    dog = bundle.vocab.id("dog")
+    related = [table[i] for i, m in zip(f.related_ids[dog], f.related_mask[dog], strict=True) if m]
+    assert related[:2] == ["domestic dog", "Canis familiaris"]  # at most 3, lexicon order
+    assert len(related) == 3
+    chien = bundle.vocab.id("chien")
+    definition = [table[i] for i, m in zip(f.definition_ids[chien], f.definition_mask[chien], strict=True) if m]
+    assert definition[:3] == ["a", "member", "of"]  # English gloss through the shared synset
+    assert not f.related_mask[bundle.vocab.id(".")].any()
+    # extra (out-of-vocabulary) words are encoded: the char table has their rows
+    assert bundle.model.input_embedder.chars.shape[0] == len(table)
+    assert bundle.lexicon_info["coverage"]
+
+
+def test_ablations_and_coverage_drop_forms() -> None:
+    corpus = load_corpus(_cfg().data)
+    no_rel = build_bundle(_cfg("model.lexicon.use_relations=false"), corpus)
+    no_def = build_bundle(_cfg("model.lexicon.use_definitions=false"), corpus)
+    none = build_bundle(_cfg("model.lexicon.coverage=0.0"), corpus)
+    assert no_rel.forms is not None and not no_rel.forms.related_mask.any() and no_rel.forms.definition_mask.any()
+    assert no_def.forms is not None and not no_def.forms.definition_mask.any() and no_def.forms.related_mask.any()
+    assert none.forms is not None and not none.forms.related_mask.any() and not none.forms.definition_mask.any()
+
+
+def test_train_and_evaluate_without_the_lexicon(tmp_path: Path) -> None:
+    lexicon = tmp_path / "lexicon.tsv"
+    shutil.copyfile(TSV, lexicon)
+    Trainer(_cfg("train.max_steps=3", f'model.lexicon.tsv_path="{lexicon}"'), tmp_path / "run").fit()
+    bundle, _ = load_bundle(tmp_path / "run")
+    assert bundle.forms is not None and bundle.forms.related_mask.any()
+    # The forms travel in the checkpoint: evaluation needs no lexicon once it is gone.
+    lexicon.unlink()
+    res = evaluate_run(tmp_path / "run", "test")
+    assert set(res["perplexity"]) == {"en", "fr"}
+
+
+def test_compiled_forms_are_cached(tmp_path: Path) -> None:
+    cfg = _cfg()
+    corpus = load_corpus(cfg.data)
+    vocab = build_bundle(cfg, corpus).vocab
+    a, extra_a, _ = compile_forms(cfg.model.lexicon, vocab)
+    assert any((tmp_path / "cache").rglob("*"))
+    b, extra_b, _ = compile_forms(cfg.model.lexicon, vocab)
+    assert extra_a == extra_b and torch.equal(a.related_ids, b.related_ids)
