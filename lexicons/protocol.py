@@ -81,10 +81,10 @@ def display_lemma(lemma: str) -> str:
 def dedupe_related(word: str, lemmas: Iterable[str]) -> list[str]:
     """Order-preserving de-duplication that also drops the word itself.
 
-    The word is compared case-insensitively: ``Dog`` is not a relational form of ``dog``, it is the
-    same surface string, and keeping it would only repeat the surface encoding.
+    The word is compared case-insensitively and with ``_`` read as a space: ``Dog`` is not a
+    relational form of ``dog``, it is the same string, and would only repeat the surface encoding.
     """
-    own = word.casefold()
+    own = display_lemma(word).casefold()
     seen: set[str] = set()
     out: list[str] = []
     for lemma in lemmas:

@@ -166,7 +166,8 @@ class CompiledForms:
 
     def to_state(self) -> dict[str, Any]:
         """Plain dict (numpy arrays, lists, strings, numbers) for a checkpoint."""
-        state: dict[str, Any] = {name: np.asarray(getattr(self, name)) for name in _ARRAYS}
+        # Copies: the stored arrays are read-only, which torch.as_tensor warns about.
+        state: dict[str, Any] = {name: np.array(getattr(self, name), copy=True) for name in _ARRAYS}
         state.update(
             format=FORMAT_VERSION,
             extra_words=list(self.extra_words),
