@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from polyglot_groc.commands.elmo import init_from_elmo_command
+from polyglot_groc.commands.embeddings import align_command, export_command, similarity_command
 from polyglot_groc.commands.train import evaluate_command, train_command
 
 app = typer.Typer(
@@ -20,6 +21,9 @@ app = typer.Typer(
 app.command("train")(train_command)
 app.command("evaluate")(evaluate_command)
 app.command("init-from-elmo")(init_from_elmo_command)
+app.command("export")(export_command)
+app.command("align")(align_command)
+app.command("similarity")(similarity_command)
 
 
 def _mount_optional() -> None:

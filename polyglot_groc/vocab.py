@@ -28,6 +28,8 @@ class Vocab:
     langs: tuple[str, ...]
     #: membership[i, j]: word i occurs in language langs[j].  # (V, n_langs) bool
     membership: np.ndarray = field(repr=False)
+    #: lang_counts[i, j]: training count of word i in language langs[j].  # (V, n_langs) int64
+    lang_counts: np.ndarray | None = field(default=None, repr=False)
     _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -47,14 +49,16 @@ class Vocab:
             total[UNK] = 0
         words = sorted(total, key=lambda w: (-total[w], w))
         membership = np.zeros((len(words), len(langs)), dtype=bool)
+        per_lang = np.zeros((len(words), len(langs)), dtype=np.int64)
         index = {w: i for i, w in enumerate(words)}
         for j, lang in enumerate(langs):
-            ids = np.fromiter(map(index.__getitem__, lang_counts[lang]), dtype=np.int64,
-                              count=len(lang_counts[lang]))
+            c = lang_counts[lang]
+            ids = np.fromiter(map(index.__getitem__, c), dtype=np.int64, count=len(c))
             membership[ids, j] = True
+            per_lang[ids, j] = np.fromiter(c.values(), dtype=np.int64, count=len(c))
         if add_unk:
             membership[index[UNK], :] = True  # every language may emit <unk>
-        return cls(tuple(words), tuple(total[w] for w in words), langs, membership)
+        return cls(tuple(words), tuple(total[w] for w in words), langs, membership, per_lang)
 
     def __len__(self) -> int:
         return len(self.words)
@@ -78,6 +82,15 @@ class Vocab:
             return np.fromiter(map(self._index.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         except KeyError as exc:
             raise InputError(f"token {exc.args[0]!r} is not in the vocabulary; rebuild it or use <unk>") from exc
+
+    def lang_ranked_ids(self, lang: str) -> np.ndarray:
+        """Ids of ``lang``'s words, most frequent in that language first.  # (V_lang,) int64"""
+        ids = self.lang_ids(lang)
+        if self.lang_counts is None:
+            return ids  # ids are already in total-frequency order
+        j = self.langs.index(lang)
+        order = np.argsort(-self.lang_counts[ids, j], kind="stable")
+        return ids[order]
 
     def lang_ids(self, lang: str) -> np.ndarray:
         """Sorted ids of the words of ``lang``.  # (V_lang,) int64"""
@@ -118,20 +131,38 @@ class Vocab:
         if extra_rows:
             membership.append(np.stack(extra_rows))
         full = np.concatenate(membership, axis=0)
-        counts = self.counts + (0,) * (len(words) - len(self.words))
-        return Vocab(tuple(words), counts, self.langs, full)
+        n_new = len(words) - len(self.words)
+        counts = self.counts + (0,) * n_new
+        per_lang = None
+        if self.lang_counts is not None:
+            per_lang = np.concatenate([self.lang_counts, np.zeros((n_new, len(self.langs)), dtype=np.int64)])
+        return Vocab(tuple(words), counts, self.langs, full, per_lang)
 
     def to_state(self) -> dict[str, object]:
-        return {"words": list(self.words), "counts": list(self.counts), "langs": list(self.langs),
-                "membership": self.membership.tolist()}
+        state: dict[str, object] = {"words": list(self.words), "counts": list(self.counts),
+                                    "langs": list(self.langs), "membership": torch_tensor(self.membership)}
+        if self.lang_counts is not None:
+            state["lang_counts"] = torch_tensor(self.lang_counts)
+        return state
 
     @classmethod
     def from_state(cls, state: Mapping[str, object]) -> Vocab:
         import torch
 
-        mem = state["membership"]
-        membership = mem.numpy() if isinstance(mem, torch.Tensor) else np.asarray(mem, dtype=bool)
+        def arr(x: object) -> np.ndarray:
+            return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+        membership = arr(state["membership"])
+        lc = state.get("lang_counts")
         words: Any = state["words"]
         counts: Any = state["counts"]
         langs: Any = state["langs"]
-        return cls(tuple(words), tuple(int(c) for c in counts), tuple(langs), membership.astype(bool))
+        return cls(tuple(words), tuple(int(c) for c in counts), tuple(langs), membership.astype(bool),
+                   arr(lc).astype(np.int64) if lc is not None else None)
+
+
+def torch_tensor(a: np.ndarray) -> object:
+    """Checkpoints hold tensors, not numpy arrays (``weights_only=True`` loading)."""
+    import torch
+
+    return torch.from_numpy(np.ascontiguousarray(a))

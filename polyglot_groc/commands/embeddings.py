@@ -1,0 +1,258 @@
+"""``export``, ``align`` and ``similarity``: embeddings out of runs, MUSE-style alignment, word similarity.
+
+The maths lives in ``eval`` (arrays only); these commands read files or runs, call it, and write
+results atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+
+from polyglot_groc.commands._common import cli_errors, err_console, print_json, setup_logging
+
+log = logging.getLogger(__name__)
+
+
+def _read_words(path: Path) -> list[str]:
+    from langpairs.corpus import decode_utf8
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        from lexicons.errors import InputError
+
+        raise InputError(f"cannot read word list {path}: {exc.strerror}; check the path") from exc
+    words = [w for line in decode_utf8(data, path).splitlines() for w in line.split()[:1]]
+    if not words:
+        from lexicons.errors import InputError
+
+        raise InputError(f"word list {path} is empty; put one word per line")
+    return words
+
+
+def run_vectors(run: Path, lang: str, words: list[str] | None, side: str, max_vocab: int | None,
+                checkpoint: str = "best") -> tuple[list[str], np.ndarray, dict[str, Any]]:
+    """Words and vectors of ``lang`` from a run: the given words (any word, for GroC) or its vocabulary."""
+    from polyglot_groc.bundle import load_bundle
+    from polyglot_groc.export import embed, vocabulary_words
+
+    bundle, _ = load_bundle(run, checkpoint)
+    wanted = words if words is not None else vocabulary_words(bundle, lang, max_vocab)
+    out = embed(bundle, lang, wanted, side=side)
+    info = {"model": bundle.model.kind, "lang": lang, "side": side, "requested": len(wanted),
+            "exported": len(out.words), "composed_unseen": out.composed, "missing": len(out.missing),
+            "missing_examples": out.missing[:10]}
+    return out.words, out.vectors, info
+
+
+def export_command(
+    run: Annotated[Path, typer.Argument(help="Run directory")],
+    lang: Annotated[str, typer.Option("--lang", help="Language whose words to export")],
+    out: Annotated[Path, typer.Option("--out", help="Output .vec (word2vec text format)")],
+    words: Annotated[Path | None, typer.Option("--words", help="File with one word per line (any word)")] = None,
+    vocab: Annotated[bool, typer.Option("--vocab", help="Export the language's vocabulary")] = False,
+    side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
+    max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Keep the N most frequent words")] = None,
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it)."""
+    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose)
+
+
+@cli_errors
+def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
+            checkpoint: str, verbose: bool) -> None:
+    from eval.vectors import write_vec
+    from lexicons.errors import InputError
+
+    setup_logging(verbose)
+    if (words is None) == (not vocab):
+        raise InputError("pass exactly one of --words FILE or --vocab")
+    wanted = _read_words(words) if words is not None else None
+    if wanted is not None and max_vocab:
+        wanted = wanted[:max_vocab]
+    ws, vecs, info = run_vectors(run, lang, wanted, side, max_vocab, checkpoint)
+    if not ws:
+        raise InputError(f"none of the requested words can be embedded by this {info['model']} model")
+    write_vec(out, ws, vecs)
+    if info["missing"]:
+        err_console.print(f"{info['missing']} words cannot be embedded by this {info['model']} model "
+                          f"(e.g. {', '.join(info['missing_examples'][:5])})")
+    print_json({**info, "out": str(out), "dim": int(vecs.shape[1])})
+
+
+def _load_side(vec: Path | None, run: Path | None, lang: str | None, side: str, max_vocab: int | None,
+               name: str) -> tuple[list[str], np.ndarray]:
+    from eval.vectors import read_vec
+    from lexicons.errors import InputError
+
+    if vec is not None:
+        return read_vec(vec, max_vocab=max_vocab)
+    if run is None or lang is None:
+        raise InputError(f"give --{name} FILE.vec, or --run RUN with --{name}-lang")
+    ws, vecs, _ = run_vectors(run, lang, None, side, max_vocab)
+    return ws, vecs
+
+
+def align_command(
+    src: Annotated[Path | None, typer.Option("--src", help="Source .vec")] = None,
+    tgt: Annotated[Path | None, typer.Option("--tgt", help="Target .vec")] = None,
+    run: Annotated[Path | None, typer.Option("--run", help="Polyglot run to export both languages from")] = None,
+    src_lang: Annotated[str | None, typer.Option("--src-lang")] = None,
+    tgt_lang: Annotated[str | None, typer.Option("--tgt-lang")] = None,
+    side: Annotated[str, typer.Option("--side", help="input | output embeddings (with --run)")] = "output",
+    train_dict: Annotated[Path | None, typer.Option("--train-dict", help="Seed dictionary (MUSE format)")] = None,
+    eval_dict: Annotated[Path | None, typer.Option("--eval-dict", help="Evaluation dictionary")] = None,
+    seed: Annotated[str | None, typer.Option("--seed", help="Without --train-dict: identical | lexicon")] = None,
+    refine: Annotated[int, typer.Option("--refine", help="Refinement iterations")] = 5,
+    normalize: Annotated[str, typer.Option("--normalize", help="e.g. center,renorm (applied to both)")] = "",
+    dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
+    dico_max_rank: Annotated[int, typer.Option("--dico-max-rank")] = 15000,
+    max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per side")] = 200000,
+    keep_case: Annotated[bool, typer.Option("--keep-case", help="Do not lowercase dictionary lookups")] = False,
+    lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
+    lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs for --seed lexicon")] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
+    _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
+           dico_max_rank, max_vocab, keep_case, lenient, lexicon, out, verbose)
+
+
+@cli_errors
+def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str | None, tgt_lang: str | None,
+           side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int,
+           normalize: str, dico_build: str, dico_max_rank: int, max_vocab: int | None, keep_case: bool,
+           lenient: bool, lexicon: list[str] | None, out: Path, verbose: bool) -> None:
+    from eval.align import align, identical_pairs, pairs_to_indices, translation_precision
+    from eval.vectors import write_vec
+    from langpairs.dictionaries import read_dictionary
+    from lexicons.errors import InputError
+    from polyglot_groc.checkpoint import atomic_write_bytes, atomic_write_text
+
+    setup_logging(verbose)
+    src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src")
+    tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt")
+    if src_vecs.shape[1] != tgt_vecs.shape[1]:
+        raise InputError(f"source vectors have dimension {src_vecs.shape[1]} but target vectors "
+                         f"{tgt_vecs.shape[1]}; align embeddings of the same size")
+    lower = not keep_case
+    result: dict[str, Any] = {"src_words": len(src_words), "tgt_words": len(tgt_words), "dim": int(src_vecs.shape[1])}
+    if train_dict is not None:
+        train_pairs, stats = pairs_to_indices(read_dictionary(train_dict, lower=lower, lenient=lenient),
+                                              src_words, tgt_words, lower=lower)
+        result["train_dictionary"] = {"path": str(train_dict), **stats}
+    elif seed == "identical":
+        train_pairs = identical_pairs(src_words, tgt_words)
+        if len(train_pairs) == 0:
+            raise InputError("no identical strings in the two vocabularies; pass --train-dict or --seed lexicon")
+        result["train_dictionary"] = {"seed": "identical", "found": int(len(train_pairs))}
+    elif seed == "lexicon":
+        train_pairs = _lexicon_seed(src_words, tgt_words, src_lang, tgt_lang, lexicon)
+        result["train_dictionary"] = {"seed": "lexicon", "found": int(len(train_pairs))}
+    else:
+        raise InputError("no seed dictionary: pass --train-dict FILE, --seed identical or --seed lexicon")
+    res = align(src_vecs, tgt_vecs, train_pairs, n_refinement=refine, normalize=normalize,
+                dico_build=dico_build, dico_max_rank=dico_max_rank)  # type: ignore[arg-type]
+    mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
+    result.update({"best_iteration": res.best_iteration, "history": res.history, "normalize": normalize,
+                   "selection": "unsupervised mean CSLS cosine (never the evaluation dictionary)"})
+    if eval_dict is not None:
+        eval_pairs, estats = pairs_to_indices(read_dictionary(eval_dict, lower=lower, lenient=lenient),
+                                              src_words, tgt_words, lower=lower)
+        result["eval_dictionary"] = {"path": str(eval_dict), **estats}
+        result["precision"] = {m: translation_precision(mapped, target, eval_pairs, method=m)  # type: ignore[arg-type]
+                               for m in ("nn", "csls")}
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(out / "W.npy", lambda f: np.save(f, res.W))
+    write_vec(out / "src.aligned.vec", src_words, mapped)
+    write_vec(out / "tgt.vec", tgt_words, target)
+    atomic_write_text(out / "result.json", json.dumps(result, indent=2) + "\n")
+    print_json(result)
+
+
+def _lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,
+                  specs: list[str] | None) -> np.ndarray:
+    """Seed pairs: words of the two languages that share a synset (ILI) in the lexicon."""
+    from lexicons.errors import InputError
+    from lexicons.service import open_lexicon
+
+    if not src_lang or not tgt_lang:
+        raise InputError("--seed lexicon needs --src-lang and --tgt-lang")
+    lex = open_lexicon("wn", specs=specs or None, langs=None if specs else [src_lang, tgt_lang])
+    translate = getattr(lex, "translation_pairs", None)
+    if translate is None:
+        raise InputError(f"the {type(lex).__name__} backend cannot derive cross-lingual pairs; pass --train-dict")
+    pairs = translate(src_words, src_lang, tgt_words, tgt_lang)
+    src_index = {w: i for i, w in reversed(list(enumerate(src_words)))}
+    tgt_index = {w: i for i, w in reversed(list(enumerate(tgt_words)))}
+    rows = np.array([(src_index[s], tgt_index[t]) for s, t in pairs], dtype=np.int64).reshape(-1, 2)
+    if len(rows) == 0:
+        raise InputError(f"the lexicon links no {src_lang} word to a {tgt_lang} word of these vocabularies")
+    return rows
+
+
+def similarity_command(
+    dataset: Annotated[list[Path], typer.Option("--dataset", help="Word-similarity file(s): w1 w2 score")],
+    vectors: Annotated[Path | None, typer.Option("--vectors", help=".vec file")] = None,
+    run: Annotated[Path | None, typer.Option("--run", help="Run directory")] = None,
+    lang: Annotated[str | None, typer.Option("--lang")] = None,
+    side: Annotated[str, typer.Option("--side", help="input | output (with --run)")] = "input",
+    max_vocab: Annotated[int | None, typer.Option("--max-vocab")] = None,
+    keep_case: Annotated[bool, typer.Option("--keep-case")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Spearman rho between cosine similarity and human judgements (MUSE's monolingual evaluation)."""
+    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose)
+
+
+@cli_errors
+def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, lang: str | None, side: str,
+                max_vocab: int | None, keep_case: bool, verbose: bool) -> None:
+    from eval.similarity import read_word_similarity, word_similarity
+    from eval.vectors import read_vec
+    from lexicons.errors import InputError
+
+    setup_logging(verbose)
+    if (vectors is None) == (run is None):
+        raise InputError("pass exactly one of --vectors FILE or --run RUN --lang XX")
+    lower = not keep_case
+    results: dict[str, Any] = {}
+    if vectors is not None:
+        words, vecs = read_vec(vectors, max_vocab=max_vocab)
+        for ds in datasets:
+            r = word_similarity(read_word_similarity(ds), words, vecs, lower=lower)
+            results[ds.name] = {"rho": r.rho, "found": r.found, "not_found": r.not_found}
+        print_json({"vectors": str(vectors), "datasets": results})
+        return
+    if lang is None or run is None:
+        raise InputError("--run needs --lang")
+    from polyglot_groc.bundle import load_bundle
+    from polyglot_groc.export import embed, vocabulary_words
+
+    bundle, _ = load_bundle(run)
+    vocab = embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side)
+    for ds in datasets:
+        triples = read_word_similarity(ds)
+        r = word_similarity(triples, vocab.words, vocab.vectors, lower=lower)
+        entry: dict[str, Any] = {"in_vocabulary": {"rho": r.rho, "found": r.found, "not_found": r.not_found}}
+        # A compositional model embeds every word: also score all pairs (100% coverage), beside the
+        # in-vocabulary figure, which stays the fair comparison with lookup models.
+        pair_words = sorted({w for a, b, _ in triples for w in (a, b)} | {w.lower() for a, b, _ in triples
+                                                                          for w in (a, b)})
+        composed = bundle.model.compositional_input if side == "input" else bundle.model.compositional_output
+        if composed:
+            everything = embed(bundle, lang, pair_words, side=side)
+            ra = word_similarity(triples, everything.words, everything.vectors, lower=lower)
+            entry["all_pairs_composed"] = {"rho": ra.rho, "found": ra.found, "not_found": ra.not_found,
+                                           "composed_unseen": everything.composed}
+        results[ds.name] = entry
+    print_json({"run": str(run), "lang": lang, "side": side, "model": bundle.model.kind, "datasets": results})
