@@ -1,0 +1,124 @@
+"""export / align / similarity through the CLI, on tiny runs and hand-made vectors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from eval.vectors import read_vec, write_vec
+from polyglot_groc.cli import app
+from tests.conftest import SMALL, TINY
+
+runner = CliRunner()
+
+
+def _json(text: str) -> dict:
+    return json.loads(text[text.index("{"):])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    out = {}
+    for kind in ("groc", "lookup"):
+        sets = [x for s in SMALL for x in ("--set", s)]
+        res = runner.invoke(app, ["train", "--langs", "en,fr", "--data", str(TINY), "--out", str(root / kind),
+                                  "--max-steps", "2", "--model", kind, *sets])
+        assert res.exit_code == 0, res.output
+        out[kind] = root / kind
+    return out
+
+
+def test_export_vocab_and_unseen_words(runs: dict[str, Path], tmp_path: Path) -> None:
+    res = runner.invoke(app, ["export", str(runs["groc"]), "--lang", "fr", "--vocab", "--out", str(tmp_path / "fr.vec")])
+    assert res.exit_code == 0, res.output
+    words, vecs = read_vec(tmp_path / "fr.vec")
+    assert "<eos>" not in words and vecs.shape == (len(words), 16) and "le" in words
+    (tmp_path / "w.txt").write_text("chien\nmaisonnette\nchien\n", encoding="utf-8")
+    res = runner.invoke(app, ["export", str(runs["groc"]), "--lang", "fr", "--words", str(tmp_path / "w.txt"),
+                              "--out", str(tmp_path / "w.vec"), "--side", "output"])
+    assert res.exit_code == 0, res.output
+    info = _json(res.stdout)
+    assert info["exported"] == 2 and info["composed_unseen"] == 1 and info["missing"] == 0  # maisonnette
+    # The same word gets the same vector whether exported with the vocabulary or on its own.
+    res = runner.invoke(app, ["export", str(runs["groc"]), "--lang", "fr", "--words", str(tmp_path / "w.txt"),
+                              "--out", str(tmp_path / "w_in.vec")])
+    w_in, v_in = read_vec(tmp_path / "w_in.vec")
+    w_all, v_all = read_vec(tmp_path / "fr.vec")
+    if "chien" in w_all:
+        assert np.allclose(v_in[w_in.index("chien")], v_all[w_all.index("chien")], atol=1e-6)
+
+
+def test_lookup_reports_words_it_cannot_embed(runs: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "w.txt").write_text("le\nmaisonnette\n", encoding="utf-8")
+    res = runner.invoke(app, ["export", str(runs["lookup"]), "--lang", "fr", "--words", str(tmp_path / "w.txt"),
+                              "--out", str(tmp_path / "w.vec")])
+    assert res.exit_code == 0, res.output
+    info = _json(res.stdout)
+    assert info["exported"] == 1 and info["missing"] == 1 and info["missing_examples"] == ["maisonnette"]
+
+
+def test_align_recovers_a_rotation_end_to_end(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    n, d = 300, 8
+    src = rng.standard_normal((n, d)).astype(np.float32)
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    tgt = (src @ q.T).astype(np.float32)
+    words = [f"w{i}" for i in range(n)]
+    write_vec(tmp_path / "s.vec", words, src)
+    write_vec(tmp_path / "t.vec", [f"x{i}" for i in range(n)], tgt)
+    (tmp_path / "train.txt").write_text("".join(f"w{i} x{i}\n" for i in range(0, 100)), encoding="utf-8")
+    (tmp_path / "test.txt").write_text("".join(f"w{i}\tx{i}\n" for i in range(200, 300)), encoding="utf-8")
+    res = runner.invoke(app, ["align", "--src", str(tmp_path / "s.vec"), "--tgt", str(tmp_path / "t.vec"),
+                              "--train-dict", str(tmp_path / "train.txt"), "--eval-dict", str(tmp_path / "test.txt"),
+                              "--refine", "2", "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    result = json.loads((tmp_path / "out" / "result.json").read_text())
+    assert result["precision"]["csls"]["precision_at_1"] == pytest.approx(100.0)
+    assert np.allclose(np.load(tmp_path / "out" / "W.npy"), q, atol=1e-4)
+    assert (tmp_path / "out" / "src.aligned.vec").exists()
+
+
+def test_align_from_run_with_identical_seed(runs: dict[str, Path], tmp_path: Path) -> None:
+    res = runner.invoke(app, ["align", "--run", str(runs["groc"]), "--src-lang", "en", "--tgt-lang", "fr",
+                              "--seed", "identical", "--refine", "1", "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert _json(res.stdout)["train_dictionary"]["seed"] == "identical"
+
+
+@pytest.mark.parametrize("case", ["dim", "nodict", "empty", "nan", "header"])
+def test_align_bad_inputs_exit_2(tmp_path: Path, case: str) -> None:
+    write_vec(tmp_path / "s.vec", ["a", "b"], np.eye(2, dtype=np.float32))
+    write_vec(tmp_path / "t.vec", ["a", "b"], np.eye(2, 3, dtype=np.float32) if case == "dim" else np.eye(2, dtype=np.float32))
+    (tmp_path / "d.txt").write_text("zz yy\n" if case == "nodict" else "a a\n", encoding="utf-8")
+    if case == "empty":
+        (tmp_path / "t.vec").write_text("", encoding="utf-8")
+    if case == "nan":
+        (tmp_path / "t.vec").write_text("2 2\na nan 1\nb 0 1\n", encoding="utf-8")
+    if case == "header":
+        (tmp_path / "t.vec").write_text("3 2\na 1 0\nb 0 1\n", encoding="utf-8")
+    res = runner.invoke(app, ["align", "--src", str(tmp_path / "s.vec"), "--tgt", str(tmp_path / "t.vec"),
+                              "--train-dict", str(tmp_path / "d.txt"), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2, res.output
+    assert [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert not (tmp_path / "o" / "result.json").exists()
+
+
+def test_similarity_vectors_and_run(runs: dict[str, Path], tmp_path: Path) -> None:
+    ds = tmp_path / "sim.txt"
+    ds.write_text("cat dog 8.0\ncat garden 2.0\nbird fish 5.5\nteacher zebra 1.0\n", encoding="utf-8")
+    res = runner.invoke(app, ["similarity", "--run", str(runs["groc"]), "--lang", "en", "--dataset", str(ds)])
+    assert res.exit_code == 0, res.output
+    entry = _json(res.stdout)["datasets"]["sim.txt"]
+    assert entry["in_vocabulary"]["not_found"] == 1  # zebra is unseen
+    assert entry["all_pairs_composed"]["found"] == 4  # GroC composes it
+    res = runner.invoke(app, ["similarity", "--run", str(runs["lookup"]), "--lang", "en", "--dataset", str(ds)])
+    assert res.exit_code == 0 and "all_pairs_composed" not in _json(res.stdout)["datasets"]["sim.txt"]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("cat dog\n", encoding="utf-8")
+    res = runner.invoke(app, ["similarity", "--run", str(runs["groc"]), "--lang", "en", "--dataset", str(bad)])
+    assert res.exit_code == 2
