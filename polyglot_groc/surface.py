@@ -51,19 +51,26 @@ class SurfaceEncoder(nn.Module):
         self.d = d
 
     def _encode(self, chars: torch.Tensor) -> torch.Tensor:
-        # chars: (N, L) int64
-        x = self.char_emb(chars).transpose(1, 2)  # (N, C, L): channels first for Conv1d
-        valid = chars != PAD  # (N, L)
-        pooled = []
-        for w, conv in zip(self.widths, self.convs, strict=True):
-            y = conv(x)  # (N, F_w, L - w + 1)
-            # A window is real iff all its characters are real; window 0 is always kept so a
-            # word shorter than the filter still yields a (zero-padded) value instead of -inf.
-            win = valid.unfold(1, w, 1).all(dim=-1)  # (N, L - w + 1)
-            win[:, 0] = True
-            y = y.masked_fill(~win.unsqueeze(1), float("-inf"))
-            pooled.append(self.act(y.amax(dim=2)))  # (N, F_w)
-        h = torch.cat(pooled, dim=1)  # (N, sum F)
+        # chars: (N, L) int64; PAD (id 0) only ever fills a suffix of a row.
+        lengths = (chars != PAD).sum(dim=1)  # (N,)
+        # Words are grouped by length and each group is convolved over its true length only: no
+        # window can reach a PAD position, so padding cannot win the max and no mask is needed.
+        # A word shorter than a filter keeps the single window 0 (its PAD slots embed to zero).
+        order = torch.argsort(lengths, stable=True)
+        uniq, counts = torch.unique_consecutive(lengths[order], return_counts=True)
+        pooled_groups = []
+        start = 0
+        for length, count in zip(uniq.tolist(), counts.tolist(), strict=True):
+            rows = order[start : start + count]
+            start += count
+            width = max(length, max(self.widths))
+            x = self.char_emb(chars[rows, :width]).transpose(1, 2)  # (n, C, width): channels first
+            pooled = [
+                self.act(conv(x[:, :, : max(length, w)]).max(dim=2).values)  # (n, F_w)
+                for w, conv in zip(self.widths, self.convs, strict=True)
+            ]
+            pooled_groups.append(torch.cat(pooled, dim=1))  # (n, sum F)
+        h = torch.cat(pooled_groups, dim=0)[torch.argsort(order)]  # (N, sum F), original row order
         for hw in self.highways:
             h = hw(h)
         return self.proj(h)  # (N, d)

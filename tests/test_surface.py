@@ -77,3 +77,27 @@ def test_chunked_equals_unchunked() -> None:
     small.load_state_dict(enc.state_dict())
     assert torch.allclose(enc(chars), small(chars), atol=1e-6)
     assert F.mse_loss(enc(chars), small(chars)) < 1e-10
+
+
+def _reference_masked_encode(enc: SurfaceEncoder, chars: torch.Tensor) -> torch.Tensor:
+    """The straightforward formulation: full-width convolutions with pad windows masked to -inf."""
+    x = enc.char_emb(chars).transpose(1, 2)
+    valid = chars != 0
+    pooled = []
+    for w, conv in zip(enc.widths, enc.convs, strict=True):
+        y = conv(x)
+        win = valid.unfold(1, w, 1).all(dim=-1)
+        win[:, 0] = True
+        pooled.append(enc.act(y.masked_fill(~win.unsqueeze(1), float("-inf")).amax(dim=2)))
+    h = torch.cat(pooled, dim=1)
+    for hw in enc.highways:
+        h = hw(h)
+    return enc.proj(h)
+
+
+def test_length_bucketing_equals_masked_reference() -> None:
+    words = ["a", "bb", "ccc", "dddd", "abcdefghij", "b", "cab", "abcdefghijklmnopqrstuvwxyz", "é"]
+    cs = Charset.from_words(words, 12)
+    enc = _enc(cs.n_chars)
+    chars = torch.from_numpy(cs.encode(words))
+    assert torch.allclose(enc(chars), _reference_masked_encode(enc, chars), atol=1e-5)
