@@ -652,6 +652,10 @@ def _install(path: Path, spec: str, lex_id: str, wn_dir: Path) -> None:
             wn.add(path, progress_handler=None)
         except (wn.Error, OSError) as exc:
             raise LexiconError(f"wn could not add {str(path)!r} ({spec}): {exc}") from exc
+    # The LMF of replaced versions is dead weight (70 MB for English): keep only the current one.
+    for old_xml in path.parent.glob(f"{lex_id}-{_PWN_VERSION}+*.xml"):
+        if old_xml != path:
+            old_xml.unlink(missing_ok=True)
 
 
 def download(spec: str, wn_dir: Path | str | None = None) -> list[str]:

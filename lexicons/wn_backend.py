@@ -503,7 +503,14 @@ class WnLexicon:
         return list(dict.fromkeys(k for d in self._lexicons_for(lang) for k in d.lemma_index))
 
     def close(self) -> None:
+        """Close the read-only database connection (loaded data stays usable)."""
         self._conn.close()
+
+    def __enter__(self) -> WnLexicon:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         return f"WnLexicon({self.specs!r}, wn_dir={str(self.wn_dir)!r})"
