@@ -8,15 +8,10 @@ Defaults follow seed 000 appendix B and seed 004 appendix C where they are state
 from __future__ import annotations
 
 import dataclasses
-import sys
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 from lexicons.errors import ConfigError
 

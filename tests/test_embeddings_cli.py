@@ -34,7 +34,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_export_vocab_and_unseen_words(runs: dict[str, Path], tmp_path: Path) -> None:
-    res = runner.invoke(app, ["export", str(runs["groc"]), "--lang", "fr", "--vocab", "--out", str(tmp_path / "fr.vec")])
+    res = runner.invoke(app, ["export", str(runs["groc"]), "--lang", "fr", "--vocab",
+                              "--out", str(tmp_path / "fr.vec")])
     assert res.exit_code == 0, res.output
     words, vecs = read_vec(tmp_path / "fr.vec")
     assert "<eos>" not in words and vecs.shape == (len(words), 16) and "le" in words
@@ -93,7 +94,8 @@ def test_align_from_run_with_identical_seed(runs: dict[str, Path], tmp_path: Pat
 @pytest.mark.parametrize("case", ["dim", "nodict", "empty", "nan", "header"])
 def test_align_bad_inputs_exit_2(tmp_path: Path, case: str) -> None:
     write_vec(tmp_path / "s.vec", ["a", "b"], np.eye(2, dtype=np.float32))
-    write_vec(tmp_path / "t.vec", ["a", "b"], np.eye(2, 3, dtype=np.float32) if case == "dim" else np.eye(2, dtype=np.float32))
+    tgt = np.eye(2, 3, dtype=np.float32) if case == "dim" else np.eye(2, dtype=np.float32)
+    write_vec(tmp_path / "t.vec", ["a", "b"], tgt)
     (tmp_path / "d.txt").write_text("zz yy\n" if case == "nodict" else "a a\n", encoding="utf-8")
     if case == "empty":
         (tmp_path / "t.vec").write_text("", encoding="utf-8")
