@@ -132,6 +132,9 @@ class RunConfig:
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    #: User-defined or overridden languages: ``[languages.xx]`` tables (iso3, name, script, family,
+    #: tokenizer, related...), validated by :meth:`langpairs.registry.LanguageRegistry.from_config`.
+    languages: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def validate(self) -> RunConfig:
         """Check values whose errors would otherwise surface deep inside training."""
@@ -185,7 +188,11 @@ def _build(cls: type[T], values: Mapping[str, Any], where: str) -> T:
             raise ConfigError(f"unknown config key {where}{key!r}; known keys: {', '.join(fields)}")
         ftype = fields[key].type
         default = getattr(cls(), key)  # type: ignore[call-arg]
-        if dataclasses.is_dataclass(default):
+        if isinstance(default, dict):
+            if not isinstance(val, Mapping):
+                raise ConfigError(f"config section {where}{key} must be a table, got {val!r}")
+            kwargs[key] = _deepcopy(val)
+        elif dataclasses.is_dataclass(default):
             if not isinstance(val, Mapping):
                 raise ConfigError(f"config section {where}{key} must be a table, got {val!r}")
             kwargs[key] = _build(type(default), val, f"{where}{key}.")

@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from langpairs.batching import batchify
 from langpairs.corpus import MultilingualCorpus
-from langpairs.registry import default_registry
+from langpairs.registry import LanguageRegistry, default_registry
 from polyglot_groc.config import DataConfig
 from polyglot_groc.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
 
-def load_corpus(cfg: DataConfig, splits: Sequence[str] = ("train", "valid", "test")) -> MultilingualCorpus:
-    registry = default_registry()
+def language_registry(languages: Mapping[str, Any] | None = None) -> LanguageRegistry:
+    """The built-in languages plus a config's ``[languages.xx]`` tables."""
+    return LanguageRegistry.from_config(languages, base=default_registry()) if languages else default_registry()
+
+
+def load_corpus(cfg: DataConfig, splits: Sequence[str] = ("train", "valid", "test"),
+                languages: Mapping[str, Any] | None = None) -> MultilingualCorpus:
+    registry = language_registry(languages)
     for lang in cfg.langs:
         registry.get(lang)  # unknown codes fail here with the list of known ones
     return MultilingualCorpus.load(Path(cfg.root), tuple(cfg.langs), splits=tuple(splits), tokenize=cfg.tokenize)

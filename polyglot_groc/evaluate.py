@@ -19,7 +19,7 @@ def evaluate_run(run_dir: Path, split: str = "test", data: Path | None = None, b
     bundle, payload = load_bundle(run_dir, which)
     cfg = bundle.cfg
     data_cfg = dataclasses.replace(cfg.data, root=str(data)) if data is not None else cfg.data
-    corpus = load_corpus(data_cfg, (split,))
+    corpus = load_corpus(data_cfg, (split,), cfg.languages)
     bs = batch_size or cfg.train.eval_batch_size
     results = evaluate_split(bundle, corpus, split, bs, cfg.train.bptt, screen=screen)
     return {

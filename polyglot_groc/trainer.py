@@ -168,7 +168,7 @@ class Trainer:
             torch.set_num_threads(cfg.train.threads)
         # A closed vocabulary is built from train+valid+test (the seeds' setup); open from train only.
         splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
-        self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits)
+        self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
         self.bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
         self.model = self.bundle.model
         self.metrics_lines: list[str] = []

@@ -90,3 +90,20 @@ def test_existing_run_dir_exit_2_then_overwrite(tmp_path: Path) -> None:
 def test_evaluate_missing_run_exit_2(tmp_path: Path) -> None:
     res = runner.invoke(app, ["evaluate", str(tmp_path / "nope")])
     assert res.exit_code == 2 and "does not exist" in res.stderr
+
+
+def test_language_added_through_config(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    (data / "eu").mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        shutil.copyfile(TINY / "en" / f"{split}.txt", data / "eu" / f"{split}.txt")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[languages.eu]\niso3 = "eus"\nname = "Basque"\nscript = "Latin"\nfamily = "isolate"\n',
+                   encoding="utf-8")
+    res = runner.invoke(app, ["train", "--langs", "eu", "--data", str(data), "--out", str(tmp_path / "r"),
+                              "--config", str(cfg), "--max-steps", "1", *_sets()])
+    assert res.exit_code == 0, res.output
+    ev = runner.invoke(app, ["evaluate", str(tmp_path / "r")])
+    assert ev.exit_code == 0 and "eu" in json.loads(ev.stdout[ev.stdout.index("{"):])["perplexity"]
+    bad = runner.invoke(app, ["train", "--langs", "eu", "--data", str(data), "--out", str(tmp_path / "r2")])
+    assert bad.exit_code == 2 and "eu" in bad.stderr

@@ -100,10 +100,13 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            lexicon: list[str] | None, no_relations: bool, no_definitions: bool, lexicon_coverage: float | None,
            threads: int | None, overwrite: bool, verbose: bool) -> None:
     from langpairs.registry import parse_lang_spec
+    from polyglot_groc.data import language_registry
     from polyglot_groc.trainer import Trainer
 
     setup_logging(verbose)
-    lang_codes = parse_lang_spec(langs, with_)
+    # The config may define languages ([languages.xx]); resolve --langs against them.
+    base = load_config(config, overrides)
+    lang_codes = parse_lang_spec(langs, with_, registry=language_registry(base.languages))
     cfg = build_config(
         config, overrides,
         **{"data.langs": list(lang_codes), "data.root": str(data) if data else None, "model.kind": model,
