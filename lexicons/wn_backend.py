@@ -190,6 +190,13 @@ def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
     return data
 
 
+def _synset_key(data: _LexData, synset: int) -> tuple[str, str | int]:
+    """What makes two synsets "the same" for translation: the ILI id, else the synset itself."""
+    ili = data.synset_ili[synset]
+    # Specs contain ':', so the "ili" tag cannot collide with a spec.
+    return ("ili", ili) if ili else (data.spec, synset)
+
+
 # --------------------------------------------------------------------------------------------
 # Readers: direct SQL (fast) and wn's public API (fallback)
 # --------------------------------------------------------------------------------------------
@@ -485,6 +492,80 @@ class WnLexicon:
 
     # -- extras -----------------------------------------------------------------------------
 
+    def translation_pairs(
+        self,
+        src_words: Sequence[str],
+        src_lang: str,
+        tgt_words: Sequence[str],
+        tgt_lang: str,
+        max_per_word: int | None = 3,
+        *,
+        inflected: bool = False,
+    ) -> list[tuple[str, str]]:
+        """Word pairs ``(s, t)``, ``s`` from ``src_words`` and ``t`` from ``tgt_words``, that have
+        senses in the same synset: linked through the ILI across lexicons (how French synsets reach
+        English glosses), or the very synset within one lexicon.
+
+        A seed dictionary for aligning embeddings (``polyglot-groc align --seed lexicon``).  Words
+        are matched case-insensitively like :meth:`related` and returned as given.  Order: source
+        words in input order; per source word, its synsets in the backend's sense order; per
+        synset, target words for which it is a higher-ranked sense first, then in input order
+        (usually frequency order).  At most ``max_per_word`` targets per source word (``None``:
+        all): the first senses are the frequent ones, the tail is mostly noise for a seed.
+
+        By default only lemmas match (a word has senses only as a lemma): with ``inflected=True``
+        other forms and Morphy base forms match too, as in :meth:`related`, which pairs ``dogs``
+        with ``chien`` -- inflection mismatches a Procrustes seed is better without.  In one
+        language the pairs are synonyms, without the word itself.
+        """
+        if max_per_word is not None and (
+            isinstance(max_per_word, bool) or not isinstance(max_per_word, int) or max_per_word < 1
+        ):
+            raise InputError(f"max_per_word must be a positive integer or None, got {max_per_word!r}")
+        src_lex, tgt_lex = self._lexicons_for(src_lang), self._lexicons_for(tgt_lang)
+        for lang, lexes in ((src_lang, src_lex), (tgt_lang, tgt_lex)):
+            if not lexes:
+                selected = ", ".join(x.spec for x in self._chosen)
+                raise LexiconMissingError(
+                    f"no wordnet for language {lang!r} among the selected lexicons ({selected}); "
+                    f"select one (e.g. --lexicon SPEC) or install it with `polyglot-groc lexicon import --langs {lang}`"
+                )
+        same_lang = normalize_lang(src_lang) == normalize_lang(tgt_lang)
+
+        # Inverse index over the target vocabulary, built once: synset key -> (sense rank, input
+        # position, word).  Keys are ILI ids where a synset has one, else the synset itself.
+        by_key: dict[tuple[str, str | int], list[tuple[int, int, str]]] = {}
+        seen: set[str] = set()
+        for j, t in enumerate(tgt_words):
+            if t in seen:
+                continue
+            seen.add(t)
+            rank = 0
+            for data in tgt_lex:
+                for s in self._senses(data, t, inflected):
+                    by_key.setdefault(_synset_key(data, s), []).append((rank, j, t))
+                    rank += 1
+        ordered = {k: [t for *_, t in sorted(v)] for k, v in by_key.items()}
+
+        pairs: list[tuple[str, str]] = []
+        seen.clear()
+        for word in src_words:
+            if word in seen:
+                continue
+            seen.add(word)
+            own = word.casefold()
+            chosen: dict[str, None] = {}
+            for data in src_lex:
+                for s in self._senses(data, word, inflected):
+                    for t in ordered.get(_synset_key(data, s), ()):
+                        if not (same_lang and t.casefold() == own):
+                            chosen.setdefault(t)
+                    if max_per_word is not None and len(chosen) >= max_per_word:
+                        break
+            targets = list(chosen)[:max_per_word] if max_per_word is not None else list(chosen)
+            pairs.extend((word, t) for t in targets)
+        return pairs
+
     def load(self) -> None:
         """Bulk-load every selected lexicon now (otherwise it happens on first lookup)."""
         for lex in self._chosen + self._gloss:
@@ -548,6 +629,16 @@ class WnLexicon:
         if self.lemmatize and data.lang == "en":
             return self._morphy(data, low, hit)
         return hit or data.form_index.get(low, ())
+
+    def _senses(self, data: _LexData, word: str, inflected: bool) -> tuple[int, ...]:
+        """Synsets of ``word`` as a lemma (case-insensitive, ``_`` read as a space), or with
+        ``inflected`` everything :meth:`_lookup` finds (other forms, Morphy)."""
+        if inflected:
+            return self._lookup(data, word)
+        hit = data.lower_index.get(word.lower(), ())
+        if not hit and "_" in word:
+            hit = data.lower_index.get(display_lemma(word).lower(), ())
+        return hit
 
     @staticmethod
     def _morphy(data: _LexData, low: str, base: tuple[int, ...]) -> tuple[int, ...]:

@@ -119,24 +119,25 @@ def align_command(
     keep_case: Annotated[bool, typer.Option("--keep-case", help="Do not lowercase dictionary lookups")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
     lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs for --seed lexicon")] = None,
+    wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder for --seed lexicon")] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
-           dico_max_rank, max_vocab, keep_case, lenient, lexicon, out, verbose)
+           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose)
 
 
 @cli_errors
 def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str | None, tgt_lang: str | None,
            side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int,
            normalize: str, dico_build: str, dico_max_rank: int, max_vocab: int | None, keep_case: bool,
-           lenient: bool, lexicon: list[str] | None, out: Path, verbose: bool) -> None:
+           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool) -> None:
     from eval.align import align, identical_pairs, pairs_to_indices, translation_precision
     from eval.vectors import write_vec
     from langpairs.dictionaries import read_dictionary
     from lexicons.errors import InputError
-    from polyglot_groc.checkpoint import atomic_write_bytes, atomic_write_text
+    from polyglot_groc.checkpoint import atomic_write, atomic_write_text
 
     setup_logging(verbose)
     src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src")
@@ -156,7 +157,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
             raise InputError("no identical strings in the two vocabularies; pass --train-dict or --seed lexicon")
         result["train_dictionary"] = {"seed": "identical", "found": int(len(train_pairs))}
     elif seed == "lexicon":
-        train_pairs = _lexicon_seed(src_words, tgt_words, src_lang, tgt_lang, lexicon)
+        train_pairs = _lexicon_seed(src_words, tgt_words, src_lang, tgt_lang, lexicon, wn_dir)
         result["train_dictionary"] = {"seed": "lexicon", "found": int(len(train_pairs))}
     else:
         raise InputError("no seed dictionary: pass --train-dict FILE, --seed identical or --seed lexicon")
@@ -172,7 +173,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         result["precision"] = {m: translation_precision(mapped, target, eval_pairs, method=m)  # type: ignore[arg-type]
                                for m in ("nn", "csls")}
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(out / "W.npy", lambda f: np.save(f, res.W))
+    atomic_write(out / "W.npy", lambda f: np.save(f, res.W))
     write_vec(out / "src.aligned.vec", src_words, mapped)
     write_vec(out / "tgt.vec", tgt_words, target)
     atomic_write_text(out / "result.json", json.dumps(result, indent=2) + "\n")
@@ -180,14 +181,14 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
 
 
 def _lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,
-                  specs: list[str] | None) -> np.ndarray:
+                  specs: list[str] | None, wn_dir: Path | None = None) -> np.ndarray:
     """Seed pairs: words of the two languages that share a synset (ILI) in the lexicon."""
     from lexicons.errors import InputError
     from lexicons.service import open_lexicon
 
     if not src_lang or not tgt_lang:
         raise InputError("--seed lexicon needs --src-lang and --tgt-lang")
-    lex = open_lexicon("wn", specs=specs or None, langs=None if specs else [src_lang, tgt_lang])
+    lex = open_lexicon("wn", specs=specs or None, langs=None if specs else [src_lang, tgt_lang], wn_dir=wn_dir)
     translate = getattr(lex, "translation_pairs", None)
     if translate is None:
         raise InputError(f"the {type(lex).__name__} backend cannot derive cross-lingual pairs; pass --train-dict")
