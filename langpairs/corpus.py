@@ -8,7 +8,6 @@ sentence ends with :data:`EOS`, as in AWD-LSTM's word-level corpora.
 
 from __future__ import annotations
 
-import gzip
 import logging
 import unicodedata
 from collections import Counter
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lexicons.errors import CorpusError, UnknownLanguageError
+from lexicons.fileio import read_bytes
 
 from .tokenize import Tokenizer, make_tokenizer
 
@@ -50,18 +50,6 @@ def decode_utf8(data: bytes, path: Path | str, error: type[Exception] = CorpusEr
         ) from exc
     text = text.removeprefix("\ufeff")
     return unicodedata.normalize("NFC", text)
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise CorpusError(f"corpus file {path} does not exist; check the corpus root and split name") from exc
-    except (OSError, EOFError) as exc:
-        raise CorpusError(f"cannot read corpus file {path} ({exc}); check the file and its permissions") from exc
 
 
 def _space_free(form: str) -> str:
@@ -113,7 +101,7 @@ def read_split(path: Path, tokenizer: Tokenizer | None = None) -> list[list[str]
     raise :class:`CorpusError`.
     """
     path = Path(path)
-    text = decode_utf8(_read_bytes(path), path)
+    text = decode_utf8(read_bytes(path, "corpus file", CorpusError), path)
     is_conllu = path.name.endswith((".conllu", ".conllu.gz"))
     raw = _conllu_sentences(text, path) if is_conllu else _text_sentences(text, tokenizer)
     sentences = [[*tokens, EOS] for tokens in raw]

@@ -7,29 +7,17 @@ only exact duplicate pairs dropped.
 
 from __future__ import annotations
 
-import gzip
 import logging
 from pathlib import Path
 
 from lexicons.errors import DictionaryError
+from lexicons.fileio import read_bytes
 
 from .corpus import decode_utf8
 
 __all__ = ["group_by_source", "read_dictionary"]
 
 logger = logging.getLogger(__name__)
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise DictionaryError(f"dictionary file {path} does not exist; check the path") from exc
-    except (OSError, EOFError) as exc:
-        raise DictionaryError(f"cannot read dictionary file {path} ({exc}); check the file") from exc
 
 
 def _fields(line: str) -> list[str]:
@@ -48,7 +36,7 @@ def read_dictionary(path: Path, lower: bool = True, lenient: bool = False) -> li
     ``lenient=True``, is skipped (one warning with the count). ``.gz`` files are read directly.
     """
     path = Path(path)
-    text = decode_utf8(_read_bytes(path), path, error=DictionaryError)
+    text = decode_utf8(read_bytes(path, "dictionary file", DictionaryError), path, error=DictionaryError)
     pairs: list[tuple[str, str]] = []
     skipped: list[int] = []
     for lineno, line in enumerate(text.splitlines(), start=1):

@@ -30,9 +30,7 @@ import hashlib
 import json
 import logging
 import lzma
-import os
 import re
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from lexicons.errors import ConfigError, CorpusError, UnknownLanguageError
+from lexicons.fileio import atomic_write_bytes
 
 from .corpus import EOS, SPLITS, decode_utf8
 from .tokenize import SentenceTokenizer, make_tokenizer
@@ -220,20 +219,6 @@ def _punkt_sample(groups: Sequence[SourceGroup], text_root: Path, chars: int) ->
 
 
 # -- writing --------------------------------------------------------------------------------------
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)  # readers see the old file or the new one, never half of one
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _load_manifest(path: Path) -> dict[str, Any]:
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -297,7 +282,7 @@ def _prepare_language(
                 f"{lang}: the {split} split came out empty ({got} tokens available); lower the budgets"
             )
         data = ("\n".join(split_lines[split]) + "\n").encode("utf-8")
-        _atomic_write(out / lang / f"{split}.txt", data)
+        atomic_write_bytes(out / lang / f"{split}.txt", data)
         n_sent = len(split_lines[split])
         splits[split] = {
             "sentences": n_sent,
@@ -364,5 +349,5 @@ def prepare_corpora(
     for lang in codes:
         languages[lang] = _prepare_language(lang, text_root, out, budgets, tokenize)
     manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
-    _atomic_write(manifest_path, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    atomic_write_bytes(manifest_path, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return manifest

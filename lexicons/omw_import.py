@@ -28,15 +28,16 @@ import logging
 import os
 import re
 import tarfile
-import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
 from lexicons.errors import InputError, LexiconDownloadError, LexiconError, LexiconMissingError
+from lexicons.fileio import atomic_write
 from lexicons.protocol import normalize_lang, to_iso3
 from lexicons.wn_backend import default_wn_dir, wn_data_dir
 
@@ -374,23 +375,22 @@ def _ordered_members(senses: list[tuple[str, str]], order: list[str] | None) -> 
 
 def write_lmf(lexicons: Iterable[LmfLexicon], path: Path) -> Path:
     """Write WN-LMF 1.4 XML atomically (temporary file in the same directory, then rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
-            out.write('<!DOCTYPE LexicalResource SYSTEM "http://globalwordnet.github.io/schemas/WN-LMF-1.4.dtd">\n')
-            out.write('<LexicalResource xmlns:dc="https://globalwordnet.github.io/schemas/dc/">\n')
-            for lex in lexicons:
-                buf = io.StringIO()
-                buf.writelines(_lmf_lines(lex))
-                out.write(buf.getvalue())
-            out.write("</LexicalResource>\n")
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; an installed lexicon source is not secret
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    def write(fh: IO[bytes]) -> None:
+        out = io.TextIOWrapper(fh, encoding="utf-8", newline="\n")
+        out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+        out.write('<!DOCTYPE LexicalResource SYSTEM "http://globalwordnet.github.io/schemas/WN-LMF-1.4.dtd">\n')
+        out.write('<LexicalResource xmlns:dc="https://globalwordnet.github.io/schemas/dc/">\n')
+        for lex in lexicons:
+            buf = io.StringIO()
+            buf.writelines(_lmf_lines(lex))
+            out.write(buf.getvalue())
+        out.write("</LexicalResource>\n")
+        out.flush()
+        out.detach()  # leave the binary file open for atomic_write's fsync
+
+    # mkstemp makes files 0600; an installed lexicon source is not secret.
+    atomic_write(path, write, mode=0o644)
     return path
 
 

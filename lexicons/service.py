@@ -32,8 +32,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -44,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from lexicons.errors import CheckpointError, ConfigError, InputError, LexiconError
+from lexicons.fileio import atomic_write
 from lexicons.protocol import Lexicon, normalize_lang
 
 __all__ = [
@@ -470,23 +469,10 @@ class LexiconService:
         try:
             self.cache_dir.mkdir(parents=True, exist_ok=True)  # type: ignore[union-attr]
             # Arrays first, metadata last: the json is the commit marker _load checks for.
-            _atomic_write(npz_path, lambda fh: np.savez(fh, **{k: state[k] for k in _ARRAYS}))
-            _atomic_write(json_path, lambda fh: fh.write(json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+            atomic_write(npz_path, lambda fh: np.savez(fh, **{k: state[k] for k in _ARRAYS}))
+            atomic_write(json_path, lambda fh: fh.write(json.dumps(meta, ensure_ascii=False).encode("utf-8")))
         except OSError as exc:
             logger.warning("could not write lexicon cache in %s: %s", self.cache_dir, exc)
-
-
-def _atomic_write(path: Path, write: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def open_lexicon(

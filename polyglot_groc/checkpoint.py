@@ -6,41 +6,26 @@ tensors, numbers, strings, lists and dicts.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from lexicons.errors import CheckpointError
+from lexicons.fileio import atomic_write
+
+__all__ = ["atomic_write", "atomic_write_text", "load_checkpoint", "save_checkpoint"]
 
 FORMAT_VERSION = 1
 
 
-def atomic_write_bytes(path: Path, write: Any) -> None:
-    """Call ``write(fileobj)`` on a temp file beside ``path`` and rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, lambda f: f.write(text.encode("utf-8")))
+    atomic_write(path, lambda f: f.write(text.encode("utf-8")))
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     payload = {"format_version": FORMAT_VERSION, **payload}
-    atomic_write_bytes(path, lambda f: torch.save(payload, f))
+    atomic_write(path, lambda f: torch.save(payload, f))
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:

@@ -1,0 +1,55 @@
+"""File I/O shared by every package above ``eval``: atomic writes and (optionally gzipped) reads.
+
+It lives at the bottom of the dependency chain (``lexicons`` <- ``langpairs`` <- ``polyglot_groc``)
+so there is one implementation. ``eval`` imports none of the toolkit and keeps its own writer.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from lexicons.errors import GrocError
+
+
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object], mode: int | None = None) -> None:
+    """Call ``write(fileobj)`` on a temp file beside ``path``, then rename it into place.
+
+    Readers see the old file or the new one, never half of one; on any error the temp file is
+    removed. ``mode`` sets permissions (mkstemp creates 0600 files).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    atomic_write(path, lambda fh: fh.write(data))
+
+
+def read_bytes(path: Path, what: str, error: type[GrocError]) -> bytes:
+    """The bytes of ``path`` (gunzipped for ``.gz``); a missing or unreadable file raises ``error``."""
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as fh:
+                return fh.read()
+        return path.read_bytes()
+    except FileNotFoundError as exc:
+        raise error(f"{what} {path} does not exist; check the path") from exc
+    except (OSError, EOFError) as exc:
+        raise error(f"cannot read {what} {path} ({exc}); check the file and its permissions") from exc
