@@ -22,7 +22,6 @@ __all__ = [
     "download",
     "import_omw",
     "installed_lexicons",
-    "masked_mean",
     "normalize_lang",
     "open_lexicon",
     "tokenize_gloss",
@@ -32,7 +31,6 @@ _WHERE = {
     "CompiledForms": "lexicons.service",
     "LexiconService": "lexicons.service",
     "WordForms": "lexicons.service",
-    "masked_mean": "lexicons.service",
     "open_lexicon": "lexicons.service",
     "Lexicon": "lexicons.protocol",
     "normalize_lang": "lexicons.protocol",
@@ -51,7 +49,7 @@ if TYPE_CHECKING:
     from lexicons.nltk_backend import NltkLexicon, build_nltk_data
     from lexicons.omw_import import download, import_omw
     from lexicons.protocol import Lexicon, normalize_lang
-    from lexicons.service import CompiledForms, LexiconService, WordForms, masked_mean, open_lexicon
+    from lexicons.service import CompiledForms, LexiconService, WordForms, open_lexicon
     from lexicons.tokenize import tokenize_gloss
     from lexicons.tsv_backend import TsvLexicon
     from lexicons.wn_backend import WnLexicon, default_wn_dir, installed_lexicons

@@ -7,7 +7,7 @@ turns a vocabulary into the index arrays those means need, once, so the training
 pure tensor indexing:
 
 * ``related_ids[i, :]`` / ``definition_ids[i, :]`` index into ``words + extra_words``;
-  ``*_mask`` marks the real entries (pads are id 0 and mask ``False``; see :func:`masked_mean`).
+  ``*_mask`` marks the real entries (pads are id 0 and mask ``False``; the model's ``polyglot_groc.surface.masked_mean`` ignores them).
 * ``extra_words`` are related / definition words that are not in the vocabulary.  They are
   encoded compositionally too (from their characters), so they need no parameters; at most
   ``extra_cap`` of them are kept, the most referenced first (ties: alphabetical).
@@ -49,7 +49,6 @@ __all__ = [
     "CompiledForms",
     "LexiconService",
     "WordForms",
-    "masked_mean",
     "open_lexicon",
     "vocab_fingerprint",
 ]
@@ -76,19 +75,6 @@ def _unit_hash(word: str, salt: str) -> float:
     """A number in [0, 1) from the word alone: stable across runs, unlike ``hash()``."""
     digest = hashlib.blake2b(f"{salt}\x00{word}".encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "big") / 2.0**64
-
-
-def masked_mean(table: np.ndarray, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Mean of ``table[ids]`` over the masked-in entries of each row; zero rows stay zero.
-
-    ``table`` is ``(len(words) + len(extra_words), d)``, ``ids``/``mask`` are ``(V, k)``.  Pads
-    contribute nothing, whatever they index, and a word without entries gets the zero vector
-    (seed 000 §3.1: missing forms "are set to zero").  The model does the same with tensors.
-    """
-    weights = mask.astype(table.dtype)
-    summed = np.einsum("vk,vkd->vd", weights, table[ids])
-    counts = np.maximum(weights.sum(axis=1, keepdims=True), 1)
-    return summed / counts
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from lexicons.errors import (
     ResourceMissingError,
 )
 from lexicons.protocol import Lexicon, dedupe_related, display_lemma, normalize_lang, to_iso3
-from lexicons.service import CompiledForms, LexiconService, masked_mean, open_lexicon, vocab_fingerprint
+from lexicons.service import CompiledForms, LexiconService, open_lexicon, vocab_fingerprint
 from lexicons.tokenize import tokenize_gloss
 from lexicons.tsv_backend import TsvLexicon, parse_tsv_lexicon, write_tsv_lexicon
 from lexicons.wn_backend import WnLexicon, installed_lexicons, wn_data_dir
@@ -269,6 +269,15 @@ def test_compile_ids_and_masks_mark_exactly_the_forms(tsvlex: TsvLexicon) -> Non
     assert set(forms.extra_words).isdisjoint(VOCAB)
     assert forms.coverage_stats["words"] == len(VOCAB)
     assert forms.coverage_stats["with_entry_pct"] == pytest.approx(90.0)
+
+
+def masked_mean(table: np.ndarray, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The model's masked mean (the one implementation) applied to compiled forms."""
+    import torch
+
+    from polyglot_groc.surface import masked_mean as model_masked_mean
+
+    return model_masked_mean(torch.from_numpy(table[ids]), torch.from_numpy(mask)).numpy()
 
 
 def test_masked_mean_ignores_pads_and_zeroes_missing_forms(tsvlex: TsvLexicon) -> None:
