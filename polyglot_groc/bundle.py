@@ -74,10 +74,10 @@ class ModelBundle:
         Only compositional models can do this; new words get r = d = 0 (no lexicon lookup
         here), which is logged. The original bundle is not modified.
         """
-        if not (self.model.compositional_output or self.model.compositional_input):
-            raise ModelError(f"a {self.model.kind} model cannot embed words outside its vocabulary")
         vocab = self.vocab.extend(new_words)
         n_new = len(vocab) - len(self.vocab)
+        if n_new and not (self.model.compositional_output or self.model.compositional_input):
+            raise ModelError(f"a {self.model.kind} model cannot embed words outside its vocabulary")
         if n_new == 0 and all(not ws for ws in new_words.values()):
             return self
         forms = None

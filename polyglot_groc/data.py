@@ -51,9 +51,12 @@ def encode_stream(vocab: Vocab, tokens: Sequence[str], n_streams: int, unk: bool
 
 
 def unseen_words(vocab: Vocab, corpus: MultilingualCorpus, split: str) -> dict[str, list[str]]:
-    """Per language, the words of ``split`` missing from the vocabulary, in first-seen order."""
+    """Per language, the words of ``split`` outside that language's vocabulary, in first-seen order.
+
+    That includes words the vocabulary knows only from another language (open vocabulary).
+    """
     out: dict[str, list[str]] = {}
     for lang in corpus.langs:
-        toks = corpus.splits[lang][split]
-        out[lang] = [w for w in dict.fromkeys(toks) if w not in vocab]
+        members = set(vocab.words[i] for i in vocab.lang_ids(lang))
+        out[lang] = [w for w in dict.fromkeys(corpus.splits[lang][split]) if w not in members]
     return out

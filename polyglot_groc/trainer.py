@@ -124,12 +124,17 @@ def evaluation_vocab(bundle: ModelBundle, corpus: MultilingualCorpus, split: str
 
     The model is shared, so its word tables are restored on exit.
     """
-    new = unseen_words(bundle.vocab, corpus, split)
-    if any(new.values()) and bundle.model.compositional_output:
-        if bundle.cfg.data.vocab_mode == "closed":
+    outside = unseen_words(bundle.vocab, corpus, split)
+    unknown = {lang: [w for w in ws if w not in bundle.vocab] for lang, ws in outside.items()}
+    if not bundle.model.compositional_output:
+        # Lookup tables cannot score new words (they map to <unk>), but a word known from
+        # another language can still join this language's screen.
+        outside = {lang: [w for w in ws if w in bundle.vocab] for lang, ws in outside.items()}
+    if any(outside.values()):
+        if bundle.cfg.data.vocab_mode == "closed" and any(unknown.values()):
             log.warning("%d %s words are outside the closed training vocabulary; scoring them compositionally",
-                        sum(map(len, new.values())), split)
-        view = bundle.with_new_words(new)
+                        sum(map(len, unknown.values())), split)
+        view = bundle.with_new_words(outside)
         try:
             yield view
         finally:

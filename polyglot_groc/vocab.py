@@ -109,28 +109,30 @@ class Vocab:
         return h.hexdigest()[:16]
 
     def extend(self, new_words: Mapping[str, Sequence[str]]) -> Vocab:
-        """A new vocabulary with ``new_words[lang]`` appended (count 0); self is unchanged."""
+        """A new vocabulary where every ``new_words[lang]`` word belongs to ``lang``; self is unchanged.
+
+        Unknown words are appended (count 0); a known word of another language only joins
+        ``lang``'s membership (and so its screened softmax).
+        """
         words = list(self.words)
-        membership = [self.membership]
+        base = self.membership.copy()
         index = dict(self._index)
         extra_rows: list[np.ndarray] = []
         for lang, ws in new_words.items():
             j = self.langs.index(lang)
             for w in ws:
-                if w in index:
-                    i = index[w]
-                    if i < len(self.words):
-                        continue
+                i = index.get(w)
+                if i is not None and i < len(self.words):
+                    base[i, j] = True
+                elif i is not None:
                     extra_rows[i - len(self.words)][j] = True
-                    continue
-                index[w] = len(words)
-                words.append(w)
-                row = np.zeros(len(self.langs), dtype=bool)
-                row[j] = True
-                extra_rows.append(row)
-        if extra_rows:
-            membership.append(np.stack(extra_rows))
-        full = np.concatenate(membership, axis=0)
+                else:
+                    index[w] = len(words)
+                    words.append(w)
+                    row = np.zeros(len(self.langs), dtype=bool)
+                    row[j] = True
+                    extra_rows.append(row)
+        full = np.concatenate([base, np.stack(extra_rows)]) if extra_rows else base
         n_new = len(words) - len(self.words)
         counts = self.counts + (0,) * n_new
         per_lang = None

@@ -84,3 +84,24 @@ def test_checkpoint_refuses_unknown_format_and_garbage(tmp_path: Path) -> None:
     (tmp_path / "c.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="cannot be read"):
         load_checkpoint(tmp_path / "c.pt")
+
+
+@pytest.mark.parametrize("kind", ["groc", "lookup"])
+def test_open_vocabulary_word_known_only_from_the_other_language(tmp_path: Path, kind: str) -> None:
+    """fr test has 'garden', seen in training only in en: it must join fr's screen, not crash."""
+    import dataclasses
+
+    for lang, train, test in (("en", "the cat sees the garden .", "the cat sees the garden ."),
+                              ("fr", "le chat voit le jardin .", "le chat voit le garden .")):
+        d = tmp_path / "data" / lang
+        d.mkdir(parents=True)
+        (d / "train.txt").write_text((train + "\n") * 20, encoding="utf-8")
+        (d / "valid.txt").write_text((train + "\n") * 4, encoding="utf-8")
+        (d / "test.txt").write_text((test + "\n") * 4, encoding="utf-8")
+    cfg = small_run_config(kind, "en,fr", ["train.max_steps=2", 'data.vocab_mode="open"'])
+    cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, root=str(tmp_path / "data")))
+    Trainer(cfg, tmp_path / "run").fit()
+    from polyglot_groc.evaluate import evaluate_run
+
+    res = evaluate_run(tmp_path / "run", "test")
+    assert np.isfinite(res["perplexity"]["fr"])
