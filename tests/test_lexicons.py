@@ -277,7 +277,7 @@ def masked_mean(table: np.ndarray, ids: np.ndarray, mask: np.ndarray) -> np.ndar
 
     from polyglot_groc.surface import masked_mean as model_masked_mean
 
-    return model_masked_mean(torch.from_numpy(table[ids]), torch.from_numpy(mask)).numpy()
+    return model_masked_mean(torch.from_numpy(table[ids]), torch.tensor(mask)).numpy()
 
 
 def test_masked_mean_ignores_pads_and_zeroes_missing_forms(tsvlex: TsvLexicon) -> None:
