@@ -40,3 +40,18 @@ def peak_rss_mib() -> float:
 def emit(obj: dict[str, Any]) -> None:
     """Print the benchmark's one JSON object on stdout."""
     print(json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+#: CPU-friendly char-CNN for benchmarks (the model default is 32/32/64/128/256/512).
+DEFAULT_FILTERS = "1:32,2:32,3:64,4:64,5:64,6:64"
+
+
+def parse_filters(text: str) -> list[list[int]]:
+    """``--filters 1:32,2:32`` -> [[1, 32], [2, 32]]; exits with a one-line error otherwise."""
+    try:
+        pairs = [[int(x) for x in item.split(":")] for item in text.split(",") if item.strip()]
+    except ValueError as exc:
+        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}") from exc
+    if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
+        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}")
+    return pairs

@@ -89,13 +89,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from benchmarks._common import DEFAULT_FILTERS, parse_filters  # noqa: E402
+
 log = logging.getLogger("polyglot_table")
 
 ALL_TARGETS = ("en", "fr", "de", "nl", "it", "es", "id", "tl", "uk", "ru")
 DEFAULT_TARGETS = ("fr", "es", "nl", "uk")
 #: Targets with an OMW wordnet for groc-lex rows (seed 004 §5.3 evaluates +lex for EN+tgt only).
 LEX_TARGETS = ("fr", "nl", "it", "es", "id")
-DEFAULT_FILTERS = "1:32,2:32,3:64,4:64,5:64,6:64"
 DATA_ENV = "POLYGLOT_GROC_DATA"
 
 
@@ -122,16 +125,6 @@ def _peak_rss_mib() -> float:
     except (OSError, ValueError, IndexError):
         pass
     return _ru_maxrss_mib()
-
-
-def _parse_filters(text: str) -> list[list[int]]:
-    try:
-        pairs = [[int(x) for x in item.split(":")] for item in text.split(",") if item.strip()]
-    except ValueError as exc:
-        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}") from exc
-    if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
-        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}")
-    return pairs
 
 
 def _toml(value: Any) -> str:
@@ -413,7 +406,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     if not kinds or any(k not in ("lookup", "elmo", "groc", "groc-lex") for k in kinds):
         raise SystemExit(f"error: --kinds {args.kinds!r}: choose from lookup,elmo,groc,groc-lex")
-    filters = _parse_filters(args.filters)
+    filters = parse_filters(args.filters)
     if args.memory_pair:
         memory_pair = [x.strip() for x in args.memory_pair.split(",") if x.strip()]
     else:

@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks._common import emit, peak_rss_mib, prepare_ptb, shared_data  # noqa: E402
+from benchmarks._common import DEFAULT_FILTERS, emit, parse_filters, peak_rss_mib, prepare_ptb, shared_data  # noqa: E402
 
 #: name -> (Table 3 row, use_relations, use_definitions)
 VARIANTS: dict[str, tuple[str, bool, bool]] = {
@@ -56,21 +56,10 @@ VARIANTS: dict[str, tuple[str, bool, bool]] = {
     "no-definitions": ("GroC-definitions", True, False),
     "neither": ("GroC-both", False, False),
 }
-DEFAULT_FILTERS = "1:32,2:32,3:64,4:64,5:64,6:64"
 #: Seed 000 §4 (PTB vocabulary covered by WordNet 3.0 through NLTK).
 SEED_COVERAGE = {"with_relations_pct": 78.0, "with_definitions_pct": 86.0}
 #: PTB's normalisation tokens, looked up like any word (no special case, on purpose).
 PLACEHOLDERS = ("N", "<unk>", "$", "<eos>")
-
-
-def _parse_filters(text: str) -> list[list[int]]:
-    try:
-        pairs = [[int(x) for x in item.split(":")] for item in text.split(",") if item.strip()]
-    except ValueError as exc:
-        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}") from exc
-    if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
-        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}")
-    return pairs
 
 
 def _pct(value: float | None) -> float | None:
@@ -139,7 +128,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     # Keep compiled forms with the benchmark's outputs rather than in the user's cache.
     os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
-    filters = _parse_filters(args.filters)
+    filters = parse_filters(args.filters)
     corpus_root = prepare_ptb(shared_data(), args.work / "corpus")
     common = [
         f"data.root={_toml(str(corpus_root))}", 'data.langs=["en"]', f"model.d={args.d}",
