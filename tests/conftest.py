@@ -39,6 +39,36 @@ def small_run_config(kind: str = "groc", langs: str = "en", extra: list[str] | N
                               *(extra or [])])
 
 
+LEXICON_DATA = TESTS / "data" / "lexicon"
+#: The hand-written en/fr WN-LMF fixture and its ILI file.
+MINI_LMF = LEXICON_DATA / "mini-en-fr.xml"
+MINI_ILI = LEXICON_DATA / "mini-ili.tsv"
+
+
+@pytest.fixture(autouse=True)
+def _no_user_wn_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Defaults must never resolve to ~/.wn_data in tests: point them at an empty folder.
+    monkeypatch.setenv("POLYGLOT_GROC_WN_DIR", str(tmp_path_factory.mktemp("default-wn")))
+
+
+def install_wordnets(wn_dir: Path, *files: Path) -> Path:
+    """``wn.add`` the given files into a (temporary) wn data folder."""
+    import wn
+
+    from lexicons.wn_backend import wn_data_dir
+
+    with wn_data_dir(wn_dir):
+        for f in files:
+            wn.add(f, progress_handler=None)
+    return wn_dir
+
+
+@pytest.fixture(scope="module")
+def wn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wn data folder holding the hand-written en/fr mini wordnet."""
+    return install_wordnets(tmp_path_factory.mktemp("wn"), MINI_ILI, MINI_LMF)
+
+
 @pytest.fixture
 def shared_data() -> Path:
     root = os.environ.get("POLYGLOT_GROC_DATA")

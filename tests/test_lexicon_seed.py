@@ -16,28 +16,11 @@ from typer.testing import CliRunner
 
 from eval.vectors import write_vec
 from lexicons.errors import InputError, LexiconMissingError
-from lexicons.wn_backend import WnLexicon, wn_data_dir
+from lexicons.wn_backend import WnLexicon
 from polyglot_groc.cli import app
 
 DATA = Path(__file__).parent / "data" / "lexicon"
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def _no_user_wn_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Defaults must never resolve to ~/.wn_data in tests: point them at an empty folder.
-    monkeypatch.setenv("POLYGLOT_GROC_WN_DIR", str(tmp_path_factory.mktemp("default-wn")))
-
-
-@pytest.fixture(scope="module")
-def wn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import wn
-
-    target = tmp_path_factory.mktemp("wn")
-    with wn_data_dir(target):
-        for f in (DATA / "mini-ili.tsv", DATA / "mini-en-fr.xml"):
-            wn.add(f, progress_handler=None)
-    return target
 
 
 @pytest.fixture(scope="module")

@@ -28,6 +28,7 @@ from lexicons.service import CompiledForms, LexiconService, open_lexicon, vocab_
 from lexicons.tokenize import tokenize_gloss
 from lexicons.tsv_backend import TsvLexicon, parse_tsv_lexicon, write_tsv_lexicon
 from lexicons.wn_backend import WnLexicon, installed_lexicons, wn_data_dir
+from tests.conftest import install_wordnets
 
 DATA = Path(__file__).parent / "data" / "lexicon"
 LMF = DATA / "mini-en-fr.xml"
@@ -40,26 +41,6 @@ EN_WORDS = [
     "wolf", "frump", "chase", "chase after", "tail", "cat", "true cat", "goose",
 ]  # fmt: skip
 FR_WORDS = ["canidé", "chien", "canis familiaris", "chiot", "chien de chasse", "chat", "loup-garou"]
-
-
-@pytest.fixture(autouse=True)
-def _no_user_wn_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Defaults must never resolve to ~/.wn_data in tests.
-    monkeypatch.setenv("POLYGLOT_GROC_WN_DIR", str(tmp_path_factory.mktemp("default-wn")))
-
-
-def _install(wn_dir: Path, *files: Path) -> Path:
-    import wn
-
-    with wn_data_dir(wn_dir):
-        for f in files:
-            wn.add(f, progress_handler=None)
-    return wn_dir
-
-
-@pytest.fixture(scope="module")
-def wn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _install(tmp_path_factory.mktemp("wn"), ILI, LMF)
 
 
 @pytest.fixture(scope="module")
@@ -449,8 +430,8 @@ def test_cache_key_changes_with_wn_lexicon_version(tmp_path: Path, wn_dir: Path)
         .replace("a young dog", "a young domestic dog"),
         encoding="utf-8",
     )
-    own = _install(tmp_path / "wn", ILI, LMF)
-    _install(own, v2)
+    own = install_wordnets(tmp_path / "wn", ILI, LMF)
+    install_wordnets(own, v2)
     one = LexiconService(WnLexicon("test-en:1", wn_dir=own), cache_dir=tmp_path / "c").cache_key(["puppy"], [["en"]])
     two_lex = WnLexicon("test-en:2", wn_dir=own)
     two = LexiconService(two_lex, cache_dir=tmp_path / "c").cache_key(["puppy"], [["en"]])

@@ -9,27 +9,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lexicons.wn_backend import wn_data_dir
 from polyglot_groc.commands.lexicon import app
 
 DATA = Path(__file__).parent / "data" / "lexicon"
 runner = CliRunner()
-
-
-@pytest.fixture(autouse=True)
-def _no_user_wn_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POLYGLOT_GROC_WN_DIR", str(tmp_path_factory.mktemp("default-wn")))
-
-
-@pytest.fixture(scope="module")
-def wn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import wn
-
-    path = tmp_path_factory.mktemp("wn")
-    with wn_data_dir(path):
-        wn.add(DATA / "mini-ili.tsv", progress_handler=None)
-        wn.add(DATA / "mini-en-fr.xml", progress_handler=None)
-    return path
 
 
 def _json(output: str) -> dict:

@@ -25,11 +25,6 @@ pytestmark = pytest.mark.skipif(
 DOG = "02084071-n"
 
 
-@pytest.fixture(autouse=True)
-def _no_user_wn_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POLYGLOT_GROC_WN_DIR", str(tmp_path_factory.mktemp("default-wn")))
-
-
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     from lexicons.omw_import import import_omw
