@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
@@ -55,3 +56,18 @@ def parse_filters(text: str) -> list[list[int]]:
     if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
         raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}")
     return pairs
+
+
+def add_ptb_training_args(ap: argparse.ArgumentParser) -> None:
+    """The training budget flags the PTB benchmarks share, so their budgets stay comparable."""
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--bptt", type=int, default=35)
+    ap.add_argument("--d", type=int, default=256)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--dropout", type=float, default=0.2)
+    ap.add_argument("--lr", type=float, default=0.002)
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--output-update-prob", type=float, default=1.0)

@@ -14,7 +14,7 @@ import logging
 import time
 from pathlib import Path
 
-from benchmarks._common import emit, peak_rss_mib, prepare_ptb, shared_data
+from benchmarks._common import add_ptb_training_args, emit, peak_rss_mib, prepare_ptb, shared_data
 from polyglot_groc.config import load_config
 from polyglot_groc.trainer import Trainer
 
@@ -22,17 +22,7 @@ from polyglot_groc.trainer import Trainer
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--work", type=Path, default=Path("bench_out/ptb"))
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--bptt", type=int, default=35)
-    ap.add_argument("--d", type=int, default=256)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--dropout", type=float, default=0.2)
-    ap.add_argument("--lr", type=float, default=0.002)
-    ap.add_argument("--eval-every", type=int, default=100)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--output-update-prob", type=float, default=1.0)
+    add_ptb_training_args(ap)
     ap.add_argument("--models", default="lookup,groc")
     ap.add_argument("--set", action="append", default=[], help="extra config overrides for both models")
     args = ap.parse_args()

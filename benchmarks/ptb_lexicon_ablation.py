@@ -47,7 +47,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks._common import DEFAULT_FILTERS, emit, parse_filters, peak_rss_mib, prepare_ptb, shared_data  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    DEFAULT_FILTERS,
+    add_ptb_training_args,
+    emit,
+    parse_filters,
+    peak_rss_mib,
+    prepare_ptb,
+    shared_data,
+)
 
 #: name -> (Table 3 row, use_relations, use_definitions)
 VARIANTS: dict[str, tuple[str, bool, bool]] = {
@@ -74,17 +82,7 @@ def _toml(value: Any) -> str:
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=Path("bench_out/ptb_lexicon"))
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--bptt", type=int, default=35)
-    ap.add_argument("--d", type=int, default=256)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--dropout", type=float, default=0.2)
-    ap.add_argument("--lr", type=float, default=0.002)
-    ap.add_argument("--eval-every", type=int, default=100)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--output-update-prob", type=float, default=1.0)
+    add_ptb_training_args(ap)
     ap.add_argument("--filters", default=DEFAULT_FILTERS, help="Char-CNN width:count pairs")
     ap.add_argument("--extra-cap", type=int, default=0,
                     help="Out-of-vocabulary form words encoded too (0: the thesis, in-vocabulary forms only)")
