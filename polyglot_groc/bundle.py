@@ -13,7 +13,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from lexicons.errors import CheckpointError, ModelError
@@ -131,10 +130,6 @@ class ModelBundle:
             raise CheckpointError(f"checkpoint lacks the entry {exc.args[0]!r}; it is incomplete") from exc
         return bundle
 
-    def word_ids(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Ids of ``words`` in this vocabulary and a mask of the ones found.  (n,), (n,)"""
-        ids = np.fromiter((self.vocab.get(w) for w in words), dtype=np.int64, count=len(words))
-        return np.maximum(ids, 0), ids >= 0
 
 
 def run_checkpoint_path(run_dir: Path, which: str = "best") -> Path:

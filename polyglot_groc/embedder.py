@@ -88,10 +88,6 @@ class GroundedEmbedder(nn.Module):
         self.chars = chars.to(self.chars.device)
         self.forms = forms
 
-    @property
-    def n_words(self) -> int:
-        return int(self.forms.related_ids.shape[0]) if self.forms is not None else int(self.chars.shape[0])
-
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """Embed word ids.  (n,) -> (n, d)"""
         if not self.use_lexicon:

@@ -17,7 +17,6 @@ from lexicons.errors import InputError
 class LanguageScreen:
     def __init__(self, lang_ids: Mapping[str, torch.Tensor], n_words: int) -> None:
         self.lang_ids = {lang: torch.as_tensor(ids, dtype=torch.long).sort().values for lang, ids in lang_ids.items()}
-        self.n_words = n_words
         self.all_ids = torch.arange(n_words)
 
     def ids(self, lang: str | None) -> torch.Tensor:

@@ -21,17 +21,12 @@ log = logging.getLogger(__name__)
 
 def _read_words(path: Path) -> list[str]:
     from langpairs.corpus import decode_utf8
+    from lexicons.errors import InputError
+    from lexicons.fileio import read_bytes
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        from lexicons.errors import InputError
-
-        raise InputError(f"cannot read word list {path}: {exc.strerror}; check the path") from exc
+    data = read_bytes(path, "word list", InputError)
     words = [w for line in decode_utf8(data, path).splitlines() for w in line.split()[:1]]
     if not words:
-        from lexicons.errors import InputError
-
         raise InputError(f"word list {path} is empty; put one word per line")
     return words
 
