@@ -118,8 +118,7 @@ class LanguageModel(nn.Module):
         return sum(p._version for p in (module or self).parameters())
 
     def init_state(self, batch_size: int) -> State:
-        device = next(self.parameters()).device
-        return self.prefix.init_state(batch_size, device)
+        return self.prefix.init_state(batch_size, self._device())
 
     # ----------------------------------------------------------------------------------------
     def vocab_tables(self, lang: str | None, update_output: bool = True) -> _Tables:
