@@ -5,7 +5,7 @@ GroC+lex), for each model:
 
 1. Export both languages' embeddings (``--side``, default OUTPUT, as Table 5.4 uses the polyglot
    models' output embeddings) over each language's vocabulary, most frequent first
-   (:func:`polyglot_groc.export.vocabulary_words` + :func:`polyglot_groc.export.embed`, at most
+   (:func:`polyglot_groc.analysis.export.vocabulary_words` + :func:`polyglot_groc.analysis.export.embed`, at most
    ``--max-vocab`` words). Only vocabulary words are exported, for every model alike, so GroC is
    not credited with words it could compose but lookup cannot embed.
 2. Align source onto target with :func:`eval.align.align` (Procrustes on the MUSE train
@@ -78,7 +78,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks._common import emit, peak_rss_mib  # noqa: E402
+from benchmarks.common import add_output_args, emit, peak_rss_mib  # noqa: E402
 
 log = logging.getLogger("align_polyglot")
 
@@ -158,7 +158,7 @@ def wordsim_files(args: argparse.Namespace, root: Path | None) -> tuple[dict[str
 # -- one model ---------------------------------------------------------------------------------------
 def export_languages(bundle: Any, langs: Sequence[str], side: str, max_vocab: int | None) -> dict[str, Any]:
     """Each language's vocabulary embeddings (most frequent first) on ``side``."""
-    from polyglot_groc.export import embed, vocabulary_words
+    from polyglot_groc.analysis.export import embed, vocabulary_words
 
     return {lang: embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side) for lang in langs}
 
@@ -215,7 +215,7 @@ def alignment(exported: dict[str, Any], args: argparse.Namespace) -> dict[str, A
 def similarity(bundle: Any, exported: dict[str, Any], files: dict[str, list[Path]],
                args: argparse.Namespace) -> dict[str, Any]:
     from eval.similarity import read_word_similarity, word_similarity
-    from polyglot_groc.export import embed
+    from polyglot_groc.analysis.export import embed
 
     lower = not args.keep_case
     model = bundle.model
@@ -246,7 +246,7 @@ def similarity(bundle: Any, exported: dict[str, Any], files: dict[str, list[Path
 
 
 def evaluate_model(label: str, run: Path, files: dict[str, list[Path]], args: argparse.Namespace) -> dict[str, Any]:
-    from polyglot_groc.bundle import load_bundle
+    from polyglot_groc.model.bundle import load_bundle
 
     started = time.perf_counter()
     record: dict[str, Any] = {"run": str(run)}
@@ -337,11 +337,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--keep-case", action="store_true", help="Do not lowercase dictionary/word-pair lookups")
     ap.add_argument("--lenient", action="store_true", help="Skip malformed dictionary lines")
     ap.add_argument("--threads", type=int, default=0, help="torch and faiss threads (0: their defaults)")
+    add_output_args(ap)
     return ap.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    result = run(args)
+    emit(result, args.name, not args.no_save)
+    return result
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     started = time.monotonic()
     if args.src == args.tgt:
@@ -408,4 +415,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    emit(main())
+    main()

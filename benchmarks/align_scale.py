@@ -12,21 +12,17 @@ smaller, and ``OMP_NUM_THREADS`` to choose faiss's thread count.
 from __future__ import annotations
 
 import argparse
-import json
-import resource
 import sys
 import time
+from pathlib import Path
 
 import faiss
 import numpy as np
 
-from eval.align import build_dictionary, translation_precision
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-
-def _peak_rss_mib() -> float:
-    # Linux reports ru_maxrss in KiB (macOS in bytes).
-    scale = 1024 * 1024 if sys.platform == "darwin" else 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+from benchmarks.common import add_output_args, emit, peak_rss_mib  # noqa: E402
+from eval.align import build_dictionary, translation_precision  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -39,6 +35,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     parser.add_argument("--noise", type=float, default=3.0, help="target = source + noise * N(0, 1)")
     parser.add_argument("--batch-size", type=int, default=4096, help="queries per faiss call")
     parser.add_argument("--seed", type=int, default=0)
+    add_output_args(parser)
     args = parser.parse_args(argv)
 
     rng = np.random.default_rng(args.seed)
@@ -59,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         ]
     )  # (pairs, 2)
     data_s = time.perf_counter() - started
-    rss_data = _peak_rss_mib()
+    rss_data = peak_rss_mib()
 
     started = time.perf_counter()
     csls = translation_precision(src, tgt, pairs, method="csls", knn=args.knn, batch_size=args.batch_size)
@@ -74,9 +71,9 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         src, tgt, method="csls", build="S2T&T2S", max_rank=args.max_rank, knn=args.knn, batch_size=args.batch_size
     )
     build_s = time.perf_counter() - started
-    correct = float(np.mean(dico[:, 0] == dico[:, 1])) if dico.shape[0] else float("nan")
+    correct = float(np.mean(dico[:, 0] == dico[:, 1])) if dico.shape[0] else None
 
-    peak = _peak_rss_mib()
+    peak = peak_rss_mib()
     report: dict[str, object] = {
         "n": args.n,
         "dim": args.dim,
@@ -97,7 +94,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "peak_rss_mib": round(peak, 1),
         "peak_rss_under_4gib": peak < 4096,
     }
-    print(json.dumps(report))
+    emit(report, args.name, not args.no_save)
     return report
 
 

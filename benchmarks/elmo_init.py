@@ -5,7 +5,7 @@ evaluation interval, so the learning-rate schedules see the same number of evalu
 
 1. an ``elmo`` model (char-CNN input, lookup output) for B steps: "starter (ELMo)";
 2. a randomly initialised GroC model, not trained: "random (no train)";
-3. the ELMo model converted to GroC (:func:`polyglot_groc.convert.convert_elmo_bundle`),
+3. the ELMo model converted to GroC (:func:`polyglot_groc.elmo.convert.convert_elmo_bundle`),
    validated before finetuning ("no ft"), then finetuned for B steps with validation at
    B/4, B/2 and B (and every ``B / --evals`` steps: the finetuning curve);
 4. GroC from scratch for 2B steps, validated at B and 2B ("equiv. GroC").
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import logging
 import math
 import shutil
@@ -43,11 +42,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from polyglot_groc.bundle import load_bundle  # noqa: E402
+from benchmarks.common import add_output_args, emit  # noqa: E402
 from polyglot_groc.config import RunConfig, load_config  # noqa: E402
-from polyglot_groc.convert import convert_elmo_bundle, converted_record, finetune_converted  # noqa: E402
-from polyglot_groc.data import load_corpus  # noqa: E402
-from polyglot_groc.trainer import Trainer, build_bundle, seed_everything  # noqa: E402
+from polyglot_groc.elmo.convert import convert_elmo_bundle, converted_record, finetune_converted  # noqa: E402
+from polyglot_groc.model.bundle import load_bundle  # noqa: E402
+from polyglot_groc.training.data import load_corpus  # noqa: E402
+from polyglot_groc.training.trainer import Trainer, build_bundle, seed_everything  # noqa: E402
 
 log = logging.getLogger("elmo_init")
 
@@ -73,6 +73,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--set", dest="overrides", action="append", default=[], help="extra config override")
     p.add_argument("--overwrite", action="store_true", help="replace existing run directories under --out")
     p.add_argument("--verbose", action="store_true", help="log progress to stderr")
+    add_output_args(p)
     args = p.parse_args(argv)
     if args.budget <= 0 or args.evals <= 0 or args.evals % 4 or args.budget % args.evals:
         p.error(f"--budget {args.budget} must be a positive multiple of --evals {args.evals}, itself a multiple "
@@ -200,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
-    print(json.dumps(run(args), indent=2))
+    emit(run(args), args.name, not args.no_save)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ Targets: cold compile (fresh backend: bulk load + compile) < 30 s, cached load <
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -21,6 +20,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from benchmarks.common import add_output_args, emit  # noqa: E402
 
 
 def _synthetic_wordnet(wn_dir: Path, n_synsets: int = 60000) -> list[str]:
@@ -65,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vocab-size", type=int, default=100_000)
     parser.add_argument("--wn-dir", type=Path, default=None, help="wn data directory to (re)use")
     parser.add_argument("--langs", default="en", help="languages to import with real data (en is always)")
+    add_output_args(parser)
     args = parser.parse_args(argv)
 
     from lexicons.service import LexiconService
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         coverage_stats={k: round(v, 2) for k, v in forms.coverage_stats.items()},
         targets_met=bool(cold_s < 30 and cached_s < 1),
     )
-    print(json.dumps(result))
+    emit(result, args.name, not args.no_save)
     shutil.rmtree(scratch, ignore_errors=True)  # the wn dir too, unless --wn-dir named one elsewhere
     return 0
 

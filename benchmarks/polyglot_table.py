@@ -80,7 +80,6 @@ import json
 import logging
 import math
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -91,7 +90,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks._common import DEFAULT_FILTERS, parse_filters  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    DEFAULT_FILTERS,
+    add_output_args,
+    emit,
+    parse_filters,
+    peak_rss_mib,
+    ru_maxrss_mib,
+)
 
 log = logging.getLogger("polyglot_table")
 
@@ -103,30 +109,6 @@ DATA_ENV = "POLYGLOT_GROC_DATA"
 
 
 # -- small helpers -------------------------------------------------------------------------------
-def _ru_maxrss_mib() -> float:
-    # Linux reports ru_maxrss in KiB (macOS in bytes).
-    scale = 1 if sys.platform == "darwin" else 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
-
-
-def _peak_rss_mib() -> float:
-    """This process's peak resident set size in MiB.
-
-    Linux keeps ``ru_maxrss`` across ``exec``: a child started by ``subprocess`` reports at least
-    the parent's RSS at spawn time (checked: a child of an 800 MiB parent says 814 MiB). VmHWM
-    is the high-water mark of the child's own address space, so it is the clean number; other
-    systems fall back to ``ru_maxrss``.
-    """
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024  # kB
-    except (OSError, ValueError, IndexError):
-        pass
-    return _ru_maxrss_mib()
-
-
 def _toml(value: Any) -> str:
     # Overrides are parsed as TOML values: JSON's lists, strings, numbers and booleans are TOML too.
     return json.dumps(value)
@@ -229,10 +211,10 @@ def run_config(common: Sequence[str], kind: str, langs: Sequence[str], steps: in
 
 def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict[str, Any]:
     """Train one model, then test perplexity of all its languages from the best checkpoint."""
-    from polyglot_groc.checkpoint import atomic_write_text
+    from polyglot_groc.analysis.evaluate import evaluate_run
     from polyglot_groc.config import dump_toml
-    from polyglot_groc.evaluate import evaluate_run
-    from polyglot_groc.trainer import Trainer
+    from polyglot_groc.model.checkpoint import atomic_write_text
+    from polyglot_groc.training.trainer import Trainer
 
     record_path = run_dir / "bench_result.json"
     if reuse and record_path.is_file() and (run_dir / "config.toml").is_file():
@@ -280,7 +262,7 @@ class _ProbeHooks:
     def on_step(self, info: Any) -> None:
         now = time.perf_counter()
         self.step_seconds.append(now - self.step_started)
-        self.rss_after_step.append(_peak_rss_mib())
+        self.rss_after_step.append(peak_rss_mib())
         self.step_started = now
         if info.step >= self.steps:
             raise _ProbeDone
@@ -294,13 +276,13 @@ def memory_probe(spec: Mapping[str, Any]) -> dict[str, Any]:
     import torch
 
     from polyglot_groc.config import load_config
-    from polyglot_groc.trainer import Trainer
+    from polyglot_groc.training.trainer import Trainer
 
-    baseline = _peak_rss_mib()  # interpreter + torch + this module
+    baseline = peak_rss_mib()  # interpreter + torch + this module
     cfg = load_config(None, spec["overrides"])
     hooks = _ProbeHooks(int(spec["steps"]))
     trainer = Trainer(cfg, Path(spec["run_dir"]), overwrite=True, hooks=hooks)
-    setup = _peak_rss_mib()  # + corpus, vocabulary and model
+    setup = peak_rss_mib()  # + corpus, vocabulary and model
     vocab = trainer.bundle.vocab
     try:
         trainer.fit()
@@ -313,10 +295,10 @@ def memory_probe(spec: Mapping[str, Any]) -> dict[str, Any]:
         "screen": cfg.data.screen, "langs": list(cfg.data.langs), "steps": len(hooks.step_seconds),
         "torch_threads": torch.get_num_threads(),
         "V_lang": per_lang, "V_union": len(vocab),
-        "peak_rss_mib": _round(_peak_rss_mib(), 1),
-        "ru_maxrss_mib": _round(_ru_maxrss_mib(), 1),  # includes the parent's RSS at spawn (see above)
+        "peak_rss_mib": _round(peak_rss_mib(), 1),
+        "ru_maxrss_mib": _round(ru_maxrss_mib(), 1),  # includes the parent's RSS at spawn (see above)
         "rss_before_training_mib": _round(setup, 1), "rss_after_imports_mib": _round(baseline, 1),
-        "training_increase_mib": _round(_peak_rss_mib() - setup, 1),
+        "training_increase_mib": _round(peak_rss_mib() - setup, 1),
         "seconds_per_step": _round(sum(steady) / max(len(steady), 1), 3),
         "first_step_seconds": _round(hooks.step_seconds[0], 3) if hooks.step_seconds else None,
     }
@@ -382,11 +364,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="Extra config override for every run, e.g. --set model.prefix.n_layers=1")
     ap.add_argument("--reuse", action="store_true", help="Keep finished runs whose config is unchanged")
     ap.add_argument("--memory-probe", default=None, help=argparse.SUPPRESS)  # internal: child process
+    add_output_args(ap)
     return ap.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    result = run(args)
+    emit(result, args.name, not args.no_save)
+    return result
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     if args.memory_probe is not None:
         return memory_probe(json.loads(args.memory_probe))
@@ -572,4 +561,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(), indent=2, ensure_ascii=False))
+    main()

@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import time
 from pathlib import Path
 
-from benchmarks._common import add_ptb_training_args, emit, peak_rss_mib, prepare_ptb, shared_data
-from polyglot_groc.config import load_config
-from polyglot_groc.trainer import Trainer
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from benchmarks.common import (  # noqa: E402
+    add_output_args,
+    add_ptb_training_args,
+    emit,
+    peak_rss_mib,
+    prepare_ptb,
+    shared_data,
+)
+from polyglot_groc.config import load_config  # noqa: E402
+from polyglot_groc.training.trainer import Trainer  # noqa: E402
 
 
 def main() -> None:
@@ -25,6 +35,7 @@ def main() -> None:
     add_ptb_training_args(ap)
     ap.add_argument("--models", default="lookup,groc")
     ap.add_argument("--set", action="append", default=[], help="extra config overrides for both models")
+    add_output_args(ap)
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     corpus = prepare_ptb(shared_data(), args.work / "corpus")
@@ -59,7 +70,7 @@ def main() -> None:
     if "groc" in results and "lookup" in results:
         out["ppl_ratio_groc_over_lookup"] = results["groc"]["valid_perplexity"] / results["lookup"]["valid_perplexity"]
         out["speed_ratio_groc_over_lookup"] = results["groc"]["tokens_per_s"] / results["lookup"]["tokens_per_s"]
-    emit(out)
+    emit(out, args.name, not args.no_save)
 
 
 if __name__ == "__main__":

@@ -47,8 +47,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks._common import (  # noqa: E402
+from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    add_output_args,
     add_ptb_training_args,
     emit,
     parse_filters,
@@ -92,6 +93,7 @@ def parse_args() -> argparse.Namespace:
                     help="wn lexicon specs (default: the installed English wordnets)")
     ap.add_argument("--variants", default=",".join(VARIANTS), help=f"Subset of {','.join(VARIANTS)}")
     ap.add_argument("--set", action="append", default=[], help="extra config overrides for every model")
+    add_output_args(ap)
     args = ap.parse_args()
     args.variant_list = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in args.variant_list if v not in VARIANTS]
@@ -121,8 +123,8 @@ def _placeholder_forms(bundle: Any) -> dict[str, dict[str, list[str]]]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from lexicons.wn_backend import default_wn_dir
     from polyglot_groc.config import load_config
-    from polyglot_groc.data import load_corpus
-    from polyglot_groc.trainer import Trainer
+    from polyglot_groc.training.data import load_corpus
+    from polyglot_groc.training.trainer import Trainer
 
     # Keep compiled forms with the benchmark's outputs rather than in the user's cache.
     os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
@@ -212,7 +214,7 @@ def main() -> None:
     from lexicons.errors import GrocError
 
     try:
-        emit(run(args))
+        emit(run(args), args.name, not args.no_save)
     except GrocError as exc:  # a missing wordnet or a bad override: one line, not a traceback
         raise SystemExit(f"error: {exc}") from exc
 

@@ -8,7 +8,7 @@ pure tensor indexing:
 
 * ``related_ids[i, :]`` / ``definition_ids[i, :]`` index into ``words + extra_words``;
   ``*_mask`` marks the real entries (pads are id 0 and mask ``False``; the model's masked mean,
-  ``polyglot_groc.surface.masked_mean``, ignores them).
+  ``polyglot_groc.model.surface.masked_mean``, ignores them).
 * ``extra_words`` are related / definition words that are not in the vocabulary.  They are
   encoded compositionally too (from their characters), so they need no parameters; at most
   ``extra_cap`` of them are kept, the most referenced first (ties: alphabetical).

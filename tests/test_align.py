@@ -370,26 +370,3 @@ def test_real_muse_dictionary_roundtrip() -> None:
     src = tgt[[first_gold[i] for i in range(len(src_words))]]
     res = translation_precision(src, tgt, idx, method="nn", ks=(1,))
     assert res["n_queries"] == 5000 and res["precision_at_1"] == 100.0
-
-
-def test_eval_modules_import_only_numpy_faiss_and_stdlib() -> None:
-    """eval sits beside the toolkit: it must not import polyglot_groc, lexicons or langpairs,
-    and none of it may need scipy (a dev-only dependency) at runtime."""
-    import ast
-
-    import eval.align
-    import eval.similarity
-    import eval.vectors
-
-    forbidden = {"polyglot_groc", "lexicons", "langpairs", "scipy"}
-    for module in (eval.align, eval.similarity, eval.vectors):
-        assert module.__file__ is not None
-        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                names = [node.module or ""]
-            else:
-                continue
-            assert not {name.split(".")[0] for name in names} & forbidden, (module.__name__, names)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from lexicons.errors import ModelError
-from polyglot_groc.charset import BOW, EOW, PAD, UNK_CHAR, Charset, check_word_lengths
+from polyglot_groc.model.charset import BOW, EOW, PAD, UNK_CHAR, Charset, check_word_lengths
 
 
 def test_table_layout_and_unknown_chars() -> None:

@@ -13,19 +13,19 @@ from typer.testing import CliRunner
 
 from langpairs.corpus import MultilingualCorpus
 from lexicons.errors import ModelError
-from polyglot_groc.bundle import ModelBundle, load_bundle
 from polyglot_groc.cli import app
 from polyglot_groc.commands.elmo import init_from_elmo_command
-from polyglot_groc.convert import (
+from polyglot_groc.elmo.convert import (
     convert_elmo_bundle,
     cover_corpus,
     elmo_groc_config,
     install_elmo_weights,
     neutral_bias,
 )
-from polyglot_groc.data import load_corpus
-from polyglot_groc.output_net import ComputedBias, LookupBias
-from polyglot_groc.trainer import build_bundle, seed_everything
+from polyglot_groc.model.bundle import ModelBundle, load_bundle
+from polyglot_groc.model.outputs import ComputedBias, LookupBias
+from polyglot_groc.training.data import load_corpus
+from polyglot_groc.training.trainer import build_bundle, seed_everything
 from tests.conftest import TINY, small_run_config
 
 # Until cli.py mounts the command, register it on the shared app for these tests.
@@ -113,7 +113,7 @@ def test_lookup_table_dropped_and_bias_mean_kept() -> None:
 
 def test_nonpositive_mean_switches_relu_to_identity(caplog: pytest.LogCaptureFixture) -> None:
     elmo = _elmo_bundle(bias_mean=-0.5)
-    with caplog.at_level(logging.INFO, logger="polyglot_groc.convert"):
+    with caplog.at_level(logging.INFO, logger="polyglot_groc.elmo.convert"):
         conv = convert_elmo_bundle(elmo)
     assert conv.cfg.model.output.bias_activation == "identity"
     assert "identity instead of relu" in caplog.text
@@ -222,7 +222,7 @@ def _write_bilm(path: Path, rng: np.random.Generator, dim: int, proj: int, n_lay
 
 def test_compatible_bilm_weights_copy_prefix(tmp_path: Path) -> None:
     pytest.importorskip("h5py")
-    from polyglot_groc.elmo import ElmoModel, load_bilm_options
+    from polyglot_groc.elmo.bilm import ElmoModel, load_bilm_options
 
     d = _write_bilm(tmp_path, np.random.default_rng(0), dim=8, proj=8)
     options = load_bilm_options(d / "options.json")
@@ -246,7 +246,7 @@ def test_compatible_bilm_weights_copy_prefix(tmp_path: Path) -> None:
 
 def test_bilm_fixture_init_and_finetune(tmp_path: Path, shared_data: Path) -> None:
     pytest.importorskip("h5py")
-    from polyglot_groc.elmo import ElmoModel
+    from polyglot_groc.elmo.bilm import ElmoModel
 
     e = shared_data / "elmo"
     out = tmp_path / "real"

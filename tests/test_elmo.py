@@ -21,7 +21,7 @@ import torch.nn as nn
 
 from lexicons.errors import CheckpointError, InputError, ModelError, ResourceMissingError
 from polyglot_groc.config import PrefixConfig
-from polyglot_groc.elmo import (
+from polyglot_groc.elmo.bilm import (
     ElmoForwardLstm,
     ElmoModel,
     ElmoOptions,
@@ -30,7 +30,7 @@ from polyglot_groc.elmo import (
     load_bilm_options,
     load_elmo_char_encoder,
 )
-from polyglot_groc.prefix import LSTMPrefix
+from polyglot_groc.model.prefix import LSTMPrefix
 
 TOL = 1e-5
 

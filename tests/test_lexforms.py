@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from polyglot_groc.bundle import load_bundle
+from polyglot_groc.analysis.evaluate import evaluate_run
 from polyglot_groc.config import load_config
-from polyglot_groc.data import load_corpus
-from polyglot_groc.evaluate import evaluate_run
-from polyglot_groc.lexforms import compile_forms
-from polyglot_groc.trainer import Trainer, build_bundle
+from polyglot_groc.model.bundle import load_bundle
+from polyglot_groc.model.lexforms import compile_forms
+from polyglot_groc.training.data import load_corpus
+from polyglot_groc.training.trainer import Trainer, build_bundle
 from tests.conftest import SMALL, TESTS
 
 TSV = TESTS / "data" / "lexicon" / "mini-en-fr.tsv"

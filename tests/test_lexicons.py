@@ -256,7 +256,7 @@ def masked_mean(table: np.ndarray, ids: np.ndarray, mask: np.ndarray) -> np.ndar
     """The model's masked mean (the one implementation) applied to compiled forms."""
     import torch
 
-    from polyglot_groc.surface import masked_mean as model_masked_mean
+    from polyglot_groc.model.surface import masked_mean as model_masked_mean
 
     return model_masked_mean(torch.from_numpy(table[ids]), torch.tensor(mask)).numpy()
 

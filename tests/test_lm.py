@@ -5,11 +5,11 @@ from collections import Counter
 import pytest
 import torch
 
-from polyglot_groc.bundle import ModelBundle
-from polyglot_groc.charset import Charset
-from polyglot_groc.embedder import LexiconForms
-from polyglot_groc.lm import count_parameters
-from polyglot_groc.vocab import Vocab
+from polyglot_groc.model.bundle import ModelBundle
+from polyglot_groc.model.charset import Charset
+from polyglot_groc.model.embedder import LexiconForms
+from polyglot_groc.model.lm import count_parameters
+from polyglot_groc.model.vocab import Vocab
 from tests.conftest import small_run_config
 
 EN = Counter({"the": 9, "cat": 4, "sleeps": 3, ".": 9, "<eos>": 9, "dog": 2})

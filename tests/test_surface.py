@@ -3,9 +3,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from polyglot_groc.charset import Charset
 from polyglot_groc.config import SurfaceConfig
-from polyglot_groc.surface import Highway, SurfaceEncoder, masked_mean
+from polyglot_groc.model.charset import Charset
+from polyglot_groc.model.surface import Highway, SurfaceEncoder, masked_mean
 
 CFG = SurfaceConfig(char_dim=4, filters=((1, 3), (2, 5), (3, 6)), n_highway=1)
 

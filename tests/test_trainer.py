@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from lexicons.errors import CheckpointError, InputError
-from polyglot_groc.bundle import load_bundle
-from polyglot_groc.checkpoint import load_checkpoint, save_checkpoint
-from polyglot_groc.trainer import Trainer
+from polyglot_groc.model.bundle import load_bundle
+from polyglot_groc.model.checkpoint import load_checkpoint, save_checkpoint
+from polyglot_groc.training.trainer import Trainer
 from tests.conftest import small_run_config
 
 
@@ -101,7 +101,7 @@ def test_open_vocabulary_word_known_only_from_the_other_language(tmp_path: Path,
     cfg = small_run_config(kind, "en,fr", ["train.max_steps=2", 'data.vocab_mode="open"'])
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, root=str(tmp_path / "data")))
     Trainer(cfg, tmp_path / "run").fit()
-    from polyglot_groc.evaluate import evaluate_run
+    from polyglot_groc.analysis.evaluate import evaluate_run
 
     res = evaluate_run(tmp_path / "run", "test")
     assert np.isfinite(res["perplexity"]["fr"])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lexicons.errors import InputError
-from polyglot_groc.vocab import UNK, Vocab
+from polyglot_groc.model.vocab import UNK, Vocab
 
 
 def _vocab() -> Vocab:

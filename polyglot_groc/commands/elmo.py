@@ -101,7 +101,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
                     overwrite: bool, verbose: bool) -> None:
     from lexicons.errors import ConfigError
     from polyglot_groc.commands.train import RichHooks
-    from polyglot_groc.convert import finetune_converted
+    from polyglot_groc.elmo.convert import finetune_converted
 
     setup_logging(verbose)
     weights_mode = elmo_options is not None or elmo_weights is not None
@@ -124,7 +124,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
     finally:
         hooks.close()
     summary = {**result.to_dict(), **report}
-    from polyglot_groc.checkpoint import atomic_write_text
+    from polyglot_groc.model.checkpoint import atomic_write_text
 
     atomic_write_text(Path(out) / "result.json", json.dumps(summary, indent=2) + "\n")
     print_json(summary)
@@ -154,8 +154,8 @@ class _Announce:
 def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], defaults: list[str],
               explicit: list[str]) -> tuple[Any, RunConfig, dict[str, Any]]:
     from lexicons.errors import InputError
-    from polyglot_groc.bundle import load_bundle
-    from polyglot_groc.convert import convert_elmo_bundle
+    from polyglot_groc.elmo.convert import convert_elmo_bundle
+    from polyglot_groc.model.bundle import load_bundle
 
     elmo, payload = load_bundle(run, which)
     if elmo.model.kind != "elmo":
@@ -179,10 +179,10 @@ def _from_weights(options_path: Path | None, weights_path: Path | None, data: Pa
                   explicit: list[str]) -> tuple[Any, RunConfig, dict[str, Any]]:
     from langpairs.registry import parse_lang_spec
     from lexicons.errors import ConfigError
-    from polyglot_groc.convert import ELMO_FIXED_KEYS, elmo_groc_config, install_elmo_weights
-    from polyglot_groc.data import load_corpus
-    from polyglot_groc.elmo import ElmoModel, load_bilm_options
-    from polyglot_groc.trainer import build_bundle, seed_everything
+    from polyglot_groc.elmo.bilm import ElmoModel, load_bilm_options
+    from polyglot_groc.elmo.convert import ELMO_FIXED_KEYS, elmo_groc_config, install_elmo_weights
+    from polyglot_groc.training.data import load_corpus
+    from polyglot_groc.training.trainer import build_bundle, seed_everything
 
     if options_path is None or weights_path is None:
         raise ConfigError("bilm-tf weights need both --elmo-options options.json and --elmo-weights lm_weights.hdf5")

@@ -34,8 +34,8 @@ def _read_words(path: Path) -> list[str]:
 def run_vectors(run: Path, lang: str, words: list[str] | None, side: str, max_vocab: int | None,
                 checkpoint: str = "best") -> tuple[list[str], np.ndarray, dict[str, Any]]:
     """Words and vectors of ``lang`` from a run: the given words (any word, for GroC) or its vocabulary."""
-    from polyglot_groc.bundle import load_bundle
-    from polyglot_groc.export import embed, vocabulary_words
+    from polyglot_groc.analysis.export import embed, vocabulary_words
+    from polyglot_groc.model.bundle import load_bundle
 
     bundle, _ = load_bundle(run, checkpoint)
     wanted = words if words is not None else vocabulary_words(bundle, lang, max_vocab)
@@ -132,7 +132,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     from eval.vectors import write_vec
     from langpairs.dictionaries import read_dictionary
     from lexicons.errors import InputError
-    from polyglot_groc.checkpoint import atomic_write, atomic_write_text
+    from polyglot_groc.model.checkpoint import atomic_write, atomic_write_text
 
     setup_logging(verbose)
     src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src")
@@ -231,8 +231,8 @@ def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, la
         return
     if lang is None or run is None:
         raise InputError("--run needs --lang")
-    from polyglot_groc.bundle import load_bundle
-    from polyglot_groc.export import embed, vocabulary_words
+    from polyglot_groc.analysis.export import embed, vocabulary_words
+    from polyglot_groc.model.bundle import load_bundle
 
     bundle, _ = load_bundle(run)
     vocab = embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side)

@@ -100,8 +100,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            lexicon: list[str] | None, no_relations: bool, no_definitions: bool, lexicon_coverage: float | None,
            threads: int | None, overwrite: bool, verbose: bool) -> None:
     from langpairs.registry import parse_lang_spec
-    from polyglot_groc.data import language_registry
-    from polyglot_groc.trainer import Trainer
+    from polyglot_groc.training.data import language_registry
+    from polyglot_groc.training.trainer import Trainer
 
     setup_logging(verbose)
     # The config may define languages ([languages.xx]); resolve --langs against them.
@@ -132,7 +132,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
         summary["lexicon"] = trainer.bundle.lexicon_info
     import json
 
-    from polyglot_groc.checkpoint import atomic_write_text
+    from polyglot_groc.model.checkpoint import atomic_write_text
 
     atomic_write_text(Path(out) / "result.json", json.dumps(summary, indent=2) + "\n")
     print_json(summary)
@@ -154,7 +154,7 @@ def evaluate_command(
 @cli_errors
 def _evaluate(run: Path, split: str, data: Path | None, batch_size: int | None, checkpoint: str,
               no_screen: bool, verbose: bool) -> None:
-    from polyglot_groc.evaluate import evaluate_run
+    from polyglot_groc.analysis.evaluate import evaluate_run
 
     setup_logging(verbose)
     print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen))

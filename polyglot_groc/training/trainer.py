@@ -28,15 +28,15 @@ from eval.perplexity import PerplexityResult
 from langpairs.batching import LanguageSchedule, MultilingualBatcher
 from langpairs.corpus import MultilingualCorpus
 from lexicons.errors import InputError
-from polyglot_groc.bundle import ModelBundle
-from polyglot_groc.checkpoint import atomic_write_text, rng_state, save_checkpoint
 from polyglot_groc.config import RunConfig, dump_toml
-from polyglot_groc.data import build_vocab, encode_stream, load_corpus, unseen_words
-from polyglot_groc.embedder import LexiconForms
-from polyglot_groc.lexforms import compile_forms
-from polyglot_groc.lm import count_parameters
-from polyglot_groc.prefix import State, detach_state
-from polyglot_groc.scoring import evaluate_streams, pooled_nll
+from polyglot_groc.model.bundle import ModelBundle
+from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint
+from polyglot_groc.model.embedder import LexiconForms
+from polyglot_groc.model.lexforms import compile_forms
+from polyglot_groc.model.lm import count_parameters
+from polyglot_groc.model.prefix import State, detach_state
+from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
+from polyglot_groc.training.data import build_vocab, encode_stream, load_corpus, unseen_words
 
 log = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from lexicons.errors import InputError
-from polyglot_groc.bundle import load_bundle
-from polyglot_groc.data import load_corpus
-from polyglot_groc.trainer import evaluate_split
+from polyglot_groc.model.bundle import load_bundle
+from polyglot_groc.training.data import load_corpus
+from polyglot_groc.training.trainer import evaluate_split
 
 
 def evaluate_run(run_dir: Path, split: str = "test", data: Path | None = None, batch_size: int | None = None,

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from lexicons.errors import InputError
-from polyglot_groc.bundle import ModelBundle
+from polyglot_groc.model.bundle import ModelBundle
 
 log = logging.getLogger(__name__)
 

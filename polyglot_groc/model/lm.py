@@ -26,10 +26,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from polyglot_groc.config import ModelConfig
-from polyglot_groc.embedder import GroundedEmbedder, LexiconForms, LookupEmbedder
-from polyglot_groc.output_net import ComputedBias, LookupBias, ResidualOutputNet
-from polyglot_groc.prefix import LSTMPrefix, State
-from polyglot_groc.screen import LanguageScreen, screened_logits
+from polyglot_groc.model.embedder import GroundedEmbedder, LexiconForms, LookupEmbedder
+from polyglot_groc.model.outputs import ComputedBias, LookupBias, ResidualOutputNet
+from polyglot_groc.model.prefix import LSTMPrefix, State
+from polyglot_groc.model.screen import LanguageScreen, screened_logits
 
 
 @dataclass

@@ -20,7 +20,7 @@ import torch.nn as nn
 
 from lexicons.errors import ModelError
 from polyglot_groc.config import SurfaceConfig
-from polyglot_groc.surface import SurfaceEncoder, masked_mean
+from polyglot_groc.model.surface import SurfaceEncoder, masked_mean
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Two schemes:
 
 * ``unicode``: one id per Unicode code point seen in training (seed 004 ch. 5), plus PAD=0,
   BOW, EOW and UNK-char. Characters never seen in training map to UNK-char. PAD positions are
-  masked out of the convolution's max (see :mod:`polyglot_groc.surface`).
+  masked out of the convolution's max (see :mod:`polyglot_groc.model.surface`).
 * ``elmo-bytes``: the bilm-tf/AllenNLP convention: UTF-8 bytes b -> b+1, BOW/EOW/pad chars
   shifted by one as well, 262 ids including the zero row. Padding *inside* a word uses the
   learned pad character (id 261), exactly as ELMo does, so only id 0 is ever masked.

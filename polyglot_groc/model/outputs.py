@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from polyglot_groc.activations import activation
+from polyglot_groc.model.activations import activation
 
 
 class VariationalDropout(nn.Module):

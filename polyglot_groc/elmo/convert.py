@@ -24,7 +24,7 @@ mean of 0, which under ``relu`` also means ``identity``.
 Sources: :func:`convert_elmo_bundle` converts an ``elmo``-kind bundle of this toolkit (pure, no
 I/O); :func:`elmo_groc_config` and :func:`install_elmo_weights` build a GroC model around real
 bilm-tf weights (``elmo-bytes`` charset, d = ELMo's projection size). :func:`finetune_converted`
-evaluates the converted model and finetunes it with the :class:`~polyglot_groc.trainer.Trainer`.
+evaluates the converted model and finetunes it with the :class:`~polyglot_groc.training.trainer.Trainer`.
 """
 
 from __future__ import annotations
@@ -43,15 +43,15 @@ import torch
 
 from langpairs.corpus import MultilingualCorpus
 from lexicons.errors import ConfigError, ModelError
-from polyglot_groc.bundle import ModelBundle
-from polyglot_groc.checkpoint import atomic_write_text
 from polyglot_groc.config import RunConfig
-from polyglot_groc.data import load_corpus, vocab_splits
-from polyglot_groc.elmo import ElmoModel, ElmoOptions, copy_forward_lstm_into, elmo_prefix_compatible
-from polyglot_groc.embedder import GroundedEmbedder
-from polyglot_groc.output_net import ComputedBias, LookupBias
-from polyglot_groc.trainer import Trainer, TrainHooks, TrainResult, evaluate_split
-from polyglot_groc.vocab import UNK, Vocab
+from polyglot_groc.elmo.bilm import ElmoModel, ElmoOptions, copy_forward_lstm_into, elmo_prefix_compatible
+from polyglot_groc.model.bundle import ModelBundle
+from polyglot_groc.model.checkpoint import atomic_write_text
+from polyglot_groc.model.embedder import GroundedEmbedder
+from polyglot_groc.model.outputs import ComputedBias, LookupBias
+from polyglot_groc.model.vocab import UNK, Vocab
+from polyglot_groc.training.data import load_corpus, vocab_splits
+from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, evaluate_split
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ class FinetuneResult:
 
 def converted_record(bundle: ModelBundle, corpus: MultilingualCorpus, cfg: RunConfig) -> dict[str, Any]:
     """Validation perplexity before finetuning, as a step-0 metrics record (trainer's keys)."""
-    from polyglot_groc.scoring import pooled_nll
+    from polyglot_groc.model.scoring import pooled_nll
 
     t = cfg.train
     results = evaluate_split(bundle, corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from polyglot_groc.config import LexiconConfig
-from polyglot_groc.embedder import LexiconForms
-from polyglot_groc.vocab import Vocab
+from polyglot_groc.model.embedder import LexiconForms
+from polyglot_groc.model.vocab import Vocab
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ import numpy as np
 import torch
 
 from eval.perplexity import PerplexityResult, perplexity
-from polyglot_groc.lm import LanguageModel
-from polyglot_groc.prefix import State
+from polyglot_groc.model.lm import LanguageModel
+from polyglot_groc.model.prefix import State
 
 
 class ModelScorer:

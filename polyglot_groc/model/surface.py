@@ -12,9 +12,9 @@ import torch
 import torch.nn as nn
 from torch.utils.checkpoint import checkpoint
 
-from polyglot_groc.activations import activation
-from polyglot_groc.charset import PAD
 from polyglot_groc.config import SurfaceConfig
+from polyglot_groc.model.activations import activation
+from polyglot_groc.model.charset import PAD
 
 
 class Highway(nn.Module):

@@ -14,7 +14,7 @@ from langpairs.batching import batchify
 from langpairs.corpus import MultilingualCorpus
 from langpairs.registry import LanguageRegistry, default_registry
 from polyglot_groc.config import DataConfig
-from polyglot_groc.vocab import Vocab
+from polyglot_groc.model.vocab import Vocab
 
 log = logging.getLogger(__name__)
 

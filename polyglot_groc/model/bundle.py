@@ -16,12 +16,12 @@ from typing import Any
 import torch
 
 from lexicons.errors import CheckpointError, ModelError
-from polyglot_groc.charset import Charset, check_word_lengths
-from polyglot_groc.checkpoint import load_checkpoint
 from polyglot_groc.config import RunConfig, from_dict, to_dict
-from polyglot_groc.embedder import LexiconForms
-from polyglot_groc.lm import LanguageModel
-from polyglot_groc.vocab import Vocab
+from polyglot_groc.model.charset import Charset, check_word_lengths
+from polyglot_groc.model.checkpoint import load_checkpoint
+from polyglot_groc.model.embedder import LexiconForms
+from polyglot_groc.model.lm import LanguageModel
+from polyglot_groc.model.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ class ModelBundle:
     def _forms_for(self, vocab: Vocab, n_new: int) -> tuple[LexiconForms, tuple[str, ...]]:
         """Lexicon forms for an extended vocabulary: from the lexicon when it is installed, else r = d = 0."""
         from lexicons.errors import LexiconError
-        from polyglot_groc.lexforms import compile_forms
+        from polyglot_groc.model.lexforms import compile_forms
 
         try:
             forms, extra, _ = compile_forms(self.cfg.model.lexicon, vocab)

@@ -1,6 +1,6 @@
 """Load a bilm-tf ELMo (``options.json`` + ``lm_weights.hdf5``) into our modules.
 
-The character CNN becomes our :class:`~polyglot_groc.surface.SurfaceEncoder` (so a GroC model can
+The character CNN becomes our :class:`~polyglot_groc.model.surface.SurfaceEncoder` (so a GroC model can
 start from ELMo's word encoder) and the forward LSTM stack becomes :class:`ElmoForwardLstm`, a
 faithful re-implementation of TensorFlow's ``LSTMCell`` as bilm-tf configures it: one kernel over
 ``[x, h_prev]`` with gate order (i, j, f, o), ``forget_bias=1.0`` added to the f gate at run time,
@@ -34,9 +34,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from lexicons.errors import CheckpointError, InputError, ModelError, ResourceMissingError
-from polyglot_groc.charset import ELMO_BOS_TOKEN, ELMO_EOS_TOKEN, ELMO_N_CHARS, Charset
 from polyglot_groc.config import PrefixConfig, SurfaceConfig
-from polyglot_groc.surface import Highway, SurfaceEncoder
+from polyglot_groc.model.charset import ELMO_BOS_TOKEN, ELMO_EOS_TOKEN, ELMO_N_CHARS, Charset
+from polyglot_groc.model.surface import Highway, SurfaceEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -495,7 +495,7 @@ class ElmoModel(nn.Module):
 
 
 def elmo_prefix_compatible(options: ElmoOptions, prefix_cfg: PrefixConfig, d: int) -> bool:
-    """Whether ELMo's forward LSTM fits :class:`polyglot_groc.prefix.LSTMPrefix` of this config.
+    """Whether ELMo's forward LSTM fits :class:`polyglot_groc.model.prefix.LSTMPrefix` of this config.
 
     ``LSTMPrefix`` builds ``nn.LSTM(sizes[k], sizes[k + 1])`` with sizes ``[d, hidden, ..., hidden,
     d]`` and no ``proj_size``; ELMo's layer k is an LSTM of ``lstm.dim`` units from its input

@@ -1,0 +1,130 @@
+"""Helpers shared by the benchmark scripts (not part of the installed packages).
+
+Every benchmark prints one JSON object and saves it as ``benchmarks/results/<date>/<name>.json``
+through :func:`emit`; budgets shared by the PTB scripts come from :func:`add_ptb_training_args`.
+Benchmarks use the toolkit's public names only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import json
+import os
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def shared_data() -> Path:
+    root = os.environ.get("POLYGLOT_GROC_DATA")
+    if not root or not Path(root).is_dir():
+        sys.exit("error: set POLYGLOT_GROC_DATA to the shared data directory (../shared/data)")
+    return Path(root)
+
+
+def prepare_ptb(data_root: Path, out: Path) -> Path:
+    """PTB (Mikolov's version) as <out>/en/{train,valid,test}.txt; returns the corpus root."""
+    dst = out / "en"
+    dst.mkdir(parents=True, exist_ok=True)
+    for split in ("train", "valid", "test"):
+        target = dst / f"{split}.txt"
+        if not target.exists():
+            with gzip.open(data_root / "text" / "ptb" / f"ptb.{split}.txt.gz", "rt", encoding="utf-8") as f:
+                lines = [" ".join(line.split()) for line in f]
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text("\n".join(line for line in lines if line) + "\n", encoding="utf-8")
+            tmp.replace(target)
+    return out
+
+
+def ru_maxrss_mib() -> float:
+    """``getrusage``'s peak RSS in MiB (Linux reports KiB, macOS bytes)."""
+    scale = 1 if sys.platform == "darwin" else 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale / 2**20
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident set size in MiB.
+
+    Linux keeps ``ru_maxrss`` across ``exec``: a child started by ``subprocess`` reports at least
+    the parent's RSS at spawn time. VmHWM is the high-water mark of the process's own address
+    space, so it is the clean number; other systems fall back to ``ru_maxrss``.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return ru_maxrss_mib()
+
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def result_path(name: str, day: str | None = None) -> Path:
+    """``benchmarks/results/<YYYY-MM-DD>/<name>.json`` (today, UTC, unless ``day`` is given)."""
+    day = day or datetime.datetime.now(datetime.UTC).date().isoformat()
+    return RESULTS / day / f"{name}.json"
+
+
+def emit(obj: dict[str, Any], name: str | None = None, save: bool = True) -> Path | None:
+    """Print the benchmark's one JSON object on stdout and save it under ``results/<date>/``.
+
+    ``name`` defaults to the calling script's stem; the file is written atomically. Returns the
+    path written (None with ``save=False``).
+    """
+    text = json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False)
+    print(text)
+    if not save:
+        return None
+    if name is None:
+        name = Path(sys.argv[0]).stem or "benchmark"
+    path = result_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    tmp.replace(path)
+    print(f"saved {path}", file=sys.stderr)
+    return path
+
+
+def add_output_args(ap: argparse.ArgumentParser) -> None:
+    """``--name`` (result file stem) and ``--no-save`` shared by every benchmark."""
+    ap.add_argument("--name", default=None, help="result file name under benchmarks/results/<date>/ "
+                    "(default: the script's name)")
+    ap.add_argument("--no-save", action="store_true", help="print the JSON only")
+
+
+#: CPU-friendly char-CNN for benchmarks (the model default is 32/32/64/128/256/512).
+DEFAULT_FILTERS = "1:32,2:32,3:64,4:64,5:64,6:64"
+
+
+def parse_filters(text: str) -> list[list[int]]:
+    """``--filters 1:32,2:32`` -> [[1, 32], [2, 32]]; exits with a one-line error otherwise."""
+    try:
+        pairs = [[int(x) for x in item.split(":")] for item in text.split(",") if item.strip()]
+    except ValueError as exc:
+        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}") from exc
+    if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
+        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}")
+    return pairs
+
+
+def add_ptb_training_args(ap: argparse.ArgumentParser) -> None:
+    """The training budget flags the PTB benchmarks share, so their budgets stay comparable."""
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--bptt", type=int, default=35)
+    ap.add_argument("--d", type=int, default=256)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--dropout", type=float, default=0.2)
+    ap.add_argument("--lr", type=float, default=0.002)
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--output-update-prob", type=float, default=1.0)

@@ -1,0 +1,121 @@
+"""The architecture's import rules, checked on the source (lazy imports inside functions too).
+
+Packages: ``lexicons`` ← ``langpairs`` ← ``polyglot_groc``; ``eval`` imports none of them.
+Inside ``polyglot_groc``: ``model`` ← ``training`` ← (``elmo``, ``analysis``) ← ``commands`` ← ``cli``.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: package or subpackage -> module prefixes it must never import
+FORBIDDEN: dict[str, set[str]] = {
+    "lexicons": {"langpairs", "polyglot_groc", "eval"},
+    "langpairs": {"polyglot_groc", "eval"},
+    # eval works on arrays; scipy is a dev-only dependency, so eval must not need it at runtime.
+    "eval": {"polyglot_groc", "lexicons", "langpairs", "scipy"},
+    "polyglot_groc/config.py": {"polyglot_groc.model", "polyglot_groc.training", "polyglot_groc.elmo",
+                                "polyglot_groc.analysis", "polyglot_groc.commands", "polyglot_groc.cli"},
+    "polyglot_groc/model": {"polyglot_groc.training", "polyglot_groc.elmo", "polyglot_groc.analysis",
+                            "polyglot_groc.commands", "polyglot_groc.cli"},
+    "polyglot_groc/training": {"polyglot_groc.elmo", "polyglot_groc.analysis", "polyglot_groc.commands",
+                               "polyglot_groc.cli"},
+    "polyglot_groc/elmo": {"polyglot_groc.analysis", "polyglot_groc.commands", "polyglot_groc.cli"},
+    "polyglot_groc/analysis": {"polyglot_groc.elmo", "polyglot_groc.commands", "polyglot_groc.cli"},
+    "polyglot_groc/commands": {"polyglot_groc.cli"},
+}
+
+
+def _imports(path: Path) -> list[str]:
+    """Absolute module names imported anywhere in ``path`` (relative imports resolved)."""
+    rel = path.relative_to(ROOT).with_suffix("")
+    package = list(rel.parts[:-1])
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            names.append(module)
+            # `from polyglot_groc import training` imports the subpackage too.
+            names += [f"{module}.{alias.name}" for alias in node.names]
+    return names
+
+
+def _files(scope: str) -> list[Path]:
+    target = ROOT / scope
+    return [target] if target.suffix == ".py" else sorted(target.rglob("*.py"))
+
+
+def _violations(scope: str, forbidden: set[str]) -> list[str]:
+    bad = []
+    for path in _files(scope):
+        for name in _imports(path):
+            if any(name == f or name.startswith(f + ".") for f in forbidden):
+                bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    return bad
+
+
+@pytest.mark.parametrize("scope", sorted(FORBIDDEN))
+def test_imports_run_one_way(scope: str) -> None:
+    assert _files(scope), f"{scope} has no modules: update FORBIDDEN after a move"
+    assert _violations(scope, FORBIDDEN[scope]) == []
+
+
+def test_only_cli_imports_commands() -> None:
+    offenders = []
+    for path in sorted((ROOT / "polyglot_groc").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("polyglot_groc/commands/") or rel == "polyglot_groc/cli.py":
+            continue
+        offenders += _violations(rel, {"polyglot_groc.commands"})
+    assert offenders == []
+
+
+def test_the_checker_sees_lazy_and_relative_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Guard against a checker that passes because it sees nothing."""
+    pkg = tmp_path / "polyglot_groc" / "model"
+    pkg.mkdir(parents=True)
+    (pkg / "bad.py").write_text("def f():\n    from ..training import trainer\n    import polyglot_groc.cli\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    bad = _violations("polyglot_groc/model", FORBIDDEN["polyglot_groc/model"])
+    assert len(bad) == 3  # polyglot_groc.training, polyglot_groc.training.trainer, polyglot_groc.cli
+
+
+def test_top_level_stays_small() -> None:
+    """The package faces only: new code goes into a room (model, training, elmo, analysis, commands)."""
+    modules = sorted(p.name for p in (ROOT / "polyglot_groc").glob("*.py"))
+    assert len(modules) <= 12, modules
+    rooms = {p.name for p in (ROOT / "polyglot_groc").iterdir() if (p / "__init__.py").exists()}
+    assert {"model", "training", "elmo", "analysis", "commands"} <= rooms
+    for room in rooms:
+        doc = ast.get_docstring(ast.parse((ROOT / "polyglot_groc" / room / "__init__.py").read_text()))
+        assert doc and "import" in doc, f"{room}/__init__.py must say what it owns and may import"
+
+
+def test_benchmarks_share_one_helper_and_use_public_names_only() -> None:
+    """Every benchmark saves its JSON through ``benchmarks.common.emit`` and imports no private name."""
+    scripts = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if p.name not in {"__init__.py", "common.py"})
+    assert scripts
+    for path in scripts:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported: list[tuple[str, str]] = [
+            (node.module or "", alias.name)
+            for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        ]
+        assert ("benchmarks.common", "emit") in imported, f"{path.name} must save results through common.emit"
+        private = [f"{m}.{n}" for m, n in imported if n.startswith("_") and m.split(".")[0] != "__future__"]
+        private += [f"{m}" for m, _ in imported if any(part.startswith("_") for part in m.split("."))
+                    and m != "__future__"]
+        assert private == [], f"{path.name} reaches into private names: {private}"
