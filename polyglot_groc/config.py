@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 from lexicons.errors import ConfigError
 
-MODEL_KINDS = ("lookup", "elmo", "groc", "groc-lex")
+#: Must match polyglot_groc.model.kinds.REGISTRY (a test checks); "lookup" is the old name of "tied".
+MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "groc", "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 
 
@@ -66,6 +67,13 @@ class OutputConfig:
     dropout: float = 0.2
     #: Activation of the computed bias b_v = act(w . e_v + a).
     bias_activation: str = "relu"
+    #: ``conv`` kind: size of the per-word linear correction (seed 000 Table 7 "cor").
+    correction: int = 128
+    #: ``adaptive`` kind: band boundaries (Table 7 "cut"); > 1 = word counts, <= 1 = fractions of |V|.
+    #: The default is Table 8's PTB 2k/7k of 10k words.
+    cutoffs: tuple[float, ...] = (0.2, 0.7)
+    #: ``adaptive`` kind: band b has dimension d / factor^b (seed 001: 4).
+    adaptive_factor: float = 4.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,6 +96,10 @@ class ModelConfig:
     output: OutputConfig = dataclasses.field(default_factory=OutputConfig)
     prefix: PrefixConfig = dataclasses.field(default_factory=PrefixConfig)
     lexicon: LexiconConfig = dataclasses.field(default_factory=LexiconConfig)
+    #: word2vec text file that initialises the input table (seed 003); "" = random init.
+    init_input: str = ""
+    #: Keep the input table fixed during training (seed 003); biases are never frozen.
+    freeze_input: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,6 +174,13 @@ class RunConfig:
         for name, p in (("model.prefix.dropout", m.prefix.dropout), ("model.output.dropout", m.output.dropout)):
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name}={p} must be in [0, 1)")
+        if m.kind == "deep-residual" and m.output.depth < 1:
+            raise ConfigError("model kind deep-residual needs model.output.depth >= 1; "
+                              "e.g. --set model.output.depth=4 (seed 000 Table 8, PTB)")
+        if m.output.correction < 1 or m.output.adaptive_factor < 1:
+            raise ConfigError("model.output.correction must be >= 1 and model.output.adaptive_factor >= 1")
+        if any(c <= 0 for c in m.output.cutoffs):
+            raise ConfigError(f"model.output.cutoffs={list(m.output.cutoffs)} must be positive")
         if not 0.0 < t.output_update_prob <= 1.0:
             raise ConfigError(f"train.output_update_prob={t.output_update_prob} must be in (0, 1]")
         if not 0.0 <= m.lexicon.coverage <= 1.0:
