@@ -58,6 +58,10 @@ class LanguageModel(nn.Module):
         self.bias: nn.Module = parts.bias
         self.scorer: nn.Module = parts.scorer
         self._parts = parts
+        if cfg.freeze_input:
+            # Seed 003: the input table stays fixed; biases and every other part keep training.
+            for p in self.input_embedder.parameters():
+                p.requires_grad_(False)
         self.prefix = LSTMPrefix(cfg.prefix, d, cfg.init_range)
         self.screen = LanguageScreen(lang_ids, n_words)
         self._cache: dict[object, _Tables] = {}
