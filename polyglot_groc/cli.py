@@ -9,6 +9,7 @@ import typer
 
 from polyglot_groc.commands.elmo import init_from_elmo_command
 from polyglot_groc.commands.embeddings import align_command, export_command, similarity_command
+from polyglot_groc.commands.pretrain import pretrain_vectors_command
 from polyglot_groc.commands.train import evaluate_command, train_command
 
 app = typer.Typer(
@@ -24,6 +25,7 @@ app.command("init-from-elmo")(init_from_elmo_command)
 app.command("export")(export_command)
 app.command("align")(align_command)
 app.command("similarity")(similarity_command)
+app.command("pretrain-vectors")(pretrain_vectors_command)
 
 
 def _mount_optional() -> None:

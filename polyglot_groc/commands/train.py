@@ -26,7 +26,9 @@ class RichHooks:
         self.task: Any = None
 
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
-        err_console.print(f"training {info['langs']}: {info['n_params']:,} parameters, "
+        split = info.get("n_params_split") or {}
+        parts = ", ".join(f"{k} {split[k]:,}" for k in ("embeddings", "prefix", "output") if k in split)
+        err_console.print(f"training {info['langs']}: {info['n_params']:,} parameters ({parts}), "
                           f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch")
         self.progress.start()
         self.task = self.progress.add_task("train", total=total_steps, status="")
@@ -63,12 +65,26 @@ def build_config(config: Path | None, overrides: list[str], **flags: Any) -> Run
     return load_config(config, ov)
 
 
+def untied_config(cfg: RunConfig) -> RunConfig:
+    """``--untie``: the tied kind becomes untied (seed 003 unties before freezing the input)."""
+    import dataclasses
+    import logging
+
+    if cfg.model.kind in ("tied", "lookup"):
+        return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, kind="untied"))
+    if cfg.model.kind != "untied":
+        logging.getLogger(__name__).warning("--untie applies to the tied kind only; %s is kept", cfg.model.kind)
+    return cfg
+
+
 def train_command(
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated language codes, e.g. en,fr")] = "en",
     with_: Annotated[str | None, typer.Option("--with", help="Add 'related' (Table 5.1 pair) or a code")] = None,
     data: Annotated[Path | None, typer.Option("--data", help="Corpus root <data>/<lang>/<split>.txt")] = None,
     out: Annotated[Path, typer.Option("--out", help="Run directory to create")] = Path("runs/run"),
-    model: Annotated[str | None, typer.Option("--model", help="lookup | elmo | groc | groc-lex")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="untied | tied (= lookup) | bilinear | deep-residual | adaptive | conv | elmo | groc | groc-lex"
+    )] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override, e.g. --set model.d=128")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps")] = None,
@@ -84,13 +100,17 @@ def train_command(
     no_definitions: Annotated[bool, typer.Option("--no-definitions")] = False,
     lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage")] = None,
     threads: Annotated[int | None, typer.Option("--threads")] = None,
+    init_input: Annotated[Path | None, typer.Option(
+        "--init-input", help="Initialise the input table from a .vec file (seed 003)")] = None,
+    freeze_input: Annotated[bool, typer.Option("--freeze-input", help="Keep the input table fixed")] = False,
+    untie: Annotated[bool, typer.Option("--untie", help="Use separate input/output tables (tied -> untied)")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train a language model (mono- or polyglot) and write a run directory."""
     _train(langs, with_, data, out, model, config, set_ or [], max_steps, max_minutes, max_epochs, seed, tokenize,
            vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage, threads,
-           overwrite, verbose)
+           overwrite, verbose, init_input, freeze_input, untie)
 
 
 @cli_errors
@@ -98,7 +118,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            overrides: list[str], max_steps: int | None, max_minutes: float | None, max_epochs: int | None,
            seed: int | None, tokenize: str | None, vocab_mode: str | None, no_screen: bool, schedule: str | None,
            lexicon: list[str] | None, no_relations: bool, no_definitions: bool, lexicon_coverage: float | None,
-           threads: int | None, overwrite: bool, verbose: bool) -> None:
+           threads: int | None, overwrite: bool, verbose: bool, init_input: Path | None = None,
+           freeze_input: bool = False, untie: bool = False) -> None:
     from langpairs.registry import parse_lang_spec
     from polyglot_groc.training.data import language_registry
     from polyglot_groc.training.trainer import Trainer
@@ -115,8 +136,12 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            "data.screen": False if no_screen else None, "data.schedule": schedule,
            "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
            "model.lexicon.use_definitions": False if no_definitions else None,
-           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads},
+           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads,
+           "model.init_input": str(init_input) if init_input else None,
+           "model.freeze_input": True if freeze_input else None},
     )
+    if untie:
+        cfg = untied_config(cfg)
     if not cfg.data.root:
         from lexicons.errors import ConfigError
 

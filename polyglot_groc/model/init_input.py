@@ -23,12 +23,20 @@ from polyglot_groc.model.vocab import Vocab
 log = logging.getLogger(__name__)
 
 
-def _header_count(path: Path) -> int:
+def _check_unique(path: Path) -> None:
+    """Seed 003 needs one vector per word: a duplicate is an error here (read_vec would keep the first)."""
+    seen: set[bytes] = set()
     try:
         with path.open("rb") as fh:
-            return int(fh.readline().split()[0])
-    except (OSError, ValueError, IndexError):
-        return -1  # read_vec reports the unreadable or malformed header with its own message
+            fh.readline()
+            for lineno, line in enumerate(fh, start=2):
+                word = line.split(b" ", 1)[0]
+                if word in seen and word.strip():
+                    raise InputError(f"{path}: line {lineno} repeats the word {word.decode('utf-8', 'replace')!r}; "
+                                     "deduplicate the file or regenerate it with polyglot-groc pretrain-vectors")
+                seen.add(word)
+    except OSError:
+        return  # read_vec reports the unreadable file with its own message
 
 
 def init_input_table(model: LanguageModel, vocab: Vocab, path: Path) -> int:
@@ -39,10 +47,8 @@ def init_input_table(model: LanguageModel, vocab: Vocab, path: Path) -> int:
         log.warning("model kind %s has no input lookup table; --init-input %s initialises nothing "
                     "(use untied, tied, bilinear, deep-residual or conv)", model.kind, path)
         return 0
+    _check_unique(path)
     words, vectors = read_vec(path)  # (n, D); raises on a lying header, ragged rows, bad utf-8
-    if len(words) != _header_count(path):
-        raise InputError(f"{path} has duplicate words ({_header_count(path)} rows, {len(words)} distinct); "
-                         "deduplicate the file or regenerate it with polyglot-groc pretrain-vectors")
     if vectors.shape[1] != emb.weight.shape[1]:
         raise InputError(f"{path} has {vectors.shape[1]}-dimensional vectors but model.d={emb.weight.shape[1]}; "
                          f"pass --set model.d={vectors.shape[1]} or regenerate the vectors with --dim")
