@@ -103,7 +103,8 @@ def main() -> None:
         "config": {"size": args.size, "steps": args.steps, "batch_size": args.batch_size, "bptt": args.bptt,
                    "d": args.d, "prefix": f"2x{args.hidden} LSTM", "prefix_dropout": args.dropout, "lr": args.lr,
                    "seed": args.seed, "tokens": args.steps * args.batch_size * args.bptt, "filters": args.filters,
-                   "output_update_prob_groc": args.output_update_prob, "eval_batch_size": args.eval_batch_size, "threads": args.threads,
+                   "output_update_prob_groc": args.output_update_prob, "eval_batch_size": args.eval_batch_size,
+                   "threads": args.threads,
                    "overrides": args.set},
         "models": results,
         "seed_expected_order": "untied > tied > bilinear >= deep-residual >= adaptive > groc (ppl); "

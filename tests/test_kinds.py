@@ -70,7 +70,8 @@ def test_parameter_count_formulas() -> None:
     bil, deep = _bundle("bilinear", en, "en"), _bundle("deep-residual", en, "en")
     tied0 = _bundle("tied", en, "en", ["model.output.depth=0"])
     prefix = parameter_split(tied.model)["prefix"]
-    assert parameter_split(tied0.model) == {"embeddings": v * d, "prefix": prefix, "output": v, "total": v * d + prefix + v}
+    assert parameter_split(tied0.model) == {"embeddings": v * d, "prefix": prefix, "output": v,
+                                            "total": v * d + prefix + v}
     assert count_parameters(untied.model) == count_parameters(tied.model) + v * d
     assert count_parameters(bil.model) == count_parameters(tied0.model) + d * d
     assert count_parameters(deep.model) == count_parameters(tied0.model) + 2 * (d * d + d)  # k = 2 layers

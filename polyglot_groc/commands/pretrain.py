@@ -17,7 +17,8 @@ def pretrain_vectors_command(
     algorithm: Annotated[str, typer.Option("--algorithm", help="word2vec | fasttext")] = "word2vec",
     dim: Annotated[int, typer.Option("--dim", help="Vector size; must equal the model's model.d")] = 256,
     epochs: Annotated[int, typer.Option("--epochs")] = 5,
-    extra: Annotated[list[Path] | None, typer.Option("--extra", help="More in-domain text, one sentence a line")] = None,
+    extra: Annotated[list[Path] | None, typer.Option(
+        "--extra", help="More in-domain text, one sentence a line")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:

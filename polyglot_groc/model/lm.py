@@ -88,8 +88,9 @@ class LanguageModel(nn.Module):
         """Install the word tables for a (possibly new) vocabulary; lookup tables cannot grow."""
         n_words = len(forms.related_ids) if forms is not None else chars.shape[0]
         for emb in (self.input_embedder, self.output_embedder):
-            if hasattr(emb, "set_words"):  # embedders that read the spelling (char table, forms)
-                emb.set_words(chars, forms)
+            set_words = getattr(emb, "set_words", None)  # embedders that read the spelling (chars, forms)
+            if callable(set_words):
+                set_words(chars, forms)
         self.screen = LanguageScreen(lang_ids, n_words)
         self.invalidate_cache()
 

@@ -32,8 +32,8 @@ from polyglot_groc.config import RunConfig, dump_toml
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint
 from polyglot_groc.model.embedder import LexiconForms
-from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.init_input import init_input_table
+from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import count_parameters, parameter_split
 from polyglot_groc.model.prefix import State, detach_state
 from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
@@ -205,7 +205,8 @@ class Trainer:
         n_params = count_parameters(model)
         split = parameter_split(model)
         total = t.max_steps or steps_per_epoch * t.max_epochs
-        self.hooks.on_start(total, {"n_params": n_params, "n_params_split": split, "vocab": len(bundle.vocab), "langs": list(corpus.langs),
+        self.hooks.on_start(total, {"n_params": n_params, "n_params_split": split, "vocab": len(bundle.vocab),
+                                    "langs": list(corpus.langs),
                                     "steps_per_epoch": steps_per_epoch})
         log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
                  "%d steps per epoch", model.kind, n_params, split["embeddings"], split["prefix"], split["output"],
