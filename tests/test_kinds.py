@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
@@ -126,3 +127,20 @@ def test_old_lookup_checkpoint_state_loads_into_tied() -> None:
     new = _bundle("tied", {"en": EN}, "en")
     new.model.load_state_dict(old.model.state_dict())
     assert set(old.model.state_dict()) == set(new.model.state_dict())
+
+
+@pytest.mark.parametrize("kind", ["untied", "bilinear", "deep-residual", "adaptive", "conv"])
+def test_polyglot_training_and_checkpoint_reload(kind: str, tmp_path: Path) -> None:
+    from polyglot_groc.model.bundle import load_bundle
+    from polyglot_groc.training.trainer import Trainer
+
+    cfg = small_run_config(kind, "en,fr", [*EXTRA, "train.max_steps=2", "train.eval_every=2"])
+    tr = Trainer(cfg, tmp_path / "run")
+    res = tr.fit()
+    assert set(res.best_valid) == {"en", "fr"} and res.n_params_split["total"] == res.n_params
+    loaded, _ = load_bundle(tmp_path / "run", "last")
+    x = torch.from_numpy(loaded.vocab.lang_ids("fr"))[None, :3]
+    tr.model.eval()
+    a = tr.model(x, None, "fr", tr.model.init_state(1), return_logits=True).logits
+    b = loaded.model(x, None, "fr", loaded.model.init_state(1), return_logits=True).logits
+    assert a is not None and b is not None and torch.equal(a, b)
