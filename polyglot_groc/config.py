@@ -8,6 +8,7 @@ Defaults follow seed 000 appendix B and seed 004 appendix C where they are state
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,8 @@ from lexicons.errors import ConfigError
 
 MODEL_KINDS = ("lookup", "elmo", "groc", "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
+PRECISIONS = ("fp32", "tf32", "bf16")
+DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,8 +27,10 @@ class CharsetConfig:
     #: "unicode": one id per code point seen in training (thesis ch. 5);
     #: "elmo-bytes": bilm-tf/AllenNLP byte ids (262 incl. the zero row), for ELMo weights.
     scheme: str = "unicode"
-    #: Maximum word length in characters *including* the BOW/EOW markers.
-    max_word_len: int = 20
+    #: Maximum word length in characters *including* the BOW/EOW markers. 50 as in ELMo: the
+    #: 99.9th-percentile word length of every language in the shared data is at most 22 + 2
+    #: (benchmarks/README.md); longer words keep their prefix and suffix (charset.py).
+    max_word_len: int = 50
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +44,9 @@ class SurfaceConfig:
     chunk_size: int = 4096
     #: Recompute chunk activations in backward (torch.utils.checkpoint) to trade time for memory.
     checkpoint: bool = False
+    #: "grouped": one conv pass per word length (fastest on CPU); "padded": one pass over the
+    #: padded (N, L) table with PAD windows masked to -inf (fastest on GPU); "auto": by device.
+    impl: str = "auto"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,6 +133,17 @@ class TrainConfig:
     #: Probability of a full update of the output embedding function in a step (seed 000 B.4).
     output_update_prob: float = 1.0
     threads: int = 0
+    #: auto | cpu | cuda | cuda:N ("auto": CUDA when available).
+    device: str = "auto"
+    #: fp32 | tf32 | bf16 (bf16 autocasts the encoder and prefix; log-softmax and loss stay fp32).
+    precision: str = "fp32"
+    #: torch.compile the surface encoder (falls back to eager with a logged warning).
+    compile: bool = False
+    #: Steps between host reads of the running loss (no per-step device sync).
+    log_every: int = 10
+    #: Under torchrun: each rank encodes 1/N of the scored vocabulary (all-gathered with autograd);
+    #: false encodes the whole vocabulary on every rank.
+    shard_vocab: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +191,14 @@ class RunConfig:
             raise ConfigError(f"data.schedule={d.schedule!r} must be proportional, round_robin or temperature")
         if t.lr <= 0:
             raise ConfigError(f"train.lr={t.lr} must be positive")
+        if m.surface.impl not in ("auto", "grouped", "padded"):
+            raise ConfigError(f"model.surface.impl={m.surface.impl!r} must be auto, grouped or padded")
+        if not re.match(DEVICE_PATTERN, t.device):
+            raise ConfigError(f"unknown device {t.device!r}; use auto, cpu, cuda or cuda:N")
+        if t.precision not in PRECISIONS:
+            raise ConfigError(f"train.precision={t.precision!r} must be one of {', '.join(PRECISIONS)}")
+        if t.log_every <= 0:
+            raise ConfigError(f"train.log_every={t.log_every} must be positive")
         return self
 
 

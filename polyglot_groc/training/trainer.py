@@ -31,6 +31,8 @@ from lexicons.errors import InputError
 from polyglot_groc.config import RunConfig, dump_toml
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint
+from polyglot_groc.model.device import (check_precision, device_name, maybe_compile, resolve_device,
+                                        set_matmul_precision, to_cpu)
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import count_parameters
@@ -49,7 +51,8 @@ class StepInfo:
     loss: float
     lr: float
     tokens_per_s: float
-    #: Batches seen so far per language (the language mix).
+    #: Batches seen so far per language (the language mix). ``loss`` is the mean over the last
+    #: ``train.log_every`` steps (read from the device only then; NaN before the first read).
     lang_batches: dict[str, int]
 
 
@@ -98,6 +101,20 @@ def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
         for name in ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json"):
             (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def place_model(model: torch.nn.Module, t: Any) -> torch.device:
+    """Move ``model`` to ``train.device`` and apply ``train.precision`` / ``train.compile``."""
+    device = resolve_device(t.device)
+    check_precision(t.precision, device)
+    set_matmul_precision(t.precision)
+    model.to(device)
+    model.autocast_dtype = torch.bfloat16 if t.precision == "bf16" else None
+    surface = getattr(model.input_embedder, "surface", None)
+    if t.compile and surface is not None:
+        surface.encode_fn = maybe_compile(surface._encode)
+    log.info("training on %s, precision %s%s", device_name(device), t.precision, ", compiled" if t.compile else "")
+    return device
 
 
 def seed_everything(seed: int) -> None:
@@ -176,10 +193,15 @@ class Trainer:
         self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
         self.bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
         self.model = self.bundle.model
+        self.device = place_model(self.model, cfg.train)
+        n_cut = self.bundle.charset.n_truncated([*self.bundle.vocab.words, *self.bundle.extra_words])
+        log.info("%d vocabulary words are longer than model.charset.max_word_len=%d and keep prefix+suffix",
+                 n_cut, self.bundle.charset.max_word_len)
         self.metrics_lines: list[str] = []
 
     def _save(self, name: str, optimizer: torch.optim.Optimizer, extra: Mapping[str, Any]) -> None:
-        payload = {"bundle": self.bundle.to_state(), "optimizer": optimizer.state_dict(),
+        # CPU tensors only: a GPU run resumes or evaluates on CPU and the other way round.
+        payload = {"bundle": self.bundle.to_state(), "optimizer": to_cpu(optimizer.state_dict()),
                    "rng": rng_state(), **extra}
         save_checkpoint(self.run_dir / name, payload)
 
@@ -210,12 +232,15 @@ class Trainer:
         history: list[dict[str, Any]] = []
         started = time.monotonic()
         loss_acc, loss_n = 0.0, 0
+        # Running NLL stays on the device; it is read (one host sync) every train.log_every steps.
+        dev_loss, dev_n, last_loss = torch.zeros((), device=self.device), 0, math.nan
         stop_reason = "max_epochs"
         evaluated_at = -1
 
         def evaluate_and_checkpoint() -> bool:
             """Validate, log, checkpoint; return True when early stopping triggers."""
             nonlocal best_nll, bad_evals, lr, best_valid, last_valid, loss_acc, loss_n, evaluated_at
+            read_loss()
             results = evaluate_split(bundle, corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
             nll = pooled_nll(results)
             last_valid = {lang: r.perplexity for lang, r in results.items()}
@@ -249,6 +274,19 @@ class Trainer:
             evaluated_at = step
             return bad_evals >= t.stop_patience
 
+        def read_loss() -> None:
+            """Move the device-side running loss to the host (the only sync of the inner loop)."""
+            nonlocal dev_loss, dev_n, loss_acc, loss_n, last_loss
+            if dev_n == 0:
+                return
+            total = float(dev_loss)
+            if not math.isfinite(total):
+                raise InputError(f"training diverged by step {step} (loss {total}); lower train.lr or train.clip")
+            loss_acc += total
+            loss_n += dev_n
+            last_loss = total / dev_n
+            dev_loss, dev_n = torch.zeros((), device=self.device), 0
+
         model.train()
         while True:
             if t.max_steps and step >= t.max_steps:
@@ -265,7 +303,8 @@ class Trainer:
             lang = batch.lang
             state = states.get(lang) or model.init_state(batch.inputs.shape[0])
             update_output = t.output_update_prob >= 1.0 or update_rng.random() < t.output_update_prob
-            out = model(torch.from_numpy(batch.inputs), torch.from_numpy(batch.targets),
+            out = model(torch.from_numpy(batch.inputs).to(self.device, non_blocking=True),
+                        torch.from_numpy(batch.targets).to(self.device, non_blocking=True),
                         lang if cfg.data.screen else None, state, update_output=update_output)
             assert out.loss is not None
             optimizer.zero_grad(set_to_none=True)
@@ -281,12 +320,11 @@ class Trainer:
             step += 1
             tokens += out.n_tokens
             lang_batches[lang] += 1
-            loss_val = float(out.loss.detach())
-            if not math.isfinite(loss_val):
-                raise InputError(f"training diverged at step {step} (loss {loss_val}); lower train.lr or train.clip")
-            loss_acc += loss_val
-            loss_n += 1
-            self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, loss_val, lr,
+            dev_loss = dev_loss + out.loss.detach()
+            dev_n += 1
+            if step % t.log_every == 0:
+                read_loss()
+            self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, last_loss, lr,
                                         tokens / max(train_time, 1e-9), dict(lang_batches)))
             due = (t.eval_every and step % t.eval_every == 0) or (not t.eval_every and step % steps_per_epoch == 0)
             if due and evaluate_and_checkpoint():
