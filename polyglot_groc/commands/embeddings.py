@@ -32,12 +32,12 @@ def _read_words(path: Path) -> list[str]:
 
 
 def run_vectors(run: Path, lang: str, words: list[str] | None, side: str, max_vocab: int | None,
-                checkpoint: str = "best") -> tuple[list[str], np.ndarray, dict[str, Any]]:
+                checkpoint: str = "best", device: str = "cpu") -> tuple[list[str], np.ndarray, dict[str, Any]]:
     """Words and vectors of ``lang`` from a run: the given words (any word, for GroC) or its vocabulary."""
     from polyglot_groc.analysis.export import embed, vocabulary_words
     from polyglot_groc.model.bundle import load_bundle
 
-    bundle, _ = load_bundle(run, checkpoint)
+    bundle, _ = load_bundle(run, checkpoint, device)
     wanted = words if words is not None else vocabulary_words(bundle, lang, max_vocab)
     out = embed(bundle, lang, wanted, side=side)
     info = {"model": bundle.model.kind, "lang": lang, "side": side, "requested": len(wanted),
@@ -55,15 +55,16 @@ def export_command(
     side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Keep the N most frequent words")] = None,
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it)."""
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose)
+    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, device, verbose)
 
 
 @cli_errors
 def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
-            checkpoint: str, verbose: bool) -> None:
+            checkpoint: str, device: str, verbose: bool) -> None:
     from eval.vectors import write_vec
     from lexicons.errors import InputError
 
@@ -73,7 +74,7 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     wanted = _read_words(words) if words is not None else None
     if wanted is not None and max_vocab:
         wanted = wanted[:max_vocab]
-    ws, vecs, info = run_vectors(run, lang, wanted, side, max_vocab, checkpoint)
+    ws, vecs, info = run_vectors(run, lang, wanted, side, max_vocab, checkpoint, device)
     if not ws:
         raise InputError(f"none of the requested words can be embedded by this {info['model']} model")
     write_vec(out, ws, vecs)
@@ -204,15 +205,16 @@ def similarity_command(
     side: Annotated[str, typer.Option("--side", help="input | output (with --run)")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab")] = None,
     keep_case: Annotated[bool, typer.Option("--keep-case")] = False,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Spearman rho between cosine similarity and human judgements (MUSE's monolingual evaluation)."""
-    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose)
+    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, device, verbose)
 
 
 @cli_errors
 def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, lang: str | None, side: str,
-                max_vocab: int | None, keep_case: bool, verbose: bool) -> None:
+                max_vocab: int | None, keep_case: bool, device: str, verbose: bool) -> None:
     from eval.similarity import read_word_similarity, word_similarity
     from eval.vectors import read_vec
     from lexicons.errors import InputError
@@ -234,7 +236,7 @@ def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, la
     from polyglot_groc.analysis.export import embed, vocabulary_words
     from polyglot_groc.model.bundle import load_bundle
 
-    bundle, _ = load_bundle(run)
+    bundle, _ = load_bundle(run, device=device)
     vocab = embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side)
     for ds in datasets:
         triples = read_word_similarity(ds)

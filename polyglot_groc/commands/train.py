@@ -84,13 +84,14 @@ def train_command(
     no_definitions: Annotated[bool, typer.Option("--no-definitions")] = False,
     lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage")] = None,
     threads: Annotated[int | None, typer.Option("--threads")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train a language model (mono- or polyglot) and write a run directory."""
     _train(langs, with_, data, out, model, config, set_ or [], max_steps, max_minutes, max_epochs, seed, tokenize,
            vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage, threads,
-           overwrite, verbose)
+           device, overwrite, verbose)
 
 
 @cli_errors
@@ -98,7 +99,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            overrides: list[str], max_steps: int | None, max_minutes: float | None, max_epochs: int | None,
            seed: int | None, tokenize: str | None, vocab_mode: str | None, no_screen: bool, schedule: str | None,
            lexicon: list[str] | None, no_relations: bool, no_definitions: bool, lexicon_coverage: float | None,
-           threads: int | None, overwrite: bool, verbose: bool) -> None:
+           threads: int | None, device: str | None, overwrite: bool, verbose: bool) -> None:
     from langpairs.registry import parse_lang_spec
     from polyglot_groc.training.data import language_registry
     from polyglot_groc.training.trainer import Trainer
@@ -115,7 +116,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            "data.screen": False if no_screen else None, "data.schedule": schedule,
            "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
            "model.lexicon.use_definitions": False if no_definitions else None,
-           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads},
+           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device},
     )
     if not cfg.data.root:
         from lexicons.errors import ConfigError
@@ -145,16 +146,17 @@ def evaluate_command(
     batch_size: Annotated[int | None, typer.Option("--batch-size", help="Eval batch size (default: config)")] = None,
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
     no_screen: Annotated[bool, typer.Option("--no-screen", help="Score over the full union vocabulary")] = False,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Per-language perplexity of a run on a split, as JSON."""
-    _evaluate(run, split, data, batch_size, checkpoint, no_screen, verbose)
+    _evaluate(run, split, data, batch_size, checkpoint, no_screen, device, verbose)
 
 
 @cli_errors
 def _evaluate(run: Path, split: str, data: Path | None, batch_size: int | None, checkpoint: str,
-              no_screen: bool, verbose: bool) -> None:
+              no_screen: bool, device: str, verbose: bool) -> None:
     from polyglot_groc.analysis.evaluate import evaluate_run
 
     setup_logging(verbose)
-    print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen))
+    print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen, device=device))

@@ -178,11 +178,14 @@ class LanguageModel(nn.Module):
                 state: State, return_logits: bool = False, update_output: bool = True) -> LMOutput:
         """inputs/targets: (B, T) global word ids; ``lang`` picks the screen (None = full union)."""
         dev = self._device()
-        with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16,
-                            enabled=self.autocast_dtype is not None):
+        cast = self.autocast_dtype is not None
+        with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast):
             tables = self.vocab_tables(lang, update_output=update_output)
             x = self.embed_inputs(inputs, tables)  # (B, T, d)
-            h, state = self.prefix(x, state)  # (B, T, d)
+        # The prefix runs under autocast on CUDA; oneDNN has no bf16 LSTM with projections, so
+        # on CPU it stays fp32 (the encoder, the costly part there, is still autocast).
+        with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast and dev.type == "cuda"):
+            h, state = self.prefix(x.float() if dev.type != "cuda" else x, state)  # (B, T, d)
         # The logits' log-softmax and the loss run in fp32 whatever the precision.
         logits = screened_logits(h.float(), tables.e_out.float(), tables.bias.float())  # (B, T, V_l)
         loss = None

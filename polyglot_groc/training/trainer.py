@@ -31,11 +31,17 @@ from lexicons.errors import InputError
 from polyglot_groc.config import RunConfig, dump_toml
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint
-from polyglot_groc.model.device import (check_precision, device_name, maybe_compile, resolve_device,
-                                        set_matmul_precision, to_cpu)
+from polyglot_groc.model.device import (
+    check_precision,
+    device_name,
+    maybe_compile,
+    resolve_device,
+    set_matmul_precision,
+    to_cpu,
+)
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.lexforms import compile_forms
-from polyglot_groc.model.lm import count_parameters
+from polyglot_groc.model.lm import LanguageModel, count_parameters
 from polyglot_groc.model.prefix import State, detach_state
 from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
 from polyglot_groc.training.data import build_vocab, encode_stream, load_corpus, unseen_words
@@ -103,7 +109,7 @@ def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
-def place_model(model: torch.nn.Module, t: Any) -> torch.device:
+def place_model(model: LanguageModel, t: Any) -> torch.device:
     """Move ``model`` to ``train.device`` and apply ``train.precision`` / ``train.compile``."""
     device = resolve_device(t.device)
     check_precision(t.precision, device)
@@ -184,6 +190,8 @@ class Trainer:
         self.cfg = cfg.validate()
         self.run_dir = Path(run_dir)
         self.hooks: TrainHooks = hooks or _NoHooks()
+        # An impossible device or precision fails before anything is written.
+        check_precision(cfg.train.precision, resolve_device(cfg.train.device))
         prepare_run_dir(self.run_dir, overwrite)
         seed_everything(cfg.train.seed)
         if cfg.train.threads > 0:
