@@ -28,7 +28,7 @@ class CharsetConfig:
     #: "elmo-bytes": bilm-tf/AllenNLP byte ids (262 incl. the zero row), for ELMo weights.
     scheme: str = "unicode"
     #: Maximum word length in characters *including* the BOW/EOW markers. 50 as in ELMo: the
-    #: 99.9th-percentile word length of every language in the shared data is at most 22 + 2
+    #: 99.9th-percentile length of word types in the shared data is at most 26 characters (de) + 2
     #: (benchmarks/README.md); longer words keep their prefix and suffix (charset.py).
     max_word_len: int = 50
 
