@@ -18,7 +18,7 @@ is dropped on ``train()`` and whenever a parameter changes (tensor version count
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -84,6 +84,9 @@ class LanguageModel(nn.Module):
         self._frozen: dict[object, tuple[int, torch.Tensor]] = {}
         #: bf16 autocast of the encoder and prefix (train.precision); logits and loss stay fp32.
         self.autocast_dtype: torch.dtype | None = None
+        #: Encodes the scored vocabulary in training; set to a rank-sharded version under torchrun
+        #: (training/distributed.py). None: the output embedder itself.
+        self.vocab_encoder: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     # ----------------------------------------------------------------------------------------
     @property
@@ -150,7 +153,7 @@ class LanguageModel(nn.Module):
                 self._frozen[key] = hit
             e = hit[1]  # (V_l, d), no grad
         else:
-            e = self.output_embedder(ids)  # (V_l, d)
+            e = (self.vocab_encoder or self.output_embedder)(ids)  # (V_l, d)
         with torch.set_grad_enabled(torch.is_grad_enabled() and update_output):
             e_out = self.output_net(e)  # (V_l, d)
             bias = self.bias(e_out) if self.compositional_output else self.bias(ids)  # (V_l,)

@@ -44,7 +44,9 @@ from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters
 from polyglot_groc.model.prefix import State, detach_state
 from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
+from polyglot_groc.training import distributed
 from polyglot_groc.training.data import build_vocab, encode_stream, load_corpus, unseen_words
+from polyglot_groc.training.distributed import local_device
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +113,7 @@ def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
 
 def place_model(model: LanguageModel, t: Any) -> torch.device:
     """Move ``model`` to ``train.device`` and apply ``train.precision`` / ``train.compile``."""
-    device = resolve_device(t.device)
+    device = local_device(resolve_device(t.device))
     check_precision(t.precision, device)
     set_matmul_precision(t.precision)
     model.to(device)
@@ -190,9 +192,11 @@ class Trainer:
         self.cfg = cfg.validate()
         self.run_dir = Path(run_dir)
         self.hooks: TrainHooks = hooks or _NoHooks()
-        # An impossible device or precision fails before anything is written.
-        check_precision(cfg.train.precision, resolve_device(cfg.train.device))
-        prepare_run_dir(self.run_dir, overwrite)
+        # An impossible device, precision or process count fails before anything is written.
+        check_precision(cfg.train.precision, local_device(resolve_device(cfg.train.device)))
+        self.dist = distributed.setup(resolve_device(cfg.train.device), cfg.train.batch_size)
+        if self.dist.is_main:  # rank 0 alone writes the run directory
+            prepare_run_dir(self.run_dir, overwrite)
         seed_everything(cfg.train.seed)
         if cfg.train.threads > 0:
             torch.set_num_threads(cfg.train.threads)
@@ -202,12 +206,16 @@ class Trainer:
         self.bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
         self.model = self.bundle.model
         self.device = place_model(self.model, cfg.train)
+        if self.dist.enabled and cfg.train.shard_vocab and self.model.compositional_output:
+            self.model.vocab_encoder = distributed.sharded_encoder(self.model.output_embedder, self.dist)
         n_cut = self.bundle.charset.n_truncated([*self.bundle.vocab.words, *self.bundle.extra_words])
         log.info("%d vocabulary words are longer than model.charset.max_word_len=%d and keep prefix+suffix",
                  n_cut, self.bundle.charset.max_word_len)
         self.metrics_lines: list[str] = []
 
     def _save(self, name: str, optimizer: torch.optim.Optimizer, extra: Mapping[str, Any]) -> None:
+        if not self.dist.is_main:
+            return
         # CPU tensors only: a GPU run resumes or evaluates on CPU and the other way round.
         payload = {"bundle": self.bundle.to_state(), "optimizer": to_cpu(optimizer.state_dict()),
                    "rng": rng_state(), **extra}
@@ -216,7 +224,8 @@ class Trainer:
     def fit(self) -> TrainResult:
         cfg, t = self.cfg, self.cfg.train
         bundle, model, corpus = self.bundle, self.model, self.corpus
-        atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
+        if self.dist.is_main:
+            atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
         train_streams = split_streams(bundle, corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
@@ -262,7 +271,8 @@ class Trainer:
             loss_acc, loss_n = 0.0, 0
             history.append(record)
             self.metrics_lines.append(json.dumps(record))
-            atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
+            if self.dist.is_main:
+                atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
             self.hooks.on_eval(record)
             if improved:
                 best_nll, bad_evals, best_valid = nll, 0, dict(last_valid)
@@ -276,7 +286,7 @@ class Trainer:
             extra = {"step": step, "epoch": step / steps_per_epoch, "batcher": batcher.state_dict(),
                      "best_nll": best_nll, "bad_evals": bad_evals, "lr": lr, "valid": last_valid}
             self._save("last.pt", optimizer, extra)
-            if improved:
+            if improved and self.dist.is_main:
                 shutil.copyfile(self.run_dir / "last.pt", self.run_dir / ".best.pt.tmp")
                 (self.run_dir / ".best.pt.tmp").replace(self.run_dir / "best.pt")
             evaluated_at = step
@@ -287,6 +297,9 @@ class Trainer:
             nonlocal dev_loss, dev_n, loss_acc, loss_n, last_loss
             if dev_n == 0:
                 return
+            if self.dist.enabled:  # the global batch's loss: mean over ranks (a sync at logging only)
+                torch.distributed.all_reduce(dev_loss)
+                dev_loss /= self.dist.world
             total = float(dev_loss)
             if not math.isfinite(total):
                 raise InputError(f"training diverged by step {step} (loss {total}); lower train.lr or train.clip")
@@ -309,14 +322,17 @@ class Trainer:
             tick = time.perf_counter()
             batch = batcher.next_batch()
             lang = batch.lang
-            state = states.get(lang) or model.init_state(batch.inputs.shape[0])
             update_output = t.output_update_prob >= 1.0 or update_rng.random() < t.output_update_prob
-            out = model(torch.from_numpy(batch.inputs).to(self.device, non_blocking=True),
-                        torch.from_numpy(batch.targets).to(self.device, non_blocking=True),
+            rows = self.dist.rows(batch.inputs.shape[0])  # this rank's streams (all of them alone)
+            state = states.get(lang) or model.init_state(rows.stop - rows.start)
+            out = model(torch.from_numpy(batch.inputs[rows]).to(self.device, non_blocking=True),
+                        torch.from_numpy(batch.targets[rows]).to(self.device, non_blocking=True),
                         lang if cfg.data.screen else None, state, update_output=update_output)
             assert out.loss is not None
             optimizer.zero_grad(set_to_none=True)
             out.loss.backward()
+            if self.dist.enabled:
+                distributed.average_gradients(list(model.parameters()), self.dist.world)
             if t.clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
             optimizer.step()
@@ -326,7 +342,7 @@ class Trainer:
                 states[lang] = detach_state(out.state)
             train_time += time.perf_counter() - tick
             step += 1
-            tokens += out.n_tokens
+            tokens += out.n_tokens * self.dist.world
             lang_batches[lang] += 1
             dev_loss = dev_loss + out.loss.detach()
             dev_n += 1
