@@ -32,7 +32,7 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             rec = json.loads(line)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{no} is not a JSON record ({exc.msg}); the metrics file is damaged") from exc
         if isinstance(rec, dict):
             records.append(rec)
