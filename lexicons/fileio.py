@@ -38,6 +38,26 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], object], mode: int | N
         raise
 
 
+def json_safe(obj: object) -> object:
+    """``obj`` with every NaN/Infinity replaced by None: JSON has no such numbers."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def dumps_json(obj: object, **kwargs: object) -> str:
+    """``json.dumps`` that never writes NaN or Infinity (they become null)."""
+    import json
+
+    return json.dumps(json_safe(obj), allow_nan=False, **kwargs)  # type: ignore[arg-type]
+
+
 def _umask() -> int:
     """The process umask (reading it means setting it; it is put straight back)."""
     current = os.umask(0o022)
