@@ -44,7 +44,8 @@ def _mount_optional() -> None:
     """Command groups living in their own modules."""
     import importlib
 
-    for module, name in (("polyglot_groc.commands.lexicon", "lexicon"), ("polyglot_groc.commands.data", "data")):
+    for module, name in (("polyglot_groc.commands.lexicon", "lexicon"), ("polyglot_groc.commands.data", "data"),
+                         ("polyglot_groc.commands.runs", "runs")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
