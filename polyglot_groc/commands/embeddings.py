@@ -6,15 +6,24 @@ results atomically.
 
 from __future__ import annotations
 
-import json
 import logging
+import shutil
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import typer
 
-from polyglot_groc.commands._common import cli_errors, err_console, print_json, setup_logging
+from lexicons.fileio import dumps_json
+from polyglot_groc.commands._common import (
+    check_non_negative,
+    check_positive,
+    cli_errors,
+    deprecated_alias,
+    err_console,
+    print_json,
+    setup_logging,
+)
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +77,7 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     from lexicons.errors import InputError
 
     setup_logging(verbose)
+    check_positive(max_vocab=max_vocab)
     if (words is None) == (not vocab):
         raise InputError("pass exactly one of --words FILE or --vocab")
     wanted = _read_words(words) if words is not None else None
@@ -102,10 +112,12 @@ def align_command(
     run: Annotated[Path | None, typer.Option("--run", help="Polyglot run to export both languages from")] = None,
     src_lang: Annotated[str | None, typer.Option("--src-lang")] = None,
     tgt_lang: Annotated[str | None, typer.Option("--tgt-lang")] = None,
-    side: Annotated[str, typer.Option("--side", help="input | output embeddings (with --run)")] = "output",
+    side: Annotated[str, typer.Option("--side", help="input | output embeddings (with --run)")] = "input",
     train_dict: Annotated[Path | None, typer.Option("--train-dict", help="Seed dictionary (MUSE format)")] = None,
     eval_dict: Annotated[Path | None, typer.Option("--eval-dict", help="Evaluation dictionary")] = None,
-    seed: Annotated[str | None, typer.Option("--seed", help="Without --train-dict: identical | lexicon")] = None,
+    dictionary_mode: Annotated[str | None, typer.Option(
+        "--dictionary-mode", help="Without --train-dict: identical | lexicon")] = None,
+    seed_old: Annotated[str | None, typer.Option("--seed", hidden=True, help="Deprecated: --dictionary-mode")] = None,
     refine: Annotated[int, typer.Option("--refine", help="Refinement iterations")] = 5,
     normalize: Annotated[str, typer.Option("--normalize", help="e.g. center,renorm (applied to both)")] = "",
     dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
@@ -113,12 +125,13 @@ def align_command(
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per side")] = 200000,
     keep_case: Annotated[bool, typer.Option("--keep-case", help="Do not lowercase dictionary lookups")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
-    lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs for --seed lexicon")] = None,
-    wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder for --seed lexicon")] = None,
+    lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs")] = None,
+    wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
+    seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
            dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose)
 
@@ -135,6 +148,8 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     from polyglot_groc.model.checkpoint import atomic_write, atomic_write_text
 
     setup_logging(verbose)
+    check_positive(max_vocab=max_vocab, dico_max_rank=dico_max_rank)
+    check_non_negative(refine=refine)
     src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src")
     tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt")
     if src_vecs.shape[1] != tgt_vecs.shape[1]:
@@ -149,13 +164,15 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     elif seed == "identical":
         train_pairs = identical_pairs(src_words, tgt_words)
         if len(train_pairs) == 0:
-            raise InputError("no identical strings in the two vocabularies; pass --train-dict or --seed lexicon")
+            raise InputError("no identical strings in the two vocabularies; "
+                             "pass --train-dict or --dictionary-mode lexicon")
         result["train_dictionary"] = {"seed": "identical", "found": int(len(train_pairs))}
     elif seed == "lexicon":
         train_pairs = _lexicon_seed(src_words, tgt_words, src_lang, tgt_lang, lexicon, wn_dir)
         result["train_dictionary"] = {"seed": "lexicon", "found": int(len(train_pairs))}
     else:
-        raise InputError("no seed dictionary: pass --train-dict FILE, --seed identical or --seed lexicon")
+        raise InputError("no seed dictionary: pass --train-dict FILE, --dictionary-mode identical "
+                         "or --dictionary-mode lexicon")
     res = align(src_vecs, tgt_vecs, train_pairs, n_refinement=refine, normalize=normalize,
                 dico_build=dico_build, dico_max_rank=dico_max_rank)  # type: ignore[arg-type]
     mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
@@ -167,11 +184,23 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         result["eval_dictionary"] = {"path": str(eval_dict), **estats}
         result["precision"] = {m: translation_precision(mapped, target, eval_pairs, method=m)  # type: ignore[arg-type]
                                for m in ("nn", "csls")}
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "W.npy", lambda f: np.save(f, res.W))
-    write_vec(out / "src.aligned.vec", src_words, mapped)
-    write_vec(out / "tgt.vec", tgt_words, target)
-    atomic_write_text(out / "result.json", json.dumps(result, indent=2) + "\n")
+    # All four files or none: a failed write (disk full, read-only) removes the ones written before it.
+    created = not out.exists()
+    written: list[Path] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, write in (("W.npy", lambda p: atomic_write(p, lambda f: np.save(f, res.W))),
+                            ("src.aligned.vec", lambda p: write_vec(p, src_words, mapped)),
+                            ("tgt.vec", lambda p: write_vec(p, tgt_words, target)),
+                            ("result.json", lambda p: atomic_write_text(p, dumps_json(result, indent=2) + "\n"))):
+            write(out / name)
+            written.append(out / name)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     print_json(result)
 
 
@@ -182,7 +211,7 @@ def _lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | No
     from lexicons.service import open_lexicon
 
     if not src_lang or not tgt_lang:
-        raise InputError("--seed lexicon needs --src-lang and --tgt-lang")
+        raise InputError("--dictionary-mode lexicon needs --src-lang and --tgt-lang")
     lex = open_lexicon("wn", specs=specs or None, langs=None if specs else [src_lang, tgt_lang], wn_dir=wn_dir)
     translate = getattr(lex, "translation_pairs", None)
     if translate is None:
@@ -218,6 +247,7 @@ def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, la
     from lexicons.errors import InputError
 
     setup_logging(verbose)
+    check_positive(max_vocab=max_vocab)
     if (vectors is None) == (run is None):
         raise InputError("pass exactly one of --vectors FILE or --run RUN --lang XX")
     lower = not keep_case

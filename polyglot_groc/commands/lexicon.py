@@ -138,6 +138,8 @@ def coverage(
     """Share of each language's vocabulary (types and tokens) with relations / a definition."""
     from lexicons.service import LexiconService
 
+    if min_count < 1:
+        raise InputError(f"--min-count={min_count} must be a positive count; pass 1 or more")
     lang_list = _split(langs)
     if not lang_list:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")

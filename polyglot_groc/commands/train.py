@@ -284,4 +284,5 @@ def _evaluate(run: Path, split: str, data: Path | None, batch_size: int | None, 
     from polyglot_groc.analysis.evaluate import evaluate_run
 
     setup_logging(verbose)
+    check_positive(batch_size=batch_size)
     print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen))
