@@ -230,6 +230,12 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
 
     out = Path(out)
     created = not out.exists()
+    if payload is None and not overwrite and out.is_dir() and any(not p.name.startswith(".lock")
+                                                                   for p in out.iterdir()):
+        from lexicons.errors import InputError
+
+        # Checked before taking the lock, so a refused run leaves not even a lock file behind.
+        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
     hooks: RichHooks | None = None
     with RunLock(out, "resume" if payload is not None else "train"):
         try:
