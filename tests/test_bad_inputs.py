@@ -167,6 +167,8 @@ CASES: list[tuple[str, list[str], str | None]] = [
     ("runs-list-missing", ["runs", "list", "{tmp}/nowhere"], "nowhere"),
     # init-from-elmo
     ("elmo-missing-run", ["init-from-elmo", "{tmp}/nowhere", "--out", "{tmp}/g"], None),
+    ("elmo-max-steps-0", ["init-from-elmo", "{run}", "--out", "{tmp}/g", "--max-steps", "0"], "--max-steps"),
+    ("elmo-lr-neg", ["init-from-elmo", "{run}", "--out", "{tmp}/g", "--lr", "-0.1"], "--lr"),
 ]
 
 
