@@ -104,3 +104,38 @@ def test_second_writer_is_refused_and_stale_lock_taken_over(tmp_path: Path) -> N
         assert json.loads((run / OWNER_NAME).read_text())["pid"] == os.getpid()
         assert lock is not None
     assert not (run / OWNER_NAME).exists()
+
+
+def test_divergence_stops_with_flag_null_and_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+    from polyglot_groc.model.lm import LanguageModel
+    from tests.conftest import SMALL, TINY
+
+    real = LanguageModel.forward
+    calls = {"n": 0}
+
+    def nan_after_three(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real(self, *args, **kwargs)
+        if self.training:
+            calls["n"] += 1
+            if calls["n"] > 3 and out.loss is not None:
+                out.loss = out.loss * float("nan")
+        return out
+
+    monkeypatch.setattr(LanguageModel, "forward", nan_after_three)
+    sets = [x for s in [*SMALL, "train.eval_every=2"] for x in ("--set", s)]
+    res = CliRunner().invoke(app, ["train", "--langs", "en,fr", "--data", str(TINY), "--out", str(tmp_path / "r"),
+                                   "--max-steps", "10", *sets])
+    assert res.exit_code == 3, res.output
+
+    def no_constants(name: str) -> None:
+        raise AssertionError(f"{name} in JSON")
+
+    result = json.loads((tmp_path / "r" / "result.json").read_text(), parse_constant=no_constants)
+    assert result["diverged"] is True and result["stop_reason"] == "diverged" and result["steps"] == 4
+    assert "training diverged" in res.stderr
+    for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=no_constants)
+    assert (tmp_path / "r" / "last.pt").exists()  # the last good state (step 2)
