@@ -7,6 +7,7 @@ results atomically.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 import shutil
 from pathlib import Path
 from typing import Annotated, Any
@@ -94,12 +95,13 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
 
 
 def _load_side(vec: Path | None, run: Path | None, lang: str | None, side: str, max_vocab: int | None,
-               name: str) -> tuple[list[str], np.ndarray]:
+               name: str, lower: bool = True) -> tuple[list[str], np.ndarray]:
     from eval.vectors import read_vec
     from lexicons.errors import InputError
 
     if vec is not None:
-        return read_vec(vec, max_vocab=max_vocab)
+        # MUSE's default reading: lowercase, first occurrence wins (--keep-case = MUSE's full_vocab).
+        return read_vec(vec, max_vocab=max_vocab, lower=lower)
     if run is None or lang is None:
         raise InputError(f"give --{name} FILE.vec, or --run RUN with --{name}-lang")
     ws, vecs, _ = run_vectors(run, lang, None, side, max_vocab)
@@ -121,9 +123,17 @@ def align_command(
     refine: Annotated[int, typer.Option("--refine", help="Refinement iterations")] = 5,
     normalize: Annotated[str, typer.Option("--normalize", help="e.g. center,renorm (applied to both)")] = "",
     dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
-    dico_max_rank: Annotated[int, typer.Option("--dico-max-rank")] = 15000,
+    dico_max_rank: Annotated[int | None, typer.Option(
+        "--dico-max-rank", help="Refinement dictionary rank limit [default: 10000 with --train-dict, 15000 with "
+                                "--seed, as MUSE's supervised/unsupervised dico_max_rank]")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per side")] = 200000,
-    keep_case: Annotated[bool, typer.Option("--keep-case", help="Do not lowercase dictionary lookups")] = False,
+    keep_case: Annotated[bool, typer.Option(
+        "--keep-case", help="Keep every word as written (MUSE's full_vocab); default lowercases, first wins")] = False,
+    knn: Annotated[str, typer.Option("--knn", help="exact | approximate (faiss IVF for the CSLS means)")] = "exact",
+    eval_words: Annotated[Path | None, typer.Option(
+        "--eval-words", help="Evaluate only these source words (one per line), to compare models on one set")] = None,
+    export_mapped: Annotated[bool, typer.Option(
+        "--export-mapped", help="Also write vectors-<lang>.txt as MUSE's export does")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
     lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs")] = None,
     wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
@@ -133,15 +143,18 @@ def align_command(
     """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
     seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
-           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose)
+           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped)
 
 
 @cli_errors
 def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str | None, tgt_lang: str | None,
            side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int,
-           normalize: str, dico_build: str, dico_max_rank: int, max_vocab: int | None, keep_case: bool,
-           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool) -> None:
-    from eval.align import align, identical_pairs, pairs_to_indices, translation_precision
+           normalize: str, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
+           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool,
+           knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False) -> None:
+    import torch
+
+    from eval.align import KNN_MODES, align, identical_pairs, pairs_to_indices
     from eval.vectors import write_vec
     from langpairs.dictionaries import read_dictionary
     from lexicons.errors import InputError
@@ -150,12 +163,14 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab, dico_max_rank=dico_max_rank)
     check_non_negative(refine=refine)
-    src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src")
-    tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt")
+    if knn not in KNN_MODES:
+        raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
+    lower = not keep_case
+    src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src", lower)
+    tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt", lower)
     if src_vecs.shape[1] != tgt_vecs.shape[1]:
         raise InputError(f"source vectors have dimension {src_vecs.shape[1]} but target vectors "
                          f"{tgt_vecs.shape[1]}; align embeddings of the same size")
-    lower = not keep_case
     result: dict[str, Any] = {"src_words": len(src_words), "tgt_words": len(tgt_words), "dim": int(src_vecs.shape[1])}
     if train_dict is not None:
         train_pairs, stats = pairs_to_indices(read_dictionary(train_dict, lower=lower, lenient=lenient),
@@ -173,26 +188,41 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     else:
         raise InputError("no seed dictionary: pass --train-dict FILE, --dictionary-mode identical "
                          "or --dictionary-mode lexicon")
+    if dico_max_rank is None:
+        dico_max_rank = 10000 if train_dict is not None else 15000
+    result.update({"dico_max_rank": dico_max_rank, "knn_mode": knn, "lowercased": lower})
     res = align(src_vecs, tgt_vecs, train_pairs, n_refinement=refine, normalize=normalize,
-                dico_build=dico_build, dico_max_rank=dico_max_rank)  # type: ignore[arg-type]
+                dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn)  # type: ignore[arg-type]
     mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
     result.update({"best_iteration": res.best_iteration, "history": res.history, "normalize": normalize,
                    "selection": "unsupervised mean CSLS cosine (never the evaluation dictionary)"})
     if eval_dict is not None:
-        eval_pairs, estats = pairs_to_indices(read_dictionary(eval_dict, lower=lower, lenient=lenient),
-                                              src_words, tgt_words, lower=lower)
-        result["eval_dictionary"] = {"path": str(eval_dict), **estats}
-        result["precision"] = {m: translation_precision(mapped, target, eval_pairs, method=m)  # type: ignore[arg-type]
-                               for m in ("nn", "csls")}
-    # All four files or none: a failed write (disk full, read-only) removes the ones written before it.
+        from polyglot_groc.analysis.alignment_report import evaluate_with_baselines, summary_lines
+
+        pairs = read_dictionary(eval_dict, lower=lower, lenient=lenient)
+        restrict = set(_read_words(eval_words)) if eval_words is not None else None
+        result["eval_dictionary"], result["precision"], result["baselines"] = evaluate_with_baselines(
+            pairs, src_words, tgt_words, mapped, target, lower=lower, eval_words=restrict, knn_mode=knn)
+        result["eval_dictionary"]["path"] = str(eval_dict)
+        for line in summary_lines(result["eval_dictionary"], result["precision"], result["baselines"]):
+            err_console.print(line)
+    # All files or none: a failed write (disk full, read-only) removes the ones written before it.
+    # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
+    outputs: list[tuple[str, Callable[[Path], None]]] = [
+        ("W.npy", lambda p: atomic_write(p, lambda f: np.save(f, res.W))),
+        ("best_mapping.pth", lambda p: atomic_write(p, lambda f: torch.save(np.asarray(res.W), f))),
+        ("src.aligned.vec", lambda p: write_vec(p, src_words, mapped)),
+        ("tgt.vec", lambda p: write_vec(p, tgt_words, target)),
+    ]
+    if export_mapped:
+        outputs += [(f"vectors-{src_lang or 'src'}.txt", lambda p: write_vec(p, src_words, mapped)),
+                    (f"vectors-{tgt_lang or 'tgt'}.txt", lambda p: write_vec(p, tgt_words, target))]
+    outputs.append(("result.json", lambda p: atomic_write_text(p, dumps_json(result, indent=2) + "\n")))
     created = not out.exists()
     written: list[Path] = []
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name, write in (("W.npy", lambda p: atomic_write(p, lambda f: np.save(f, res.W))),
-                            ("src.aligned.vec", lambda p: write_vec(p, src_words, mapped)),
-                            ("tgt.vec", lambda p: write_vec(p, tgt_words, target)),
-                            ("result.json", lambda p: atomic_write_text(p, dumps_json(result, indent=2) + "\n"))):
+        for name, write in outputs:
             write(out / name)
             written.append(out / name)
     except BaseException:
