@@ -437,6 +437,16 @@ def csls_topk(
     else:
         r_query = r_src_all if rows is None else r_src_all[rows]
     scores, ids = _topk_inner(queries, tgt_m, k_top, batch_size, key_bias=r_tgt_all, query_scale=2.0)
+    if knn_mode == "approximate" and r_tgt is None:
+        # Re-rank the candidates with their EXACT r_S: one search of only the candidate targets
+        # (at most q * k_top rows, not all targets), so the reported CSLS scores are exact and
+        # only a target missing from the approximate top-k_top can change a ranking.
+        candidates, where = np.unique(ids, return_inverse=True)  # (c,), (q * k_top,)
+        r_exact = mean_knn_similarity(tgt_m[candidates], src, knn, batch_size, assume_normalized=True)  # (c,)
+        cos = np.einsum("qd,qkd->qk", queries, tgt_m[ids])  # (q, k_top)
+        scores = (2.0 * cos - r_exact[where.reshape(ids.shape)]).astype(np.float32)
+        order = np.argsort(-scores, axis=1, kind="stable")
+        scores, ids = np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)
     scores -= r_query[:, None]
     return ids, scores
 

@@ -47,11 +47,11 @@ def _precision(best_rank: np.ndarray, ks: Sequence[int], name: str) -> dict[str,
 
 
 def _best_rank(top: np.ndarray, pairs: np.ndarray, inverse: np.ndarray, n_queries: int) -> np.ndarray:
-    """Best rank of any gold target in each query's candidate list ``top`` ``(q, k)``; k if none."""
-    k = top.shape[1]
+    """Best rank of any gold target in each query's candidate list ``top`` ``(q, k)``; a huge rank if none."""
+    miss = np.iinfo(np.int64).max  # a miss stays a miss at every cut-off, even beyond the list's length
     hits = top[inverse] == pairs[:, 1:2]  # (n_pairs, k)
-    pair_rank = np.where(hits.any(axis=1), hits.argmax(axis=1), k)  # (n_pairs,)
-    best = np.full(n_queries, k, dtype=np.int64)
+    pair_rank = np.where(hits.any(axis=1), hits.argmax(axis=1), miss)  # (n_pairs,)
+    best = np.full(n_queries, miss, dtype=np.int64)
     np.minimum.at(best, inverse, pair_rank)
     return best
 
@@ -112,7 +112,8 @@ def char_ngram_matrix(words: Sequence[str], n: int = 3, vocabulary: dict[str, in
                 indices.append(col)
         indptr.append(len(indices))
     data = np.ones(len(indices), dtype=np.float32)
-    matrix = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), np.asarray(indptr)), shape=(len(words), len(vocab)))
+    shape = (len(words), len(vocab))
+    matrix = sp.csr_matrix((data, np.asarray(indices, dtype=np.int64), np.asarray(indptr)), shape=shape)
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).reshape(-1))  # (rows,)
     norms[norms == 0] = 1.0
     return sp.csr_matrix(sp.diags(1.0 / norms) @ matrix, dtype=np.float32), vocab

@@ -33,8 +33,8 @@ def _split_precision(result: dict[str, Any], queries: np.ndarray, identical: np.
     split: dict[str, Any] = {}
     for name, mask in (("identical_gold", identical), ("non_identical_gold", ~identical)):
         n = int(mask.sum())
-        split[name] = {"n_queries": n, **{f"precision_at_{k}": (100.0 * float((ranks[mask] < k).sum()) / n if n else None)
-                                          for k in KS}}
+        at = {f"precision_at_{k}": (100.0 * float((ranks[mask] < k).sum()) / n if n else None) for k in KS}
+        split[name] = {"n_queries": n, **at}
     return split
 
 
@@ -91,7 +91,7 @@ def summary_lines(stats: dict[str, Any], precision: dict[str, Any], baselines: d
                      "P@k describes only the scored words")
 
     def row(name: str, res: dict[str, Any]) -> str:
-        return f"  {name:<28}" + "  ".join(f"P@{k} {res[f'precision_at_{k}']:6.2f}" for k in KS)
+        return f"  {name:<40} " + "  ".join(f"P@{k} {res[f'precision_at_{k}']:6.2f}" for k in KS)
 
     lines.append("word translation (percent):")
     for method in ("nn", "csls"):

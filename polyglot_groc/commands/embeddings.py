@@ -7,8 +7,8 @@ results atomically.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,13 +29,22 @@ from polyglot_groc.commands._common import (
 log = logging.getLogger(__name__)
 
 
-def _read_words(path: Path) -> list[str]:
+def _read_words(path: Path, skip_multiword: bool = False) -> list[str]:
+    """One word per line; a line with several tokens is an error unless ``skip_multiword``."""
     from langpairs.corpus import decode_utf8
     from lexicons.errors import InputError
     from lexicons.fileio import read_bytes
 
     data = read_bytes(path, "word list", InputError)
-    words = [w for line in decode_utf8(data, path).splitlines() for w in line.split()[:1]]
+    lines = [line.split() for line in decode_utf8(data, path).splitlines()]
+    multi = [i for i, fields in enumerate(lines, start=1) if len(fields) > 1]
+    if multi and not skip_multiword:
+        raise InputError(f"{path}: line {multi[0]} holds several tokens ({' '.join(lines[multi[0] - 1])[:60]!r}; "
+                         f"{len(multi)} such lines); .vec files hold one token per word: split the phrase, "
+                         "or pass --skip-multiword to leave those lines out")
+    if multi:
+        log.warning("%s: %d multiword line(s) skipped (--skip-multiword)", path, len(multi))
+    words = [fields[0] for fields in lines if len(fields) == 1]
     if not words:
         raise InputError(f"word list {path} is empty; put one word per line")
     return words
@@ -65,15 +74,21 @@ def export_command(
     side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Keep the N most frequent words")] = None,
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
+    skip_multiword: Annotated[bool, typer.Option(
+        "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it)."""
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose)
+    """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
+
+    Words are written unchanged (no lowercasing); --vocab writes them most frequent first, so
+    MUSE's lowercase first-occurrence rule keeps each word's most frequent casing.
+    """
+    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword)
 
 
 @cli_errors
 def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
-            checkpoint: str, verbose: bool) -> None:
+            checkpoint: str, verbose: bool, skip_multiword: bool = False) -> None:
     from eval.vectors import write_vec
     from lexicons.errors import InputError
 
@@ -81,7 +96,7 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     check_positive(max_vocab=max_vocab)
     if (words is None) == (not vocab):
         raise InputError("pass exactly one of --words FILE or --vocab")
-    wanted = _read_words(words) if words is not None else None
+    wanted = _read_words(words, skip_multiword) if words is not None else None
     if wanted is not None and max_vocab:
         wanted = wanted[:max_vocab]
     ws, vecs, info = run_vectors(run, lang, wanted, side, max_vocab, checkpoint)
@@ -262,32 +277,77 @@ def similarity_command(
     lang: Annotated[str | None, typer.Option("--lang")] = None,
     side: Annotated[str, typer.Option("--side", help="input | output (with --run)")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab")] = None,
-    keep_case: Annotated[bool, typer.Option("--keep-case")] = False,
+    keep_case: Annotated[bool, typer.Option(
+        "--keep-case", help="Keep the vocabulary's case; look words up lowercase, Capitalized, Title")] = False,
+    src_vectors: Annotated[Path | None, typer.Option(
+        "--src-vectors", help="Cross-lingual: source .vec (already mapped), first word of each pair")] = None,
+    tgt_vectors: Annotated[Path | None, typer.Option(
+        "--tgt-vectors", help="Cross-lingual: target .vec, second word of each pair")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Spearman rho between cosine similarity and human judgements (MUSE's monolingual evaluation)."""
-    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose)
+    """Spearman rho between cosine similarity and human judgements (MUSE's mono- and cross-lingual evaluation).
+
+    Multiword pairs (SemEval-17) are skipped and counted, as MUSE does. Each dataset is scored on
+    its own: a bad one is reported as an error entry and the others still count (exit 2 only if
+    all fail).
+    """
+    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose, src_vectors, tgt_vectors)
+
+
+def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
+    """Run ``score(path) -> dict`` on every dataset; failures become ``{"error": ...}`` entries."""
+    from eval.errors import EvalInputError
+    from lexicons.errors import InputError
+
+    results: dict[str, Any] = {}
+    for ds in datasets:
+        try:
+            results[ds.name] = score(ds)
+        except (EvalInputError, InputError) as exc:
+            err_console.print(f"{ds}: {exc}")
+            results[ds.name] = {"error": str(exc)}
+    if all("error" in entry for entry in results.values()):
+        raise InputError(f"no dataset could be scored ({'; '.join(r['error'] for r in results.values())})")
+    return results
 
 
 @cli_errors
 def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, lang: str | None, side: str,
-                max_vocab: int | None, keep_case: bool, verbose: bool) -> None:
-    from eval.similarity import read_word_similarity, word_similarity
+                max_vocab: int | None, keep_case: bool, verbose: bool, src_vectors: Path | None = None,
+                tgt_vectors: Path | None = None) -> None:
+    from eval.similarity import read_word_pairs, word_similarity
     from eval.vectors import read_vec
     from lexicons.errors import InputError
 
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab)
+    lower = not keep_case
+    cross = src_vectors is not None or tgt_vectors is not None
+    if cross:
+        if src_vectors is None or tgt_vectors is None or vectors is not None or run is not None:
+            raise InputError("cross-lingual similarity takes exactly --src-vectors A.vec and --tgt-vectors B.vec")
+        sw, sv = read_vec(src_vectors, max_vocab=max_vocab, lower=lower)
+        tw, tv = read_vec(tgt_vectors, max_vocab=max_vocab, lower=lower)
+
+        def cross_score(ds: Path) -> dict[str, Any]:
+            triples, multi = read_word_pairs(ds)
+            r = word_similarity(triples, sw, sv, lower=lower, tgt_words=tw, tgt_vectors=tv)
+            return {"rho": r.rho, "found": r.found, "not_found": r.not_found, "multiword_skipped": multi}
+
+        print_json({"src_vectors": str(src_vectors), "tgt_vectors": str(tgt_vectors),
+                    "datasets": _score_datasets(datasets, cross_score)})
+        return
     if (vectors is None) == (run is None):
         raise InputError("pass exactly one of --vectors FILE or --run RUN --lang XX")
-    lower = not keep_case
-    results: dict[str, Any] = {}
     if vectors is not None:
-        words, vecs = read_vec(vectors, max_vocab=max_vocab)
-        for ds in datasets:
-            r = word_similarity(read_word_similarity(ds), words, vecs, lower=lower)
-            results[ds.name] = {"rho": r.rho, "found": r.found, "not_found": r.not_found}
-        print_json({"vectors": str(vectors), "datasets": results})
+        words, vecs = read_vec(vectors, max_vocab=max_vocab, lower=lower)
+
+        def vec_score(ds: Path) -> dict[str, Any]:
+            triples, multi = read_word_pairs(ds)
+            r = word_similarity(triples, words, vecs, lower=lower)
+            return {"rho": r.rho, "found": r.found, "not_found": r.not_found, "multiword_skipped": multi}
+
+        print_json({"vectors": str(vectors), "datasets": _score_datasets(datasets, vec_score)})
         return
     if lang is None or run is None:
         raise InputError("--run needs --lang")
@@ -296,19 +356,23 @@ def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, la
 
     bundle, _ = load_bundle(run)
     vocab = embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side)
-    for ds in datasets:
-        triples = read_word_similarity(ds)
+    composed = bundle.model.compositional_input if side == "input" else bundle.model.compositional_output
+
+    def run_score(ds: Path) -> dict[str, Any]:
+        triples, multi = read_word_pairs(ds)
         r = word_similarity(triples, vocab.words, vocab.vectors, lower=lower)
-        entry: dict[str, Any] = {"in_vocabulary": {"rho": r.rho, "found": r.found, "not_found": r.not_found}}
-        # A compositional model embeds every word: also score all pairs (100% coverage), beside the
-        # in-vocabulary figure, which stays the fair comparison with lookup models.
-        pair_words = sorted({w for a, b, _ in triples for w in (a, b)} | {w.lower() for a, b, _ in triples
-                                                                          for w in (a, b)})
-        composed = bundle.model.compositional_input if side == "input" else bundle.model.compositional_output
+        # found/not_found in MUSE's terms: only the model's vocabulary, comparable with MUSE tables.
+        entry: dict[str, Any] = {"in_vocabulary": {"rho": r.rho, "found": r.found, "not_found": r.not_found},
+                                 "multiword_skipped": multi}
         if composed:
+            # A separate figure: a compositional model also embeds the unseen words (100% coverage).
+            # Only the lowercase forms are composed, so the lookup order cannot prefer a capitalised form.
+            pair_words = sorted({w.lower() for a, b, _ in triples for w in (a, b)})
             everything = embed(bundle, lang, pair_words, side=side)
-            ra = word_similarity(triples, everything.words, everything.vectors, lower=lower)
+            ra = word_similarity(triples, everything.words, everything.vectors, lower=True)
             entry["all_pairs_composed"] = {"rho": ra.rho, "found": ra.found, "not_found": ra.not_found,
                                            "composed_unseen": everything.composed}
-        results[ds.name] = entry
-    print_json({"run": str(run), "lang": lang, "side": side, "model": bundle.model.kind, "datasets": results})
+        return entry
+
+    print_json({"run": str(run), "lang": lang, "side": side, "model": bundle.model.kind,
+                "datasets": _score_datasets(datasets, run_score)})
