@@ -104,7 +104,8 @@ def _rotation_files(tmp_path: Path) -> np.ndarray:
     write_vec(tmp_path / "t.vec", [f"x{i}" if i % 2 else f"w{i}" for i in range(n)], tgt)
     (tmp_path / "train.txt").write_text("".join(f"w{i} {'x' if i % 2 else 'w'}{i}\n" for i in range(100)),
                                         encoding="utf-8")
-    test = "".join(f"w{i}\t{'x' if i % 2 else 'w'}{i}\n" for i in range(200, 300)) + "".join(f"zz{i} yy{i}\n" for i in range(200))
+    test = "".join(f"w{i}\t{'x' if i % 2 else 'w'}{i}\n" for i in range(200, 300))
+    test += "".join(f"zz{i} yy{i}\n" for i in range(200))  # 200 pairs that cannot be scored
     (tmp_path / "test.txt").write_text(test, encoding="utf-8")
     return q
 
@@ -148,7 +149,8 @@ def test_similarity_cli_scores_datasets_independently_and_cross_lingually(tmp_pa
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout[res.stdout.index("{"):])["datasets"]
     assert "error" in out["bad.txt"] and out["good.txt"]["found"] == 3 and out["good.txt"]["multiword_skipped"] == 1
-    res = runner.invoke(app, ["similarity", "--vectors", str(tmp_path / "a.vec"), "--dataset", str(tmp_path / "bad.txt")])
+    res = runner.invoke(app, ["similarity", "--vectors", str(tmp_path / "a.vec"),
+                              "--dataset", str(tmp_path / "bad.txt")])
     assert res.exit_code == 2
     (tmp_path / "x.txt").write_text("cat gato 4\ndog perro 3.5\nbird pajaro 1\nfish gato 0.5\n", encoding="utf-8")
     res = runner.invoke(app, ["similarity", "--src-vectors", str(tmp_path / "a.vec"), "--tgt-vectors",
@@ -158,8 +160,8 @@ def test_similarity_cli_scores_datasets_independently_and_cross_lingually(tmp_pa
 
 
 def test_export_words_refuses_multiword_lines(tmp_path: Path) -> None:
-    from polyglot_groc.commands.embeddings import _read_words
     from lexicons.errors import InputError
+    from polyglot_groc.commands.embeddings import _read_words
 
     path = tmp_path / "w.txt"
     path.write_text("cat\nice hockey\ndog\n", encoding="utf-8")

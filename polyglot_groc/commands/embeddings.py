@@ -217,7 +217,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         pairs = read_dictionary(eval_dict, lower=lower, lenient=lenient)
         restrict = set(_read_words(eval_words)) if eval_words is not None else None
         result["eval_dictionary"], result["precision"], result["baselines"] = evaluate_with_baselines(
-            pairs, src_words, tgt_words, mapped, target, lower=lower, eval_words=restrict, knn_mode=knn)
+            pairs, src_words, tgt_words, mapped, target, lower=lower, eval_words=restrict, knn_mode=knn)  # type: ignore[arg-type]
         result["eval_dictionary"]["path"] = str(eval_dict)
         for line in summary_lines(result["eval_dictionary"], result["precision"], result["baselines"]):
             err_console.print(line)
