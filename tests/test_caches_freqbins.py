@@ -9,8 +9,13 @@ import pytest
 import torch
 
 from polyglot_groc.analysis.caches import (
-    CacheParamError, check_cache_params, downweight_new, interpolate_cache, neural_cache_logprob,
-    uniform_interpolate, unigram_cache_logprob,
+    CacheParamError,
+    check_cache_params,
+    downweight_new,
+    interpolate_cache,
+    neural_cache_logprob,
+    uniform_interpolate,
+    unigram_cache_logprob,
 )
 from polyglot_groc.analysis.freqbins import bin_edges, freq_bins, plot_freq_bins
 
