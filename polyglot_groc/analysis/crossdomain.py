@@ -25,7 +25,11 @@ import torch.nn.functional as F
 from langpairs.batching import batchify, bptt_windows
 from lexicons.errors import InputError
 from polyglot_groc.analysis.caches import (
-    check_cache_params, downweight_new, interpolate_cache, neural_cache_logprob, uniform_interpolate,
+    check_cache_params,
+    downweight_new,
+    interpolate_cache,
+    neural_cache_logprob,
+    uniform_interpolate,
     unigram_cache_logprob,
 )
 from polyglot_groc.model.bundle import ModelBundle

@@ -76,3 +76,41 @@ def plot_freq_bins(bins: Sequence[FreqBin], out: Path, name_a: str, name_b: str)
     plt.close(fig)
     atomic_write_bytes(out, buf.getvalue())
     return out
+
+
+class IncomparableRunsError(InputError):
+    """Two runs whose vocabularies or tokenisation differ cannot be compared token by token."""
+
+
+def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", width: int = 50, n_bins: int = 10,
+                 out_png: Path | None = None, which: str = "best") -> dict[str, Any]:
+    """Per-token losses of two runs on the same text, binned by training frequency (Figure 3)."""
+    from polyglot_groc.analysis.crossdomain import load_other_split, score_tokens
+    from polyglot_groc.model.bundle import load_bundle
+
+    a, _ = load_bundle(run_a, which)
+    b, _ = load_bundle(run_b, which)
+    if a.cfg.data.tokenize != b.cfg.data.tokenize:
+        raise IncomparableRunsError(f"the runs tokenise differently ({a.cfg.data.tokenize} vs "
+                                    f"{b.cfg.data.tokenize}); compare runs trained on the same corpus")
+    if a.vocab.words != b.vocab.words:
+        # <unk> is the one word a lookup run may add to the same training text.
+        wa = [w for w in a.vocab.words if w != "<unk>"]
+        wb = [w for w in b.vocab.words if w != "<unk>"]
+        if wa != wb:
+            raise IncomparableRunsError("the runs have different vocabularies; compare runs trained on the same "
+                                        "corpus with the same vocabulary settings")
+    texts = load_other_split(a, data, split)
+    lang, toks = next(iter(texts.items()))
+    sa = score_tokens(a, toks, lang, a.cfg.train.bptt)
+    sb = score_tokens(b, toks, lang, b.cfg.train.bptt)
+    edges = bin_edges(width, n_bins, include_unseen=sa.compositional and sb.compositional)
+    # New words have infinite loss under a lookup model: the unseen bin only when both compose words.
+    la, lb = -sa.logp.numpy(), -sb.logp.numpy()
+    bins = freq_bins(sa.train_freq, la, lb, edges)
+    res = {"run_a": str(run_a), "run_b": str(run_b), "data": str(data), "split": split, "lang": lang,
+           "tokens": int(la.size), "bins": [x.to_dict() for x in bins]}
+    if out_png is not None:
+        plot_freq_bins(bins, out_png, Path(run_a).name, Path(run_b).name)
+        res["png"] = str(out_png)
+    return res
