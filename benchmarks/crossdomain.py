@@ -27,7 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import add_output_args, emit, result_path, shared_data  # noqa: E402
 from langpairs.crossdomain import CROSSDOMAIN_DOMAINS, prepare_crossdomain_en  # noqa: E402
 from polyglot_groc.analysis.crossdomain import (  # noqa: E402
-    CacheSettings, apply_settings, load_other_split, score_tokens, summarize, tune_uniform_weight,
+    CacheSettings,
+    apply_settings,
+    load_other_split,
+    score_tokens,
+    summarize,
+    tune_uniform_weight,
 )
 from polyglot_groc.analysis.freqbins import compare_runs  # noqa: E402
 from polyglot_groc.config import load_config  # noqa: E402
