@@ -57,7 +57,7 @@ def main() -> None:
     ]
 
     def test_ppl(run: Path, coverage: float | None) -> float:
-        res = evaluate_open(run, root, "test", lexicon_coverage=coverage)
+        res = evaluate_open(run, root, "test", n_streams=10, lexicon_coverage=coverage)
         return float(res["languages"]["en"]["perplexity"])
 
     full = args.work / "full"

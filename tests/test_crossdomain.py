@@ -153,3 +153,20 @@ def test_freq_bins_different_vocabularies_exit_2(runs: dict[str, Path]) -> None:
     res = runner.invoke(app, ["analyze", "freq-bins", str(runs["groc"]), str(ft), "--data", str(TINY),
                               "--out", str(runs["root"] / "x.png")])
     _one_line_exit_2(res, "different vocabularies")
+
+
+def test_inference_lexicon_coverage_drops_forms_deterministically(tmp_path: Path) -> None:
+    from polyglot_groc.analysis.crossdomain import with_lexicon_coverage
+    from tests.test_lexforms import _cfg
+
+    Trainer(_cfg("train.max_steps=1"), tmp_path / "lex").fit()
+    bundle, _ = load_bundle(tmp_path / "lex")
+    assert bundle.forms is not None and bundle.forms.related_mask.any()
+    none = with_lexicon_coverage(bundle, 0.0)
+    assert none.forms is not None and not none.forms.related_mask.any() and not none.forms.definition_mask.any()
+    half_a = with_lexicon_coverage(bundle, 0.5).forms
+    half_b = with_lexicon_coverage(bundle, 0.5).forms
+    assert half_a is not None and half_b is not None and torch.equal(half_a.related_mask, half_b.related_mask)
+    full = evaluate_open(tmp_path / "lex", Path(bundle.cfg.data.root), "test", lexicon_coverage=1.0)
+    zero = evaluate_open(tmp_path / "lex", Path(bundle.cfg.data.root), "test", lexicon_coverage=0.0)
+    assert full["languages"]["en"]["perplexity"] != zero["languages"]["en"]["perplexity"]
