@@ -137,7 +137,7 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
                 logits = screened_logits(h, tables.e_out, tables.bias)  # (B, T, V_l)
                 lsm = F.log_softmax(logits.double(), dim=-1)  # (B, T, V_l)
                 y = torch.from_numpy(tgt[:, a + 1:a + n + 1])  # (B, T)
-                in_screen = y < len(view.vocab)
+                in_screen = torch.isin(y, screen_ids)  # new words of a lookup model are outside it
                 local = model.screen.local(screen_ids, torch.where(in_screen, y, screen_ids[0]))
                 lp = lsm.gather(-1, local.unsqueeze(-1)).squeeze(-1)  # (B, T)
                 lp = torch.where(in_screen, lp, torch.full_like(lp, -math.inf))
