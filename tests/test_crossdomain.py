@@ -170,3 +170,24 @@ def test_inference_lexicon_coverage_drops_forms_deterministically(tmp_path: Path
     full = evaluate_open(tmp_path / "lex", Path(bundle.cfg.data.root), "test", lexicon_coverage=1.0)
     zero = evaluate_open(tmp_path / "lex", Path(bundle.cfg.data.root), "test", lexicon_coverage=0.0)
     assert full["languages"]["en"]["perplexity"] != zero["languages"]["en"]["perplexity"]
+
+
+def test_crossdomain_preset_is_deterministic(shared_data: Path, tmp_path: Path) -> None:
+    args = ["data", "prepare", "--preset", "crossdomain-en", "--data-root", str(shared_data),
+            "--train-tokens", "3000", "--eval-tokens", "500", "--finetune-tokens", "1000"]
+    a = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    b = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
+    assert a.exit_code == 0 and b.exit_code == 0, a.output
+    man = _json(a)
+    assert set(man["domains"]) == {"source", "near", "far-fiction", "far-wiki", "far-web"}
+    for dom, info in man["domains"].items():
+        assert 0 <= info["test_oov_percent"] <= 100 and info["tokens"]["test"] >= 500
+        for split in ("train", "valid", "test"):
+            pa = tmp_path / "a" / dom / "en" / f"{split}.txt"
+            assert pa.read_bytes() == (tmp_path / "b" / dom / "en" / f"{split}.txt").read_bytes()
+    # Case and punctuation are kept.
+    text = (tmp_path / "a" / "far-wiki" / "en" / "test.txt").read_text(encoding="utf-8")
+    assert any(c.isupper() for c in text) and "," in text
+    bad = runner.invoke(app, ["data", "prepare", "--preset", "nope", "--data-root", str(shared_data),
+                              "--out", str(tmp_path / "c")])
+    _one_line_exit_2(bad, "crossdomain-en")

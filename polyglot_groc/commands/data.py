@@ -85,10 +85,12 @@ def prepare(
             raise ConfigError(f"--preset {preset!r} is unknown; use crossdomain-en")
         from langpairs.crossdomain import prepare_crossdomain_en
 
-        print_json(prepare_crossdomain_en(data_root, out, 1_000_000 if train_tokens is None else train_tokens, eval_tokens, finetune_tokens))
+        budget = 1_000_000 if train_tokens is None else train_tokens
+        print_json(prepare_crossdomain_en(data_root, out, budget, eval_tokens, finetune_tokens))
         return
     if not langs:
         raise ConfigError("--langs is required (e.g. --langs en,fr) unless --preset is given")
     codes = list(dict.fromkeys(code.strip().lower() for code in langs.split(",") if code.strip()))
-    manifest = prepare_corpora(data_root, out, codes, 200_000 if train_tokens is None else train_tokens, eval_tokens, tokenize=tokenize)
+    budget = 200_000 if train_tokens is None else train_tokens
+    manifest = prepare_corpora(data_root, out, codes, budget, eval_tokens, tokenize=tokenize)
     print_json(manifest if full else summarize(manifest, codes, out, out / MANIFEST_NAME))
