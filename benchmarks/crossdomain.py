@@ -72,6 +72,7 @@ def main() -> None:
     ap.add_argument("--finetune-tokens", type=int, default=20_000)
     ap.add_argument("--minutes", type=float, default=6.0, help="training wall-clock budget per model")
     ap.add_argument("--finetune-epochs", type=int, default=1)
+    ap.add_argument("--finetune-steps", type=int, default=0, help="cap on finetuning steps (0: epochs only)")
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--theta", type=float, default=0.5, help="seed C.4 best value")
     ap.add_argument("--lam", type=float, default=0.966, help="seed C.4 best value")
@@ -104,7 +105,8 @@ def main() -> None:
         low[dom] = {}
         for name, run in runs.items():
             ft = args.work / f"{name}-ft-{dom}"
-            finetune_run(run, data / dom, ft, epochs=args.finetune_epochs, overwrite=True)
+            finetune_run(run, data / dom, ft, epochs=args.finetune_epochs, overwrite=True,
+                         max_steps=args.finetune_steps)
             low[dom][name] = evaluate_domain(ft, data / dom, args.theta, args.lam, args.cache_size,
                                              args.new_word_weight)
     out_dir = result_path(args.name or "crossdomain").parent
