@@ -316,6 +316,7 @@ def prepare_corpora(
     eval_tokens: int = 20_000,
     *,
     tokenize: str = "auto",
+    overwrite: bool = True,
 ) -> dict[str, Any]:
     """Write ``out/<lang>/{train,valid,test}.txt`` and ``out/prepare.json``; return the manifest.
 
@@ -323,6 +324,8 @@ def prepare_corpora(
     used). Budgets count tokens without ``<eos>``: ``train_tokens`` for train and
     ``eval_tokens`` each for valid and test. Re-running with the same arguments rewrites
     byte-identical files; the manifest keeps entries of languages prepared earlier into ``out``.
+    With ``overwrite=False`` an existing split file of a requested language is an error, raised
+    before anything is written.
     """
     if isinstance(langs, str):
         langs = [code for code in langs.split(",") if code.strip()]
@@ -341,6 +344,12 @@ def prepare_corpora(
             raise ConfigError(f"{name} must be a positive integer, got {value!r}")
     text_root = _text_root(Path(data_root))
     out = Path(out)
+    if not overwrite:
+        existing = [out / lang / f"{split}.txt" for lang in codes for split in SPLITS
+                    if (out / lang / f"{split}.txt").exists()]
+        if existing:
+            raise ConfigError(f"{existing[0]} already exists ({len(existing)} corpus files would be replaced); "
+                              "pass --overwrite or choose another --out")
     budgets = {"train": train_tokens, "valid": eval_tokens, "test": eval_tokens}
 
     manifest_path = out / MANIFEST_NAME

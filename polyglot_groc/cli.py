@@ -5,8 +5,11 @@ Every command wraps its body in ``cli_errors``: user errors print one line and e
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
+from polyglot_groc.commands._common import version_callback
 from polyglot_groc.commands.crossdomain import analyze_app, finetune_command, tune_cache_command
 from polyglot_groc.commands.elmo import init_from_elmo_command
 from polyglot_groc.commands.embeddings import align_command, export_command, similarity_command
@@ -18,7 +21,18 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # -h as well as --help, and every option's default in its help.
+    context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
 )
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=version_callback, is_eager=True,
+                                          help="Print the version and exit")] = False,
+) -> None:
+    """Multilingual word-level language models with grounded compositional output embeddings (GroC)."""
+
 app.command("train")(train_command)
 app.command("evaluate")(evaluate_command)
 app.command("init-from-elmo")(init_from_elmo_command)
@@ -34,7 +48,8 @@ def _mount_optional() -> None:
     """Command groups living in their own modules."""
     import importlib
 
-    for module, name in (("polyglot_groc.commands.lexicon", "lexicon"), ("polyglot_groc.commands.data", "data")):
+    for module, name in (("polyglot_groc.commands.lexicon", "lexicon"), ("polyglot_groc.commands.data", "data"),
+                         ("polyglot_groc.commands.runs", "runs")):
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:

@@ -8,6 +8,7 @@ Defaults follow seed 000 appendix B and seed 004 appendix C where they are state
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -172,10 +173,35 @@ class RunConfig:
             raise ConfigError(f"data.schedule={d.schedule!r} must be proportional, round_robin or temperature")
         if t.lr <= 0:
             raise ConfigError(f"train.lr={t.lr} must be positive")
+        _check_finite(self)
+        checks: tuple[tuple[str, float], ...] = (
+            ("train.max_epochs", t.max_epochs), ("train.lr_patience", t.lr_patience),
+            ("train.stop_patience", t.stop_patience), ("data.temperature", d.temperature))
+        for name, num in checks:
+            if num <= 0:
+                raise ConfigError(f"{name}={num} must be positive")
+        checks = (("train.max_steps", t.max_steps), ("train.max_minutes", t.max_minutes),
+                  ("train.eval_every", t.eval_every), ("train.clip", t.clip), ("train.threads", t.threads),
+                  ("train.weight_decay", t.weight_decay))
+        for name, num in checks:
+            if num < 0:
+                raise ConfigError(f"{name}={num} must be >= 0 (0 means off)")
+        if not 0.0 < t.lr_factor <= 1.0:
+            raise ConfigError(f"train.lr_factor={t.lr_factor} must be in (0, 1]")
         return self
 
 
 T = TypeVar("T")
+
+
+def _check_finite(obj: Any, where: str = "") -> None:
+    """Every float in a (nested) config must be finite: NaN/inf would only surface as a NaN loss."""
+    for f in dataclasses.fields(obj):
+        val = getattr(obj, f.name)
+        if dataclasses.is_dataclass(val):
+            _check_finite(val, f"{where}{f.name}.")
+        elif isinstance(val, float) and not math.isfinite(val):
+            raise ConfigError(f"{where}{f.name}={val} must be a finite number")
 
 
 def _build(cls: type[T], values: Mapping[str, Any], where: str) -> T:

@@ -173,7 +173,7 @@ def test_inference_lexicon_coverage_drops_forms_deterministically(tmp_path: Path
 
 
 def test_crossdomain_preset_is_deterministic(shared_data: Path, tmp_path: Path) -> None:
-    args = ["data", "prepare", "--preset", "crossdomain-en", "--data-root", str(shared_data),
+    args = ["data", "prepare", "--preset", "crossdomain-en", "--data", str(shared_data),
             "--train-tokens", "3000", "--eval-tokens", "500", "--finetune-tokens", "1000"]
     a = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
     b = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
@@ -188,6 +188,6 @@ def test_crossdomain_preset_is_deterministic(shared_data: Path, tmp_path: Path) 
     # Case and punctuation are kept.
     text = (tmp_path / "a" / "far-wiki" / "en" / "test.txt").read_text(encoding="utf-8")
     assert any(c.isupper() for c in text) and "," in text
-    bad = runner.invoke(app, ["data", "prepare", "--preset", "nope", "--data-root", str(shared_data),
+    bad = runner.invoke(app, ["data", "prepare", "--preset", "nope", "--data", str(shared_data),
                               "--out", str(tmp_path / "c")])
     _one_line_exit_2(bad, "crossdomain-en")

@@ -36,7 +36,7 @@ def _json(stdout: str) -> dict:
 def test_prepare_synthetic_prints_summary(tmp_path: Path) -> None:
     root = _synthetic_root(tmp_path)
     out = tmp_path / "corpora"
-    args = ["data", "prepare", "--data-root", str(root), "--out", str(out), "--langs", "tl",
+    args = ["data", "prepare", "--data", str(root), "--out", str(out), "--langs", "tl",
             "--train-tokens", "800", "--eval-tokens", "100", "--tokenize", "toktok"]
     res = runner.invoke(app, args, env=NO_ENV)
     assert res.exit_code == 0, res.output
@@ -48,8 +48,13 @@ def test_prepare_synthetic_prints_summary(tmp_path: Path) -> None:
         written = (out / "tl" / f"{split}.txt").read_text(encoding="utf-8").split()
         assert tl["splits"][split]["tokens"] == len(written)
         assert abs(len(written) - budget) <= 8  # within one sentence of the budget
+    # A rerun refuses to replace the corpus without --overwrite, and changes nothing.
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    again = runner.invoke(app, [*args], env=NO_ENV)
+    assert again.exit_code == 2 and "--overwrite" in again.output
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     # --full prints the manifest file itself (sources, digests), unchanged by a rerun.
-    full = runner.invoke(app, [*args, "--full"], env=NO_ENV)
+    full = runner.invoke(app, [*args, "--full", "--overwrite"], env=NO_ENV)
     assert full.exit_code == 0, full.output
     assert _json(full.stdout) == json.loads(Path(summary["manifest"]).read_text(encoding="utf-8"))
     assert "sha256" in _json(full.stdout)["languages"]["tl"]["splits"]["train"]
@@ -69,18 +74,18 @@ def test_env_var_gives_the_data_root(tmp_path: Path) -> None:
     ("missing", "does not exist"),
     ("not-shared", "text/leipzig"),
     ("unknown-lang", "'xx'"),
-    ("bad-budget", "train_tokens"),
+    ("bad-budget", "train-tokens"),
     ("no-langs", "no languages"),
 ])
 def test_user_errors_exit_2_one_line(tmp_path: Path, case: str, needle: str) -> None:
     root = _synthetic_root(tmp_path)
-    langs, budget, root_args = "tl", "500", ["--data-root", str(root)]
+    langs, budget, root_args = "tl", "500", ["--data", str(root)]
     if case == "unset":
         root_args = []
     elif case == "missing":
-        root_args = ["--data-root", str(tmp_path / "nowhere")]
+        root_args = ["--data", str(tmp_path / "nowhere")]
     elif case == "not-shared":
-        root_args = ["--data-root", str(tmp_path)]  # exists, but holds no text/ sources
+        root_args = ["--data", str(tmp_path)]  # exists, but holds no text/ sources
     elif case == "unknown-lang":
         langs = "tl,xx"
     elif case == "bad-budget":
@@ -98,7 +103,7 @@ def test_user_errors_exit_2_one_line(tmp_path: Path, case: str, needle: str) -> 
 
 def test_prepare_real_data(shared_data: Path, tmp_path: Path) -> None:
     out = tmp_path / "corpora"
-    res = runner.invoke(app, ["data", "prepare", "--data-root", str(shared_data), "--out", str(out),
+    res = runner.invoke(app, ["data", "prepare", "--data", str(shared_data), "--out", str(out),
                               "--langs", "en,fr", "--train-tokens", "5000", "--eval-tokens", "500"])
     assert res.exit_code == 0, res.output
     summary = _json(res.stdout)

@@ -86,7 +86,7 @@ def test_align_recovers_a_rotation_end_to_end(tmp_path: Path) -> None:
 
 def test_align_from_run_with_identical_seed(runs: dict[str, Path], tmp_path: Path) -> None:
     res = runner.invoke(app, ["align", "--run", str(runs["groc"]), "--src-lang", "en", "--tgt-lang", "fr",
-                              "--seed", "identical", "--refine", "1", "--out", str(tmp_path / "a")])
+                              "--dictionary-mode", "identical", "--refine", "1", "--out", str(tmp_path / "a")])
     assert res.exit_code == 0, res.output
     assert _json(res.stdout)["train_dictionary"]["seed"] == "identical"
 

@@ -1,4 +1,4 @@
-"""Cross-lingual seed pairs from a wordnet (``WnLexicon.translation_pairs``, ``align --seed lexicon``).
+"""Cross-lingual seed pairs from a wordnet (``WnLexicon.translation_pairs``, ``align --dictionary-mode lexicon``).
 
 Hand-written fixture (tests/data/lexicon/mini-en-fr.xml): English and French synsets share ILI
 ids, e.g. en ``dog`` / ``domestic dog`` / ``Canis familiaris`` and fr ``chien`` /
@@ -84,7 +84,7 @@ def test_errors_are_one_line(wn_dir: Path, lex: WnLexicon) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# through the CLI: polyglot-groc align --seed lexicon
+# through the CLI: polyglot-groc align --dictionary-mode lexicon
 # --------------------------------------------------------------------------------------------
 
 EN_VEC = ["dog", "puppy", "cat", "canine", "wolf", "goose", "frump", "the"]
@@ -106,7 +106,7 @@ def _vectors(tmp_path: Path) -> np.ndarray:
 
 def _align(tmp_path: Path, *extra: str) -> tuple[int, str, str]:
     res = runner.invoke(app, ["align", "--src", str(tmp_path / "en.vec"), "--tgt", str(tmp_path / "fr.vec"),
-                              "--seed", "lexicon", "--refine", "0", "--out", str(tmp_path / "out"), *extra])
+                              "--dictionary-mode", "lexicon", "--refine", "0", "--out", str(tmp_path / "out"), *extra])
     return res.exit_code, res.stdout, res.stderr
 
 

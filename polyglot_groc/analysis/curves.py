@@ -1,8 +1,14 @@
-"""Training curves of one or more runs in one PNG (train loss and validation perplexity by step)."""
+"""Training curves: train and validation perplexity against epoch, one PNG for one or more runs.
+
+``runs`` maps a run name to its ``metrics.jsonl`` records (one dict per validation, as the
+trainer writes them). Train perplexity is ``exp(train_loss)``; validation perplexity is drawn per
+language. matplotlib runs headless (Agg) and the PNG is written atomically.
+"""
 
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,37 +16,82 @@ from typing import Any
 from lexicons.errors import InputError
 from lexicons.fileio import atomic_write_bytes
 
-__all__ = ["plot_curves"]
+__all__ = ["plot_curves", "read_metrics"]
+
+
+def read_metrics(path: Path) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` file (blank lines skipped); a bad line raises ``InputError``."""
+    import json
+
+    from lexicons.fileio import read_bytes
+
+    records: list[dict[str, Any]] = []
+    text = read_bytes(Path(path), "metrics file", InputError).decode("utf-8", errors="replace")
+    for no, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{no} is not a JSON record ({exc.msg}); the metrics file is damaged") from exc
+        if isinstance(rec, dict):
+            records.append(rec)
+    return records
+
+
+def _finite(x: Any) -> float | None:
+    """A float for plotting, or None for a missing/diverged value (null, NaN, Infinity)."""
+    if isinstance(x, (int, float)) and math.isfinite(float(x)):
+        return float(x)
+    return None
 
 
 def plot_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]], out: Path, title: str | None = None) -> Path:
-    """``runs``: name -> metrics.jsonl records (keys step, epoch, train_loss, valid_perplexity{lang: ppl})."""
-    if not runs or not any(runs.values()):
-        raise InputError("no evaluation records to plot; train the runs past their first evaluation")
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Draw train (dashed) and validation (solid, per language) perplexity against epoch.
 
-    fig, (ax_l, ax_p) = plt.subplots(1, 2, figsize=(10, 4))
-    for name, recs in runs.items():
-        steps = [r["step"] for r in recs]
-        ax_l.plot(steps, [r.get("train_loss", float("nan")) for r in recs], marker=".", label=name)
-        langs = sorted({lang for r in recs for lang in r.get("valid_perplexity", {})})
+    Returns ``out``. Records without an epoch are skipped; perplexities are on a log scale since
+    they fall by orders of magnitude early in training.
+    """
+    if not runs:
+        raise InputError("no runs to plot; give at least one run's metrics")
+    import matplotlib
+
+    matplotlib.use("Agg")  # headless: no display, ever
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.0, 4.5), dpi=100)
+    ax = fig.add_subplot(1, 1, 1)
+    drawn = 0
+    multi = len(runs) > 1
+    for name, records in runs.items():
+        prefix = f"{name} " if multi else ""
+        rows = [r for r in records if _finite(r.get("epoch")) is not None]
+        epochs = [float(r["epoch"]) for r in rows]
+        train = [_finite(r.get("train_loss")) for r in rows]
+        train_ppl = [math.exp(min(v, 50.0)) if v is not None else math.nan for v in train]
+        if any(math.isfinite(v) for v in train_ppl):
+            ax.plot(epochs, train_ppl, linestyle="--", marker=".", label=f"{prefix}train")
+            drawn += 1
+        langs = sorted({lang for r in rows for lang in (r.get("valid_perplexity") or {})})
         for lang in langs:
-            ax_p.plot(steps, [r.get("valid_perplexity", {}).get(lang, float("nan")) for r in recs], marker=".",
-                      label=f"{name} ({lang})" if len(langs) > 1 else name)
-    ax_l.set_xlabel("step")
-    ax_l.set_ylabel("train loss")
-    ax_p.set_xlabel("step")
-    ax_p.set_ylabel("valid perplexity")
-    ax_p.set_yscale("log")
-    ax_l.legend(fontsize=8)
-    ax_p.legend(fontsize=8)
+            vals = [_finite((r.get("valid_perplexity") or {}).get(lang)) for r in rows]
+            ys = [v if v is not None else math.nan for v in vals]
+            if any(math.isfinite(v) for v in ys):
+                ax.plot(epochs, ys, linestyle="-", marker="o", label=f"{prefix}valid {lang}")
+                drawn += 1
+    if drawn:
+        ax.set_yscale("log")
+        ax.legend(fontsize="small")
+    else:
+        ax.text(0.5, 0.5, "no finite perplexities yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("perplexity")
+    ax.grid(True, which="both", alpha=0.3)
     if title:
-        fig.suptitle(title)
+        ax.set_title(title)
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
+    fig.savefig(buf, format="png")
+    out = Path(out)
     atomic_write_bytes(out, buf.getvalue())
     return out

@@ -6,8 +6,10 @@ the CLI alone decides how they look (one line on stderr) and the exit code (2).
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
+import math
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -15,10 +17,12 @@ import typer
 from rich.console import Console
 
 from eval.errors import EvalInputError
-from lexicons.errors import GrocError
+from lexicons.errors import ConfigError, GrocError
+from lexicons.fileio import json_safe
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -36,8 +40,33 @@ def fail(message: str) -> typer.Exit:
     return typer.Exit(code=EXIT_USER_ERROR)
 
 
+#: errno -> what the user can do about it (the path comes from the exception).
+_OS_FIXES: dict[int, str] = {
+    errno.ENOSPC: "the disk is full; free space or write elsewhere",
+    errno.EDQUOT: "the disk quota is exceeded; free space or write elsewhere",
+    errno.EACCES: "permission denied; choose a path you can write/read or fix its permissions",
+    errno.EPERM: "operation not permitted; choose another path or fix its permissions",
+    errno.EROFS: "the file system is read-only; write somewhere else",
+    errno.EISDIR: "it is a directory; give a file path",
+    errno.ENOTDIR: "a part of the path is not a directory; check the path",
+    errno.ENAMETOOLONG: "the name is too long; use a shorter path",
+    errno.ENOENT: "it does not exist; check the path",
+    errno.EEXIST: "it already exists; choose another path or remove it",
+    errno.ENOTEMPTY: "the directory is not empty; choose another path or empty it",
+    errno.ELOOP: "too many symbolic links; check the path",
+}
+
+
+def os_error_message(exc: OSError) -> str:
+    """One line naming the path, what went wrong and the fix."""
+    path = exc.filename if exc.filename is not None else "(unknown path)"
+    fix = _OS_FIXES.get(exc.errno or -1, "check the path and its permissions")
+    reason = exc.strerror or type(exc).__name__
+    return f"cannot use {path}: {reason}; {fix}"
+
+
 def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn the toolkit's user errors into a one-line message and exit code 2."""
+    """Turn the toolkit's user errors (and the OSError family) into one line and exit code 2."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -45,8 +74,60 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
             return fn(*args, **kwargs)
         except USER_ERRORS as exc:
             raise fail(str(exc)) from exc
+        except OSError as exc:  # a directory given as a file, read-only output, disk full, ...
+            raise fail(os_error_message(exc)) from exc
 
     return wrapper
+
+
+def check_positive(**values: int | float | None) -> None:
+    """Counts and sizes given on the command line must be positive, finite numbers (None = not given)."""
+    for name, value in values.items():
+        if value is None:
+            continue
+        if not math.isfinite(value) or value <= 0:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag}={value} must be a positive number; pass a value above 0 or leave it out")
+
+
+def check_non_negative(**values: int | float | None) -> None:
+    for name, value in values.items():
+        if value is None:
+            continue
+        if not math.isfinite(value) or value < 0:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag}={value} must be a finite number >= 0")
+
+
+def check_probability(**values: float | None) -> None:
+    for name, value in values.items():
+        if value is None:
+            continue
+        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag}={value} must be a probability in [0, 1]")
+
+
+def deprecated_alias(new: str, old: str, new_value: T, old_value: T | None) -> T:
+    """Merge a hidden old spelling into its new option, warning that it goes away next release."""
+    if old_value is None:
+        return new_value
+    logging.getLogger("polyglot_groc.cli").warning("%s is deprecated and will be removed in the next release; use %s",
+                                                   old, new)
+    err_console.print(f"warning: {old} is deprecated; use {new}", highlight=False, markup=False)
+    return old_value
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("polyglot-groc")
+        except PackageNotFoundError:
+            from polyglot_groc import __version__ as v
+        typer.echo(f"polyglot-groc {v}")
+        raise typer.Exit()
 
 
 def setup_logging(verbose: bool) -> None:
@@ -64,4 +145,5 @@ def print_json(obj: object) -> None:
     """Print a result as JSON on stdout (machine-readable; progress goes to stderr)."""
     import json
 
-    typer.echo(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False))
+    typer.echo(json.dumps(json_safe(obj), indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False))
+

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, print_json, setup_logging
+from polyglot_groc.commands._common import check_positive, cli_errors, deprecated_alias, print_json, setup_logging
 
 app = typer.Typer(
     help="Prepare per-language train/valid/test corpora from the shared text.",
@@ -58,13 +58,15 @@ def prepare(
         "--finetune-tokens", help="crossdomain-en: tokens of each far domain's finetuning (train) split")] = 250_000,
     data_root: Annotated[
         Path | None,
-        typer.Option("--data-root", envvar=DATA_ENV, help=f"Shared data folder (default: ${DATA_ENV})"),
+        typer.Option("--data", envvar=DATA_ENV, help=f"Shared data folder (default: ${DATA_ENV})"),
     ] = None,
+    data_root_old: Annotated[Path | None, typer.Option("--data-root", hidden=True, help="Deprecated: --data")] = None,
     train_tokens: Annotated[int | None, typer.Option(
         "--train-tokens", help="Training tokens per language (default 200000; crossdomain-en: 1000000)")] = None,
     eval_tokens: Annotated[int, typer.Option("--eval-tokens", help="Tokens each for valid and test")] = 20_000,
     tokenize: Annotated[str, typer.Option("--tokenize", help="auto | stanza | toktok | whitespace")] = "auto",
     full: Annotated[bool, typer.Option("--full", help="Print the whole manifest (sources, digests)")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace existing corpus files in --out")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Sample fixed-budget train/valid/test text per language (reproducible; see prepare.json)."""
@@ -72,13 +74,15 @@ def prepare(
     from lexicons.errors import ConfigError, CorpusError
 
     setup_logging(verbose)
+    data_root = deprecated_alias("--data", "--data-root", data_root, data_root_old)
+    check_positive(train_tokens=1 if train_tokens is None else train_tokens, eval_tokens=eval_tokens)
     if data_root is None or not str(data_root).strip():
-        raise ConfigError(f"no data root given; pass --data-root DIR or set ${DATA_ENV} to the shared data folder")
+        raise ConfigError(f"no data root given; pass --data DIR or set ${DATA_ENV} to the shared data folder")
     # prepare_corpora would also fail, but with a message about missing subfolders; a wrong
     # path is the common mistake, so name it.
     if not data_root.is_dir():
         raise CorpusError(
-            f"data root {data_root} does not exist or is not a folder; pass --data-root or set ${DATA_ENV}"
+            f"data root {data_root} does not exist or is not a folder; pass --data or set ${DATA_ENV}"
         )
     if preset is not None:
         if preset != "crossdomain-en":
@@ -92,5 +96,5 @@ def prepare(
         raise ConfigError("--langs is required (e.g. --langs en,fr) unless --preset is given")
     codes = list(dict.fromkeys(code.strip().lower() for code in langs.split(",") if code.strip()))
     budget = 200_000 if train_tokens is None else train_tokens
-    manifest = prepare_corpora(data_root, out, codes, budget, eval_tokens, tokenize=tokenize)
+    manifest = prepare_corpora(data_root, out, codes, budget, eval_tokens, tokenize=tokenize, overwrite=overwrite)
     print_json(manifest if full else summarize(manifest, codes, out, out / MANIFEST_NAME))

@@ -11,13 +11,20 @@ Mounted in ``polyglot_groc/cli.py`` with ``app.command("init-from-elmo")(init_fr
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, err_console, print_json, setup_logging
+from lexicons.fileio import dumps_json
+from polyglot_groc.commands._common import (
+    check_non_negative,
+    check_positive,
+    cli_errors,
+    err_console,
+    print_json,
+    setup_logging,
+)
 from polyglot_groc.config import RunConfig, load_config, to_dict
 
 #: Table 5.6's longest finetuning, which matched GroC trained from scratch for 100 epochs.
@@ -104,6 +111,8 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
     from polyglot_groc.elmo.convert import finetune_converted
 
     setup_logging(verbose)
+    check_positive(finetune_epochs=finetune_epochs, max_steps=max_steps, lr=lr, eval_every=eval_every)
+    check_non_negative(threads=threads)
     weights_mode = elmo_options is not None or elmo_weights is not None
     if weights_mode and elmo_run is not None:
         raise ConfigError("give either an elmo run directory or --elmo-options/--elmo-weights, not both")
@@ -118,15 +127,19 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
             raise ConfigError("--langs applies to --elmo-weights; an elmo run keeps its own languages")
         bundle, cfg, report = _from_run(elmo_run, checkpoint, data, overrides, *train_ov)
 
-    hooks = RichHooks()
-    try:
-        result = finetune_converted(bundle, cfg, out, overwrite=overwrite, hooks=_Announce(hooks), report=report)
-    finally:
-        hooks.close()
-    summary = {**result.to_dict(), **report}
-    from polyglot_groc.model.checkpoint import atomic_write_text
+    from polyglot_groc.training.runlock import RunLock
 
-    atomic_write_text(Path(out) / "result.json", json.dumps(summary, indent=2) + "\n")
+    with RunLock(out, "init-from-elmo"):  # one writer per run directory
+        hooks = RichHooks(Path(out))
+        try:
+            result = finetune_converted(bundle, cfg, out, overwrite=overwrite, hooks=_Announce(hooks),
+                                        report=report)
+        finally:
+            hooks.close()
+        summary = {**result.to_dict(), **report}
+        from polyglot_groc.model.checkpoint import atomic_write_text
+
+        atomic_write_text(Path(out) / "result.json", dumps_json(summary, indent=2) + "\n")
     print_json(summary)
 
 

@@ -7,42 +7,102 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from polyglot_groc.commands._common import cli_errors, err_console, print_json, setup_logging
+from polyglot_groc.commands._common import (
+    check_non_negative,
+    check_positive,
+    check_probability,
+    cli_errors,
+    err_console,
+    print_json,
+    setup_logging,
+)
 from polyglot_groc.config import RunConfig, load_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs"
+#: --size presets: small trains the sample corpus in about a minute on 2 CPU cores; paper is seed 004's.
+SIZES = {"small": DEFAULT_CONFIG / "quickstart.toml", "paper": DEFAULT_CONFIG / "paper.toml"}
+EXIT_DIVERGED = 3
+
+
+def _fmt_eta(seconds: float) -> str:
+    if not seconds or seconds != seconds or seconds == float("inf"):
+        return "?"
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 class RichHooks:
-    """Progress bar with the language mix, loss and tokens/s (CLI only; the library never prints)."""
+    """Progress bar with loss, tokens/s, ETA and the language mix; a log line every ``log_every`` steps;
+    after each validation the training-curve PNG (and TensorBoard scalars). CLI only: the library
+    never prints, and training/ may not import analysis/."""
 
-    def __init__(self) -> None:
+    def __init__(self, run_dir: Path | None = None, log_every: int = 100, tensorboard: bool = False) -> None:
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=err_console, transient=False,
+            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+            console=err_console, transient=False,
         )
         self.task: Any = None
+        self.run_dir = run_dir
+        self.log_every = log_every
+        self.records: list[Mapping[str, Any]] = []
+        self.total: int | None = None
+        self.tb: Any = None
+        if tensorboard and run_dir is not None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as exc:
+                from lexicons.errors import ConfigError
+
+                raise ConfigError("--tensorboard needs the tensorboard package; pip install "
+                                  "'polyglot-groc[tensorboard]' or leave the flag out") from exc
+            self.tb = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
 
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
         err_console.print(f"training {info['langs']}: {info['n_params']:,} parameters, "
                           f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch")
         self.progress.start()
+        self.total = total_steps
         self.task = self.progress.add_task("train", total=total_steps, status="")
 
     def on_step(self, info: Any) -> None:
+        import math
+
         total = sum(info.lang_batches.values())
         mix = " ".join(f"{k}:{v / total:.0%}" for k, v in sorted(info.lang_batches.items()))
-        self.progress.update(self.task, advance=1, description=f"epoch {info.epoch:.2f}",
+        self.progress.update(self.task, completed=info.step, description=f"epoch {info.epoch:.2f}",
                              status=f"loss {info.loss:.3f} | {info.tokens_per_s:,.0f} tok/s | {mix}")
+        if self.log_every and info.step % self.log_every == 0:
+            task = self.progress.tasks[0] if self.progress.tasks else None
+            eta = task.time_remaining if task is not None else None
+            ppl = math.exp(min(info.loss, 50.0))
+            self.progress.console.print(
+                f"step {info.step}: loss {info.loss:.3f} ppl {ppl:.1f} lr {info.lr:.3g} "
+                f"{info.tokens_per_s:,.0f} tok/s ETA {_fmt_eta(eta or 0.0)}", highlight=False)
+            if self.tb is not None:
+                self.tb.add_scalar("train/loss", info.loss, info.step)
+                self.tb.add_scalar("train/tokens_per_s", info.tokens_per_s, info.step)
 
     def on_eval(self, record: Mapping[str, Any]) -> None:
         ppl = ", ".join(f"{k} {v:.1f}" for k, v in record["valid_perplexity"].items())
         self.progress.console.print(f"step {record['step']}: valid ppl {ppl}")
+        self.records.append(record)
+        if self.run_dir is not None:
+            from polyglot_groc.analysis.curves import plot_curves
+
+            plot_curves({self.run_dir.name: self.records}, self.run_dir / "curves.png", title=str(self.run_dir))
+        if self.tb is not None:
+            for lang, v in record["valid_perplexity"].items():
+                self.tb.add_scalar(f"valid/perplexity/{lang}", v, record["step"])
+            self.tb.flush()
 
     def close(self) -> None:
         self.progress.stop()
+        if self.tb is not None:
+            self.tb.close()
 
 
 def build_config(config: Path | None, overrides: list[str], **flags: Any) -> RunConfig:
@@ -69,12 +129,14 @@ def train_command(
     data: Annotated[Path | None, typer.Option("--data", help="Corpus root <data>/<lang>/<split>.txt")] = None,
     out: Annotated[Path, typer.Option("--out", help="Run directory to create")] = Path("runs/run"),
     model: Annotated[str | None, typer.Option("--model", help="lookup | elmo | groc | groc-lex")] = None,
+    size: Annotated[str | None, typer.Option("--size", help="Preset when no --config: small (CPU, ~1 min on the "
+                                             "sample) | paper (seed 004)")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override, e.g. --set model.d=128")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps")] = None,
-    max_minutes: Annotated[float | None, typer.Option("--max-minutes")] = None,
-    max_epochs: Annotated[int | None, typer.Option("--max-epochs")] = None,
-    seed: Annotated[int | None, typer.Option("--seed")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after N steps (default: config)")] = None,
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop after M minutes")] = None,
+    max_epochs: Annotated[int | None, typer.Option("--max-epochs", help="Stop after N epochs")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Random seed (default: config)")] = None,
     tokenize: Annotated[str | None, typer.Option("--tokenize", help="whitespace | auto | stanza | toktok")] = None,
     vocab_mode: Annotated[str | None, typer.Option("--vocab-mode", help="closed | open")] = None,
     no_screen: Annotated[bool, typer.Option("--no-screen", help="Score the full union vocabulary")] = False,
@@ -82,34 +144,52 @@ def train_command(
     lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon spec, e.g. omw-en:1.4")] = None,
     no_relations: Annotated[bool, typer.Option("--no-relations")] = False,
     no_definitions: Annotated[bool, typer.Option("--no-definitions")] = False,
-    lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage")] = None,
-    threads: Annotated[int | None, typer.Option("--threads")] = None,
+    lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage", help="Fraction in [0, 1]")] = None,
+    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads [default: config, 0=torch's]")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
+    resume: Annotated[Path | None, typer.Option("--resume", help="Continue this interrupted run exactly "
+                                                "(other options are ignored)")] = None,
+    log_every: Annotated[int, typer.Option("--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps")] = 100,
+    tensorboard: Annotated[bool, typer.Option("--tensorboard", help="Also write TensorBoard scalars")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train a language model (mono- or polyglot) and write a run directory."""
-    _train(langs, with_, data, out, model, config, set_ or [], max_steps, max_minutes, max_epochs, seed, tokenize,
-           vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage, threads,
-           overwrite, verbose)
+    _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
+           tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
+           threads, overwrite, resume, log_every, tensorboard, verbose)
 
 
 @cli_errors
-def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: str | None, config: Path | None,
-           overrides: list[str], max_steps: int | None, max_minutes: float | None, max_epochs: int | None,
-           seed: int | None, tokenize: str | None, vocab_mode: str | None, no_screen: bool, schedule: str | None,
-           lexicon: list[str] | None, no_relations: bool, no_definitions: bool, lexicon_coverage: float | None,
-           threads: int | None, overwrite: bool, verbose: bool) -> None:
+def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: str | None, size: str | None,
+           config: Path | None, overrides: list[str], max_steps: int | None, max_minutes: float | None,
+           max_epochs: int | None, seed: int | None, tokenize: str | None, vocab_mode: str | None, no_screen: bool,
+           schedule: str | None, lexicon: list[str] | None, no_relations: bool, no_definitions: bool,
+           lexicon_coverage: float | None, threads: int | None, overwrite: bool, resume: Path | None,
+           log_every: int, tensorboard: bool, verbose: bool) -> None:
     from langpairs.registry import parse_lang_spec
+    from lexicons.errors import ConfigError
     from polyglot_groc.training.data import language_registry
-    from polyglot_groc.training.trainer import Trainer
 
     setup_logging(verbose)
+    # Numbers first: nothing is read or written before the command line is known to be sane.
+    check_positive(max_steps=max_steps, max_minutes=max_minutes, max_epochs=max_epochs)
+    check_non_negative(threads=threads, log_every=log_every)
+    check_probability(lexicon_coverage=lexicon_coverage)
+    if resume is not None:
+        _resume(resume, log_every, tensorboard)
+        return
+    if size is not None:
+        if size not in SIZES:
+            raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(SIZES)}")
+        if config is None:
+            config = SIZES[size]
     # The config may define languages ([languages.xx]); resolve --langs against them.
     base = load_config(config, overrides)
     lang_codes = parse_lang_spec(langs, with_, registry=language_registry(base.languages))
+    # Runs record the absolute data path, so evaluate works from any directory.
     cfg = build_config(
         config, overrides,
-        **{"data.langs": list(lang_codes), "data.root": str(data) if data else None, "model.kind": model,
+        **{"data.langs": list(lang_codes), "data.root": str(data.resolve()) if data else None, "model.kind": model,
            "train.max_steps": max_steps, "train.max_minutes": max_minutes, "train.max_epochs": max_epochs,
            "train.seed": seed, "data.tokenize": tokenize, "data.vocab_mode": vocab_mode,
            "data.screen": False if no_screen else None, "data.schedule": schedule,
@@ -118,24 +198,77 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            "model.lexicon.coverage": lexicon_coverage, "train.threads": threads},
     )
     if not cfg.data.root:
-        from lexicons.errors import ConfigError
-
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
-    hooks = RichHooks()
-    trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks)
-    try:
-        result = trainer.fit()
-    finally:
-        hooks.close()
-    summary = result.to_dict()
-    if trainer.bundle.lexicon_info:
-        summary["lexicon"] = trainer.bundle.lexicon_info
+    cfg.validate()
+    _run_training(cfg, out, overwrite, None, log_every, tensorboard)
+
+
+def _resume(run: Path, log_every: int, tensorboard: bool) -> None:
+    from polyglot_groc.config import load_config
+    from polyglot_groc.model.bundle import ModelBundle
+    from polyglot_groc.model.checkpoint import load_checkpoint
+
+    run = run.resolve()
+    if not (run / "config.toml").is_file() or not (run / "last.pt").is_file():
+        from lexicons.errors import InputError
+
+        raise InputError(f"{run} has no config.toml and last.pt to resume from; train it first without --resume")
+    cfg = load_config(run / "config.toml", [])
+    payload = load_checkpoint(run / "last.pt")
+    _run_training(cfg, run, False, payload, log_every, tensorboard, ModelBundle.from_state(payload["bundle"]))
+
+
+def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[str, Any] | None, log_every: int,
+                  tensorboard: bool, bundle: Any = None) -> None:
+    """Lock the run directory, train, write result.json; on an early error leave nothing behind."""
     import json
+    import shutil
 
     from polyglot_groc.model.checkpoint import atomic_write_text
+    from polyglot_groc.training.runlock import RunLock
+    from polyglot_groc.training.trainer import Trainer
 
-    atomic_write_text(Path(out) / "result.json", json.dumps(summary, indent=2) + "\n")
+    out = Path(out)
+    created = not out.exists()
+    if payload is None and not overwrite and out.is_dir() and any(not p.name.startswith(".lock")
+                                                                   for p in out.iterdir()):
+        from lexicons.errors import InputError
+
+        # Checked before taking the lock, so a refused run leaves not even a lock file behind.
+        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+    hooks: RichHooks | None = None
+    with RunLock(out, "resume" if payload is not None else "train"):
+        try:
+            hooks = RichHooks(out, log_every, tensorboard)
+            if payload is not None:
+                from polyglot_groc.analysis.curves import read_metrics
+
+                if (out / "metrics.jsonl").is_file():
+                    hooks.records = list(read_metrics(out / "metrics.jsonl"))
+            trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload)
+            try:
+                result = trainer.fit()
+            finally:
+                hooks.close()
+        except BaseException:
+            # An error before the first checkpoint leaves no trace in a directory this command made.
+            if created and out.is_dir() and not (out / "last.pt").exists():
+                shutil.rmtree(out, ignore_errors=True)
+            elif payload is None and out.is_dir() and not (out / "last.pt").exists():
+                for name in ("config.toml", "metrics.jsonl", "curves.png"):
+                    (out / name).unlink(missing_ok=True)
+            raise
+        summary = result.to_dict()
+        if trainer.bundle.lexicon_info:
+            summary["lexicon"] = trainer.bundle.lexicon_info
+        from lexicons.fileio import json_safe
+
+        atomic_write_text(out / "result.json", json.dumps(json_safe(summary), indent=2, allow_nan=False) + "\n")
     print_json(summary)
+    if result.diverged:
+        err_console.print("error: training diverged; lower train.lr or train.clip (last.pt is the last good state)",
+                          highlight=False, markup=False)
+        raise typer.Exit(code=EXIT_DIVERGED)
 
 
 def evaluate_command(
@@ -176,4 +309,5 @@ def _evaluate(run: Path, split: str, data: Path | None, batch_size: int | None, 
     from polyglot_groc.analysis.evaluate import evaluate_run
 
     setup_logging(verbose)
+    check_positive(batch_size=batch_size)
     print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen))

@@ -13,7 +13,6 @@ import json
 import logging
 import math
 import random
-import shutil
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -27,10 +26,11 @@ import torch
 from eval.perplexity import PerplexityResult
 from langpairs.batching import LanguageSchedule, MultilingualBatcher
 from langpairs.corpus import MultilingualCorpus
-from lexicons.errors import InputError
+from lexicons.errors import CheckpointError, InputError
+from lexicons.fileio import dumps_json
 from polyglot_groc.config import RunConfig, dump_toml
 from polyglot_groc.model.bundle import ModelBundle
-from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint
+from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint, set_rng_state
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import count_parameters
@@ -66,8 +66,13 @@ class TrainResult:
     last_valid: dict[str, float]
     history: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def diverged(self) -> bool:
+        return self.stop_reason == "diverged"
+
     def to_dict(self) -> dict[str, Any]:
         return {"run_dir": str(self.run_dir), "steps": self.steps, "epochs": round(self.epochs, 4),
+                "diverged": self.diverged,
                 "stop_reason": self.stop_reason, "n_params": self.n_params,
                 "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
                 "best_valid_perplexity": self.best_valid, "last_valid_perplexity": self.last_valid}
@@ -92,12 +97,20 @@ class _NoHooks:
 
 def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
     run_dir = Path(run_dir)
-    if run_dir.exists() and any(run_dir.iterdir()):
+    # The run lock (.lock, .lock.owner) is taken before the directory is prepared: not content.
+    if run_dir.exists() and any(not p.name.startswith(".lock") for p in run_dir.iterdir()):
         if not overwrite:
             raise InputError(f"run directory {run_dir} already exists; pass --overwrite or choose another --out")
         for name in ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json"):
             (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def remove_temp_files(run_dir: Path) -> None:
+    """Temp files of atomic writes left by a killed process (``.<name>.<random>.tmp``)."""
+    if Path(run_dir).is_dir():
+        for tmp in Path(run_dir).glob(".*.tmp"):
+            tmp.unlink(missing_ok=True)
 
 
 def seed_everything(seed: int) -> None:
@@ -163,11 +176,15 @@ def evaluate_split(bundle: ModelBundle, corpus: MultilingualCorpus, split: str,
 class Trainer:
     def __init__(self, cfg: RunConfig, run_dir: Path, *, overwrite: bool = False,
                  hooks: TrainHooks | None = None, corpus: MultilingualCorpus | None = None,
-                 bundle: ModelBundle | None = None) -> None:
+                 bundle: ModelBundle | None = None, resume: Mapping[str, Any] | None = None) -> None:
+        """``resume``: the ``last.pt`` payload of an interrupted run in ``run_dir`` (with its bundle)."""
         self.cfg = cfg.validate()
         self.run_dir = Path(run_dir)
         self.hooks: TrainHooks = hooks or _NoHooks()
-        prepare_run_dir(self.run_dir, overwrite)
+        self.resume = resume
+        if resume is None:
+            prepare_run_dir(self.run_dir, overwrite)
+        remove_temp_files(self.run_dir)
         seed_everything(cfg.train.seed)
         if cfg.train.threads > 0:
             torch.set_num_threads(cfg.train.threads)
@@ -178,15 +195,17 @@ class Trainer:
         self.model = self.bundle.model
         self.metrics_lines: list[str] = []
 
-    def _save(self, name: str, optimizer: torch.optim.Optimizer, extra: Mapping[str, Any]) -> None:
+    def _save(self, names: tuple[str, ...], optimizer: torch.optim.Optimizer, extra: Mapping[str, Any]) -> None:
         payload = {"bundle": self.bundle.to_state(), "optimizer": optimizer.state_dict(),
-                   "rng": rng_state(), **extra}
-        save_checkpoint(self.run_dir / name, payload)
+                   "rng": rng_state(), "metrics_lines": list(self.metrics_lines), **extra}
+        for name in names:  # each written atomically (best.pt is never a copy made in place)
+            save_checkpoint(self.run_dir / name, payload)
 
     def fit(self) -> TrainResult:
         cfg, t = self.cfg, self.cfg.train
         bundle, model, corpus = self.bundle, self.model, self.corpus
-        atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
+        if self.resume is None:
+            atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
         train_streams = split_streams(bundle, corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
@@ -228,7 +247,7 @@ class Trainer:
                       "lang_batches": dict(lang_batches), "improved": improved}
             loss_acc, loss_n = 0.0, 0
             history.append(record)
-            self.metrics_lines.append(json.dumps(record))
+            self.metrics_lines.append(dumps_json(record))
             atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
             self.hooks.on_eval(record)
             if improved:
@@ -240,15 +259,36 @@ class Trainer:
                     for g in optimizer.param_groups:
                         g["lr"] = lr
                     log.info("no improvement for %d evaluations: learning rate now %g", bad_evals, lr)
+            # Everything the loop carries, so that --resume continues exactly (see _restore).
             extra = {"step": step, "epoch": step / steps_per_epoch, "batcher": batcher.state_dict(),
-                     "best_nll": best_nll, "bad_evals": bad_evals, "lr": lr, "valid": last_valid}
-            self._save("last.pt", optimizer, extra)
-            if improved:
-                shutil.copyfile(self.run_dir / "last.pt", self.run_dir / ".best.pt.tmp")
-                (self.run_dir / ".best.pt.tmp").replace(self.run_dir / "best.pt")
+                     "best_nll": best_nll, "bad_evals": bad_evals, "lr": lr, "valid": last_valid,
+                     "best_valid": best_valid, "tokens": tokens, "train_time": train_time,
+                     "lang_batches": dict(lang_batches),
+                     "lstm_states": {k: [[h, c] for h, c in st] for k, st in states.items()},
+                     "update_rng": json.dumps(update_rng.bit_generator.state)}
+            self._save(("last.pt", "best.pt") if improved else ("last.pt",), optimizer, extra)
             evaluated_at = step
             return bad_evals >= t.stop_patience
 
+        if self.resume is not None:
+            r = self.resume
+            try:
+                optimizer.load_state_dict(r["optimizer"])
+                batcher.load_state_dict(r["batcher"])
+                update_rng.bit_generator.state = json.loads(r["update_rng"])
+                states = {k: [(h, c) for h, c in st] for k, st in r["lstm_states"].items()}
+                lang_batches = Counter({k: int(v) for k, v in r["lang_batches"].items()})
+                step, tokens, train_time = int(r["step"]), int(r["tokens"]), float(r["train_time"])
+                best_nll, bad_evals, lr = float(r["best_nll"]), int(r["bad_evals"]), float(r["lr"])
+                best_valid, last_valid = dict(r["best_valid"]), dict(r["valid"])
+                self.metrics_lines = list(r["metrics_lines"])
+                history = [json.loads(line) for line in self.metrics_lines]
+                set_rng_state(r["rng"])  # last: building the optimizer and batcher must not move it
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CheckpointError(f"checkpoint {self.run_dir / 'last.pt'} lacks resume state ({exc!r}); "
+                                      "it was written by an older polyglot-groc: start a new run") from exc
+            evaluated_at = step
+            log.info("resuming %s at step %d", self.run_dir, step)
         model.train()
         while True:
             if t.max_steps and step >= t.max_steps:
@@ -283,7 +323,11 @@ class Trainer:
             lang_batches[lang] += 1
             loss_val = float(out.loss.detach())
             if not math.isfinite(loss_val):
-                raise InputError(f"training diverged at step {step} (loss {loss_val}); lower train.lr or train.clip")
+                # Stop without evaluating a broken model; the last checkpoint stays the last good one.
+                log.error("training diverged at step %d (loss %s); lower train.lr or train.clip", step, loss_val)
+                stop_reason = "diverged"
+                evaluated_at = step
+                break
             loss_acc += loss_val
             loss_n += 1
             self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, loss_val, lr,

@@ -1,0 +1,74 @@
+"""``polyglot-groc runs list DIR`` / ``runs show RUN``: what is in run directories, at a glance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from polyglot_groc.commands._common import cli_errors, console, print_json
+
+app = typer.Typer(help="Summarise run directories.", no_args_is_help=True,
+                  context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+
+
+def summarize_run(run: Path) -> dict[str, Any]:
+    """Model, languages, data, progress and perplexities of one run directory (any state, even killed)."""
+    from lexicons.errors import InputError
+    from polyglot_groc.analysis.curves import read_metrics
+    from polyglot_groc.config import load_config
+
+    if not (run / "config.toml").is_file():
+        raise InputError(f"{run} is not a run directory (no config.toml); give a folder written by train")
+    cfg = load_config(run / "config.toml", [])
+    records = read_metrics(run / "metrics.jsonl") if (run / "metrics.jsonl").is_file() else []
+    result: dict[str, Any] = {}
+    if (run / "result.json").is_file():
+        try:
+            result = json.loads((run / "result.json").read_text(encoding="utf-8"))
+        except ValueError:
+            result = {}
+    last = records[-1] if records else {}
+    best = min(records, key=lambda r: r.get("valid_nll") or float("inf")) if records else {}
+    status = ("diverged" if result.get("diverged") else "finished") if result else (
+        "interrupted (resume with train --resume)" if (run / "last.pt").is_file() else "no checkpoint")
+    return {"run": str(run), "status": status, "model": cfg.model.kind, "langs": list(cfg.data.langs),
+            "data": cfg.data.root, "steps": result.get("steps", last.get("step")),
+            "epoch": last.get("epoch"), "stop_reason": result.get("stop_reason"),
+            "best_valid_perplexity": result.get("best_valid_perplexity") or best.get("valid_perplexity"),
+            "last_valid_perplexity": last.get("valid_perplexity"),
+            "checkpoints": sorted(p.name for p in run.glob("*.pt"))}
+
+
+@app.command("list")
+@cli_errors
+def list_runs(
+    root: Annotated[Path, typer.Argument(help="Folder holding run directories (searched recursively)")] = Path("runs"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table")] = False,
+) -> None:
+    """One line per run directory under ROOT."""
+    from lexicons.errors import InputError
+
+    if not root.is_dir():
+        raise InputError(f"{root} is not a folder; give the folder that holds your runs")
+    runs = [summarize_run(p.parent) for p in sorted(root.rglob("config.toml"))]
+    if as_json:
+        print_json(runs)
+        return
+    from rich.table import Table
+
+    table = Table("run", "status", "model", "langs", "steps", "best valid ppl")
+    for r in runs:
+        best = r["best_valid_perplexity"] or {}
+        table.add_row(r["run"], r["status"], r["model"], ",".join(r["langs"]), str(r["steps"] or 0),
+                      " ".join(f"{k}:{v:.1f}" for k, v in best.items() if isinstance(v, (int, float))))
+    console.print(table)
+
+
+@app.command("show")
+@cli_errors
+def show_run(run: Annotated[Path, typer.Argument(help="Run directory")]) -> None:
+    """A run's summary as JSON."""
+    print_json(summarize_run(run))

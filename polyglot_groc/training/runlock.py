@@ -1,0 +1,92 @@
+"""One writer per run directory: an OS file lock (``filelock``) plus a note naming the holder.
+
+The lock is an fcntl/msvcrt lock on ``<run>/.lock``, so the kernel releases it when the holding
+process dies, however it dies: a stale lock file left by ``kill -9`` is simply taken over (and
+logged, from the owner note of the dead process). A live holder makes the second writer fail with
+an ``InputError`` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from filelock import FileLock, Timeout
+
+from lexicons.errors import InputError
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = ".lock"
+OWNER_NAME = ".lock.owner"
+
+
+class RunLockedError(InputError):
+    """Another live process is writing this run directory."""
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _describe(owner: dict[str, object]) -> str:
+    return f"pid {owner.get('pid')} on {owner.get('host')} ({owner.get('command')}, since {owner.get('since')})"
+
+
+class RunLock:
+    """``with RunLock(run_dir, "train"):`` holds the directory for this process."""
+
+    def __init__(self, run_dir: Path, command: str) -> None:
+        self.run_dir = Path(run_dir)
+        self.command = command
+        self._lock = FileLock(str(self.run_dir / LOCK_NAME), timeout=0, is_singleton=False)
+
+    def _owner(self) -> dict[str, object]:
+        try:
+            data = json.loads((self.run_dir / OWNER_NAME).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def acquire(self) -> RunLock:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._lock.acquire()
+        except Timeout:
+            raise RunLockedError(f"run directory {self.run_dir} is in use by {_describe(self._owner())}; "
+                                 "wait for it to finish or choose another --out") from None
+        previous = self._owner()
+        if previous and previous.get("host") == socket.gethostname() and isinstance(previous.get("pid"), int) \
+                and not _pid_alive(int(previous["pid"])):  # type: ignore[call-overload]
+            log.warning("taking over the stale lock of %s, which is no longer running", _describe(previous))
+        owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
+                 "argv": sys.argv[:8], "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+        (self.run_dir / OWNER_NAME).write_text(json.dumps(owner) + "\n", encoding="utf-8")
+        return self
+
+    def release(self) -> None:
+        if not self._lock.is_locked:
+            return
+        # The owner note goes while we still hold the lock. The lock file itself stays: unlinking it
+        # would let a process that opened the old inode and one that creates a new file both "hold" it.
+        (self.run_dir / OWNER_NAME).unlink(missing_ok=True)
+        self._lock.release()
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.release()

@@ -1,0 +1,141 @@
+"""Exact resume after SIGKILL, and one writer per run directory (the run lock)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from polyglot_groc.training.runlock import OWNER_NAME, RunLock, RunLockedError
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ["--langs", "en,fr", "--data", str(ROOT / "examples" / "sample"), "--size", "small", "--max-steps", "60",
+        "--set", "train.eval_every=10", "--set", "model.d=16", "--set", "model.prefix.hidden=32",
+        "--set", "model.surface.filters=[[1, 8], [2, 8], [3, 8]]", "--set", "model.output.dropout=0.2",
+        "--set", "train.output_update_prob=0.5", "--set", "train.threads=1", "--log-every", "0"]
+TIMING = {"tokens_per_s", "elapsed_s"}
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "polyglot_groc", "train", *args]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+
+
+def _records(run: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
+    return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
+
+
+def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path: Path) -> None:
+    full, killed = tmp_path / "full", tmp_path / "killed"
+    subprocess.run(_cli(*ARGS, "--out", str(full)), env=_env(), check=True, capture_output=True, cwd=tmp_path)
+    proc = subprocess.Popen(_cli(*ARGS, "--out", str(killed)), env=_env(), cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        # Kill after the first checkpoint (metrics.jsonl is written just before last.pt).
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (killed / "last.pt").exists() and (killed / "metrics.jsonl").exists():
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run finished before it could be killed; make it longer"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not (killed / "result.json").exists()
+    done_before = len(_records(killed))
+    assert done_before < len(_records(full))
+    (killed / ".last.pt.leftover.tmp").write_bytes(b"half a checkpoint")  # what a kill mid-write leaves
+    res = subprocess.run(_cli("--resume", str(killed)), env=_env(), capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert not list(killed.glob(".*.tmp"))
+    assert _records(killed) == _records(full)  # every validation record, bit for bit (timings aside)
+    a = json.loads((full / "result.json").read_text())
+    b = json.loads((killed / "result.json").read_text())
+    for key in ("steps", "best_valid_perplexity", "last_valid_perplexity", "stop_reason"):
+        assert a[key] == b[key]
+
+
+_HOLD = """
+import sys, time
+from polyglot_groc.training.runlock import RunLock
+with RunLock(sys.argv[1], "train"):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_second_writer_is_refused_and_stale_lock_taken_over(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(run)], env=_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunLockedError, match=f"pid {holder.pid}"):
+            RunLock(run, "train").acquire()
+        # The CLI: exit 2, one line naming the holder, nothing written.
+        from typer.testing import CliRunner
+
+        from polyglot_groc.cli import app
+
+        before = sorted(p.name for p in run.iterdir())
+        r = CliRunner().invoke(app, ["train", "--data", str(ROOT / "examples" / "sample"), "--out", str(run),
+                                     "--overwrite"])
+        assert r.exit_code == 2
+        lines = [line for line in r.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and f"pid {holder.pid}" in lines[0]
+        assert sorted(p.name for p in run.iterdir()) == before
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    # The holder died without releasing: its owner note is left, the kernel lock is gone.
+    assert (run / OWNER_NAME).exists()
+    with RunLock(run, "resume") as lock:
+        assert json.loads((run / OWNER_NAME).read_text())["pid"] == os.getpid()
+        assert lock is not None
+    assert not (run / OWNER_NAME).exists()
+
+
+def test_divergence_stops_with_flag_null_and_exit_3(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+    from polyglot_groc.model.lm import LanguageModel
+    from tests.conftest import SMALL, TINY
+
+    real = LanguageModel.forward
+    calls = {"n": 0}
+
+    def nan_after_three(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real(self, *args, **kwargs)
+        if self.training:
+            calls["n"] += 1
+            if calls["n"] > 3 and out.loss is not None:
+                out.loss = out.loss * float("nan")
+        return out
+
+    monkeypatch.setattr(LanguageModel, "forward", nan_after_three)
+    sets = [x for s in [*SMALL, "train.eval_every=2"] for x in ("--set", s)]
+    res = CliRunner().invoke(app, ["train", "--langs", "en,fr", "--data", str(TINY), "--out", str(tmp_path / "r"),
+                                   "--max-steps", "10", *sets])
+    assert res.exit_code == 3, res.output
+
+    def no_constants(name: str) -> None:
+        raise AssertionError(f"{name} in JSON")
+
+    result = json.loads((tmp_path / "r" / "result.json").read_text(), parse_constant=no_constants)
+    assert result["diverged"] is True and result["stop_reason"] == "diverged" and result["steps"] == 4
+    assert "training diverged" in res.stderr
+    for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=no_constants)
+    assert (tmp_path / "r" / "last.pt").exists()  # the last good state (step 2)
