@@ -51,12 +51,12 @@ def _read_words(path: Path, skip_multiword: bool = False) -> list[str]:
 
 
 def run_vectors(run: Path, lang: str, words: list[str] | None, side: str, max_vocab: int | None,
-                checkpoint: str = "best") -> tuple[list[str], np.ndarray, dict[str, Any]]:
+                checkpoint: str = "best", device: str = "cpu") -> tuple[list[str], np.ndarray, dict[str, Any]]:
     """Words and vectors of ``lang`` from a run: the given words (any word, for GroC) or its vocabulary."""
     from polyglot_groc.analysis.export import embed, vocabulary_words
     from polyglot_groc.model.bundle import load_bundle
 
-    bundle, _ = load_bundle(run, checkpoint)
+    bundle, _ = load_bundle(run, checkpoint, device)
     wanted = words if words is not None else vocabulary_words(bundle, lang, max_vocab)
     out = embed(bundle, lang, wanted, side=side)
     info = {"model": bundle.model.kind, "lang": lang, "side": side, "requested": len(wanted),
@@ -76,6 +76,7 @@ def export_command(
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
     skip_multiword: Annotated[bool, typer.Option(
         "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
@@ -83,12 +84,12 @@ def export_command(
     Words are written unchanged (no lowercasing); --vocab writes them most frequent first, so
     MUSE's lowercase first-occurrence rule keeps each word's most frequent casing.
     """
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword)
+    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device)
 
 
 @cli_errors
 def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
-            checkpoint: str, verbose: bool, skip_multiword: bool = False) -> None:
+            checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto") -> None:
     from eval.vectors import write_vec
     from lexicons.errors import InputError
 
@@ -99,7 +100,7 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     wanted = _read_words(words, skip_multiword) if words is not None else None
     if wanted is not None and max_vocab:
         wanted = wanted[:max_vocab]
-    ws, vecs, info = run_vectors(run, lang, wanted, side, max_vocab, checkpoint)
+    ws, vecs, info = run_vectors(run, lang, wanted, side, max_vocab, checkpoint, device)
     if not ws:
         raise InputError(f"none of the requested words can be embedded by this {info['model']} model")
     write_vec(out, ws, vecs)
@@ -283,6 +284,7 @@ def similarity_command(
         "--src-vectors", help="Cross-lingual: source .vec (already mapped), first word of each pair")] = None,
     tgt_vectors: Annotated[Path | None, typer.Option(
         "--tgt-vectors", help="Cross-lingual: target .vec, second word of each pair")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Spearman rho between cosine similarity and human judgements (MUSE's mono- and cross-lingual evaluation).
@@ -291,7 +293,7 @@ def similarity_command(
     its own: a bad one is reported as an error entry and the others still count (exit 2 only if
     all fail).
     """
-    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose, src_vectors, tgt_vectors)
+    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose, src_vectors, tgt_vectors, device)
 
 
 def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
@@ -314,7 +316,7 @@ def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
 @cli_errors
 def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, lang: str | None, side: str,
                 max_vocab: int | None, keep_case: bool, verbose: bool, src_vectors: Path | None = None,
-                tgt_vectors: Path | None = None) -> None:
+                tgt_vectors: Path | None = None, device: str = "auto") -> None:
     from eval.similarity import read_word_pairs, word_similarity
     from eval.vectors import read_vec
     from lexicons.errors import InputError
@@ -354,7 +356,7 @@ def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, la
     from polyglot_groc.analysis.export import embed, vocabulary_words
     from polyglot_groc.model.bundle import load_bundle
 
-    bundle, _ = load_bundle(run)
+    bundle, _ = load_bundle(run, device=device)
     vocab = embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side)
     composed = bundle.model.compositional_input if side == "input" else bundle.model.compositional_output
 
