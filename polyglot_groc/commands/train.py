@@ -304,10 +304,30 @@ def evaluate_command(
     batch_size: Annotated[int | None, typer.Option("--batch-size", help="Eval batch size (default: config)")] = None,
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
     no_screen: Annotated[bool, typer.Option("--no-screen", help="Score over the full union vocabulary")] = False,
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    cache: Annotated[str, typer.Option("--cache", help="none | unigram | neural (open vocabulary)")] = "none",
+    cache_theta: Annotated[float, typer.Option("--cache-theta", help="Neural cache flattening θ >= 0")] = 0.5,
+    cache_lambda: Annotated[float, typer.Option("--cache-lambda", help="Model weight λ in [0, 1]")] = 0.966,
+    cache_size: Annotated[int, typer.Option("--cache-size", help="Neural cache window")] = 10_000,
+    new_word_weight: Annotated[float, typer.Option("--new-word-weight", help="GroC: new words' weight")] = 0.1,
+    uniform_weight: Annotated[float | None, typer.Option(
+        "--uniform-weight", help="Lookup models: uniform weight (default: tuned on --data's valid)")] = None,
+    lexicon_coverage: Annotated[float | None, typer.Option(
+        "--lexicon-coverage", help="groc-lex: fraction of lexicon entries kept at inference")] = None,
+    device: Annotated[str, typer.Option(
+        "--device", help="auto | cpu | cuda | cuda:N (closed-vocabulary evaluation)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Per-language perplexity of a run on a split, as JSON."""
+    """Per-language perplexity of a run on a split, as JSON.
+
+    With --data, a cache, --uniform-weight or --lexicon-coverage: open-vocabulary evaluation
+    over the union of training and test words (OOV rate, perplexity on seen and new words).
+    """
+    if data is not None or cache != "none" or uniform_weight is not None or lexicon_coverage is not None:
+        from polyglot_groc.commands.crossdomain import evaluate_open_cli
+
+        evaluate_open_cli(run, split, data, checkpoint, cache, cache_theta, cache_lambda, cache_size,
+                          new_word_weight, uniform_weight, lexicon_coverage, verbose)
+        return
     _evaluate(run, split, data, batch_size, checkpoint, no_screen, device, verbose)
 
 
