@@ -95,6 +95,13 @@ def test_second_writer_is_refused_and_stale_lock_taken_over(tmp_path: Path) -> N
         lines = [line for line in r.output.splitlines() if line.strip()]
         assert len(lines) == 1 and f"pid {holder.pid}" in lines[0]
         assert sorted(p.name for p in run.iterdir()) == before
+        # finetune into a held directory is refused the same way, before any work.
+        r = CliRunner().invoke(app, ["finetune", str(tmp_path / "no-such-run"), "--data",
+                                     str(ROOT / "examples" / "sample"), "--out", str(run), "--overwrite"])
+        assert r.exit_code == 2
+        lines = [line for line in r.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and f"pid {holder.pid}" in lines[0], r.output
+        assert sorted(p.name for p in run.iterdir()) == before
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()

@@ -54,10 +54,23 @@ def finetune_command(
 @cli_errors
 def _finetune(run: Path, data: Path, out: Path, epochs: int, max_steps: int, lr: float | None, overwrite: bool,
               verbose: bool) -> None:
+    import shutil
+
     from polyglot_groc.training.finetune import finetune_run
+    from polyglot_groc.training.runlock import RunLock
 
     setup_logging(verbose)
-    print_json(finetune_run(run, data, out, epochs, overwrite=overwrite, lr=lr, max_steps=max_steps).to_dict())
+    out = Path(out)
+    created = not out.exists()
+    # One writer per run directory, as for train and --resume; an early error leaves nothing behind.
+    with RunLock(out, "finetune"):
+        try:
+            result = finetune_run(run, data, out, epochs, overwrite=overwrite, lr=lr, max_steps=max_steps)
+        except BaseException:
+            if created and not any(out.glob("*.pt")):
+                shutil.rmtree(out, ignore_errors=True)
+            raise
+    print_json(result.to_dict())
 
 
 @analyze_app.command("freq-bins")
