@@ -134,7 +134,7 @@ class LanguageModel(nn.Module):
         ids = self.screen.ids(lang).to(self._device())
         if self.training and not update_output:
             # Frozen step: no gradient reaches the embedder, so its table is reused until the
-            # parameters change; dropout and the (cheap) output net still run every step.
+            # parameters change; dropout, the output net and the bias still run (and train).
             version = self._param_version(self.output_embedder)
             hit = self._frozen.get(key)
             if hit is None or hit[0] != version:
@@ -144,9 +144,10 @@ class LanguageModel(nn.Module):
             e = hit[1]  # (V_l, d), no grad
         else:
             e = self.output_embedder(ids)  # (V_l, d)
-        with torch.set_grad_enabled(torch.is_grad_enabled() and update_output):
-            e_out = self.output_net(e)  # (V_l, d)
-            bias = self.bias(e_out) if self.compositional_output else self.bias(ids)  # (V_l,)
+        # Seed 000 §3.4/B.4: a frozen step freezes only the compositional encoder (its table is
+        # reused above); the output net and the computed bias train every step like the prefix.
+        e_out = self.output_net(e)  # (V_l, d)
+        bias = self.bias(e_out) if self.compositional_output else self.bias(ids)  # (V_l,)
         tables = _Tables(ids, e if self.shared_embedding else None, e_out, bias)
         if not self.training:
             self._cache[key] = tables

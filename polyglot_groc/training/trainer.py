@@ -240,7 +240,9 @@ class Trainer:
             last_valid = {lang: r.perplexity for lang, r in results.items()}
             improved = nll < best_nll
             record = {"step": step, "epoch": round(step / steps_per_epoch, 4), "lr": lr,
-                      "train_loss": loss_acc / max(loss_n, 1), "valid_nll": nll,
+                      "train_loss": loss_acc / max(loss_n, 1),
+                      # Mean over the steps since the last evaluation, with dropout on (AWD's train ppl).
+                      "train_perplexity": math.exp(min(loss_acc / max(loss_n, 1), 50.0)), "valid_nll": nll,
                       "valid_perplexity": last_valid, "valid_tokens": {k: r.n_tokens for k, r in results.items()},
                       "eval_batch_size": t.eval_batch_size, "tokens": tokens,
                       "tokens_per_s": tokens / max(train_time, 1e-9), "elapsed_s": time.monotonic() - started,
