@@ -41,6 +41,9 @@ class LMOutput:
     n_tokens: int
     state: State
     logits: torch.Tensor | None = None  # (B, T, V_l) when requested
+    #: The prefix's top output after / before its dropout (AWD AR / TAR regularisers).
+    hidden: torch.Tensor | None = None  # (B, T, d)
+    hidden_raw: torch.Tensor | None = None  # (B, T, d)
 
 
 @dataclass
@@ -67,12 +70,17 @@ class LanguageModel(nn.Module):
             self.input_embedder = GroundedEmbedder(cfg.surface, n_chars, d, use_lexicon=False)
             self.output_embedder = LookupEmbedder(n_words, d, cfg.init_range)
         else:
-            self.input_embedder = GroundedEmbedder(cfg.surface, n_chars, d, use_lexicon=cfg.kind == "groc-lex")
+            self.input_embedder = GroundedEmbedder(cfg.surface, n_chars, d, use_lexicon=cfg.kind == "groc-lex",
+                                                   combine=cfg.lexicon.combine)
             self.output_embedder = self.input_embedder
         self.output_net = ResidualOutputNet(d, cfg.output.depth, cfg.output.activation, cfg.output.dropout)
+        # output.bias = "lookup" on a compositional kind: a per-word vector (gives up |V|-free |Θ|).
+        self.computed_bias = self.compositional_output and cfg.output.bias == "computed"
         self.bias: nn.Module = (
-            ComputedBias(d, cfg.output.bias_activation) if self.compositional_output else LookupBias(n_words)
+            ComputedBias(d, cfg.output.bias_activation, cfg.output.bias_dropout) if self.computed_bias
+            else LookupBias(n_words)
         )
+        self.word_drop = cfg.prefix.word_dropout
         self.prefix = LSTMPrefix(cfg.prefix, d, cfg.init_range)
         self.screen = LanguageScreen(lang_ids, n_words)
         self._cache: dict[object, _Tables] = {}
@@ -147,8 +155,12 @@ class LanguageModel(nn.Module):
         # Seed 000 §3.4/B.4: a frozen step freezes only the compositional encoder (its table is
         # reused above); the output net and the computed bias train every step like the prefix.
         e_out = self.output_net(e)  # (V_l, d)
-        bias = self.bias(e_out) if self.compositional_output else self.bias(ids)  # (V_l,)
-        tables = _Tables(ids, e if self.shared_embedding else None, e_out, bias)
+        bias = self.bias(e_out) if self.computed_bias else self.bias(ids)  # (V_l,)
+        e_in = e
+        if self.cfg.output.inputs_after_dropout and self.training:
+            # Released code: inputs are rows of the dropped output table (same mask at depth 0).
+            e_in = e_out if self.cfg.output.depth == 0 else self.output_net.drop(e)
+        tables = _Tables(ids, e_in if self.shared_embedding else None, e_out, bias)
         if not self.training:
             self._cache[key] = tables
         return tables
@@ -159,9 +171,16 @@ class LanguageModel(nn.Module):
     def embed_inputs(self, inputs: torch.Tensor, tables: _Tables) -> torch.Tensor:
         """(B, T) global ids -> (B, T, d), reusing the vocabulary table when the function is shared."""
         if tables.e_in is not None:
-            return tables.e_in[self.screen.local(tables.ids, inputs)]
+            return self._word_dropout(tables.e_in)[self.screen.local(tables.ids, inputs)]
         uniq, inverse = torch.unique(inputs, return_inverse=True)
-        return self.input_embedder(uniq)[inverse]
+        return self._word_dropout(self.input_embedder(uniq))[inverse]
+
+    def _word_dropout(self, table: torch.Tensor) -> torch.Tensor:
+        """AWD embedding dropout: zero whole word rows of the input table for this step.  (n, d)"""
+        if not self.training or self.word_drop == 0.0:
+            return table
+        keep = table.new_empty(table.shape[0], 1).bernoulli_(1.0 - self.word_drop) / (1.0 - self.word_drop)
+        return table * keep
 
     def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None, lang: str | None,
                 state: State, return_logits: bool = False, update_output: bool = True) -> LMOutput:
@@ -178,7 +197,8 @@ class LanguageModel(nn.Module):
             n_tok = int(local.numel())
             loss = nll / n_tok
             nll_sum = float(nll.detach())
-        return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None)
+        return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None,
+                        hidden=h, hidden_raw=self.prefix.last_raw)
 
     def embed_words(self, ids: torch.Tensor, side: str = "input") -> torch.Tensor:
         """Embeddings of arbitrary word ids for export.  (n,) -> (n, d)

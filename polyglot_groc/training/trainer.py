@@ -37,6 +37,7 @@ from polyglot_groc.model.lm import count_parameters
 from polyglot_groc.model.prefix import State, detach_state
 from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
 from polyglot_groc.training.data import build_vocab, encode_stream, load_corpus, unseen_words
+from polyglot_groc.training.regularizers import ar_tar_penalty
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +210,8 @@ class Trainer:
         train_streams = split_streams(bundle, corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
-        batcher = MultilingualBatcher(train_streams, t.bptt, schedule)
+        batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
+                                      variable_seed=t.seed if t.bptt_mode == "variable" else None)
         steps_per_epoch = sum(windows.values())
         optimizer = torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
         update_rng = np.random.default_rng(t.seed + 1)
@@ -311,10 +313,17 @@ class Trainer:
                         lang if cfg.data.screen else None, state, update_output=update_output)
             assert out.loss is not None
             optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
+            penalty = ar_tar_penalty(out.hidden, out.hidden_raw, t.ar_alpha, t.tar_beta)
+            (out.loss if penalty is None else out.loss + penalty).backward()
+            if t.bptt_mode == "variable":  # AWD: a window's lr scales with its length
+                for g in optimizer.param_groups:
+                    g["lr"] = lr * batch.inputs.shape[1] / t.bptt
             if t.clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
             optimizer.step()
+            if t.bptt_mode == "variable":
+                for g in optimizer.param_groups:
+                    g["lr"] = lr
             if batch.epoch_end:  # the stream starts over: so does its hidden state
                 states.pop(lang, None)
             else:
