@@ -207,10 +207,10 @@ class RunConfig:
                           if v >= 0)):
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name}={p} must be in [0, 1)")
-        if not 0.0 <= t.output_update_prob <= 1.0:
-            raise ConfigError(f"train.output_update_prob={t.output_update_prob} must be in [0, 1]")
+        if not 0.0 < t.output_update_prob <= 1.0:
+            raise ConfigError(f"train.output_update_prob={t.output_update_prob} must be in (0, 1]")
         if not 0.0 <= m.lexicon.coverage <= 1.0:
-            raise ConfigError(f"model.lexicon.coverage={m.lexicon.coverage} must be in [0, 1]")
+            raise ConfigError(f"model.lexicon.coverage={m.lexicon.coverage} must be in (0, 1]")
         if d.vocab_mode not in ("closed", "open"):
             raise ConfigError(f"data.vocab_mode={d.vocab_mode!r} must be 'closed' or 'open'")
         if d.schedule not in ("proportional", "round_robin", "temperature"):
