@@ -180,35 +180,52 @@ def dictionary_indices(path: Path, src_words: list[str], tgt_words: list[str], l
     return indices, {"path": str(path), **stats}
 
 
+def muse_vocabulary(words: list[str], vectors: Any, lower: bool) -> tuple[list[str], Any]:
+    """MUSE's reading rule on an export: lowercase, first (most frequent) occurrence wins."""
+    import numpy as np
+
+    from eval.vectors import vocabulary_index
+
+    if not lower:
+        return words, vectors
+    rows = np.sort(np.fromiter(vocabulary_index(words, lower=True).values(), dtype=np.int64))
+    return [words[i].lower() for i in rows], vectors[rows]
+
+
 def alignment(exported: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
-    from eval.align import align, translation_precision
+    from eval.align import align
+    from langpairs.dictionaries import read_dictionary
+    from polyglot_groc.analysis.alignment_report import evaluate_with_baselines
 
     lower = not args.keep_case
-    src, tgt = exported[args.src], exported[args.tgt]
-    out: dict[str, Any] = {}
-    train_pairs, out["train_dictionary"] = dictionary_indices(args.train_dict, src.words, tgt.words, lower,
+    src_words, src_vecs = muse_vocabulary(exported[args.src].words, exported[args.src].vectors, lower)
+    tgt_words, tgt_vecs = muse_vocabulary(exported[args.tgt].words, exported[args.tgt].vectors, lower)
+    out: dict[str, Any] = {"src_words": len(src_words), "tgt_words": len(tgt_words),
+                           "case_duplicates_dropped": {args.src: len(exported[args.src].words) - len(src_words),
+                                                       args.tgt: len(exported[args.tgt].words) - len(tgt_words)}}
+    train_pairs, out["train_dictionary"] = dictionary_indices(args.train_dict, src_words, tgt_words, lower,
                                                               args.lenient)
     if train_pairs is None:
         out["error"] = "no pair of the train dictionary is in the vocabularies; nothing to align on"
         return out
     started = time.perf_counter()
-    res = align(src.vectors, tgt.vectors, train_pairs, n_refinement=args.refine, normalize=args.normalize,
+    res = align(src_vecs, tgt_vecs, train_pairs, n_refinement=args.refine, normalize=args.normalize,
                 dico_build=args.dico_build, dico_max_rank=args.dico_max_rank)
     out["align_seconds"] = _round(time.perf_counter() - started, 2)
     out["best_iteration"] = res.best_iteration
     out["history"] = [{k: (_round(v, 5) if k == "criterion" else v) for k, v in h.items()} for h in res.history]
-    mapped, target = res.map_source(src.vectors), res.prepare_target(tgt.vectors)
-    eval_pairs, out["eval_dictionary"] = dictionary_indices(args.eval_dict, src.words, tgt.words, lower,
-                                                            args.lenient)
-    if eval_pairs is None:
-        out["precision"] = None
-        out["error"] = "no pair of the evaluation dictionary is in the vocabularies; no P@k"
+    mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
+    pairs = read_dictionary(args.eval_dict, lower=lower, lenient=args.lenient)
+    try:
+        stats, precision, baselines = evaluate_with_baselines(pairs, src_words, tgt_words, mapped, target,
+                                                              lower=lower, eval_words=args.eval_words_set)
+    except ValueError as exc:  # EvalInputError: no pair of the dictionary is in the vocabularies
+        out.update({"precision": None, "eval_dictionary": {"path": str(args.eval_dict), "error": str(exc)},
+                    "error": "no pair of the evaluation dictionary is in the vocabularies; no P@k"})
         return out
-    precision: dict[str, Any] = {}
-    for method in ("nn", "csls"):
-        p = translation_precision(mapped, target, eval_pairs, method=method, ks=KS)
-        precision[method] = {k: (_round(float(v), 2) if k.startswith("precision_at_") else v) for k, v in p.items()}
+    out["eval_dictionary"] = {"path": str(args.eval_dict), **stats}
     out["precision"] = precision
+    out["baselines"] = baselines
     return out
 
 
@@ -231,9 +248,8 @@ def similarity(bundle: Any, exported: dict[str, Any], files: dict[str, list[Path
                 entry: dict[str, Any] = {"lang": lang, "pairs": len(triples), "in_vocabulary": {
                     "rho": _round(r.rho), "found": r.found, "not_found": r.not_found}}
                 if composes:
-                    # Every pair word, as written and lowercased (as polyglot-groc similarity does).
-                    words = sorted({w for a, b, _ in triples for w in (a, b)}
-                                   | {w.lower() for a, b, _ in triples for w in (a, b)})
+                    # Every pair word lowercased (as polyglot-groc similarity does).
+                    words = sorted({w.lower() for a, b, _ in triples for w in (a, b)})
                     everything = embed(bundle, lang, words, side=args.side)
                     ra = word_similarity(triples, everything.words, everything.vectors, lower=lower)
                     entry["all_pairs_composed"] = {"rho": _round(ra.rho), "found": ra.found,
@@ -333,12 +349,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--refine", type=int, default=5, help="Refinement iterations (thesis: 10)")
     ap.add_argument("--normalize", default="", help="e.g. center,renorm (applied to both sides)")
     ap.add_argument("--dico-build", default="S2T&T2S", help="S2T | T2S | S2T|T2S | S2T&T2S")
-    ap.add_argument("--dico-max-rank", type=int, default=15000)
-    ap.add_argument("--keep-case", action="store_true", help="Do not lowercase dictionary/word-pair lookups")
+    ap.add_argument("--dico-max-rank", type=int, default=10000, help="MUSE's supervised default")
+    ap.add_argument("--keep-case", action="store_true",
+                    help="Keep every exported word as written (MUSE's full_vocab); default lowercases, first wins")
     ap.add_argument("--lenient", action="store_true", help="Skip malformed dictionary lines")
     ap.add_argument("--threads", type=int, default=0, help="torch and faiss threads (0: their defaults)")
     add_output_args(ap)
-    return ap.parse_args(argv)
+    ap.add_argument("--eval-words", type=Path, default=None,
+                    help="Evaluate only these source words (one per line): every model on the same words")
+    args = ap.parse_args(argv)
+    args.eval_words_set = (set(args.eval_words.read_text(encoding="utf-8").split())
+                           if args.eval_words is not None else None)
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:

@@ -60,6 +60,14 @@ __all__ = [
 ]
 
 Method = Literal["csls", "nn"]
+KnnMode = Literal["exact", "approximate"]
+KNN_MODES: tuple[str, ...] = ("exact", "approximate")
+# IVF parameters of the approximate mode: about 4 sqrt(n) cells (faiss's usual advice), at least
+# APPROX_MIN_PER_LIST keys per cell, k-means trained on up to APPROX_TRAIN_PER_LIST keys per cell.
+APPROX_LISTS_PER_SQRT = 4.0
+APPROX_MIN_PER_LIST = 39
+APPROX_TRAIN_PER_LIST = 40
+APPROX_NPROBE = 64
 Build = Literal["S2T", "T2S", "S2T|T2S", "S2T&T2S"]
 METHODS: tuple[str, ...] = ("csls", "nn")
 BUILDS: tuple[str, ...] = ("S2T", "T2S", "S2T|T2S", "S2T&T2S")
@@ -112,6 +120,11 @@ def _positive(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise EvalInputError(f"{name}={value!r}; pass a positive integer")
     return int(value)
+
+
+def _check_knn_mode(mode: str) -> None:
+    if mode not in KNN_MODES:
+        raise EvalInputError(f"unknown knn mode {mode!r}; use one of {', '.join(KNN_MODES)}")
 
 
 def _check_method(method: str) -> None:
@@ -270,6 +283,48 @@ def _topk_inner(
     return scores, ids
 
 
+def _topk_approximate(queries: np.ndarray, keys: np.ndarray, k: int, batch_size: int) -> np.ndarray:
+    """Approximate top-``k`` inner products with a faiss IVF index; returns scores ``(q, k)``.
+
+    The keys are clustered into ``nlist ~ 4 sqrt(m)`` cells (k-means trained on a sample of at
+    most ``APPROX_TRAIN_PER_LIST * nlist`` keys) and each query scans the ``nprobe`` nearest
+    cells.  Missed neighbours are filled with the worst score found, so a mean over ``k`` stays
+    defined; the parameters are logged so a result can be reproduced.
+    """
+    m, d = keys.shape
+    nlist = int(min(max(1, round(APPROX_LISTS_PER_SQRT * math.sqrt(m))), max(1, m // APPROX_MIN_PER_LIST)))
+    nprobe = min(nlist, APPROX_NPROBE)
+    started = time.perf_counter()
+    quantizer = faiss.IndexFlatIP(d)
+    index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
+    n_train = min(m, APPROX_TRAIN_PER_LIST * nlist)
+    # A fixed stride sample keeps training deterministic without a random generator.
+    train = keys[:: max(1, m // n_train)][:n_train]
+    index.train(np.ascontiguousarray(train))
+    index.add(keys)
+    index.nprobe = nprobe
+    logger.info(
+        "approximate knn: faiss IndexIVFFlat(inner product) nlist=%d nprobe=%d trained on %d of %d keys (%.1fs)",
+        nlist,
+        nprobe,
+        n_train,
+        m,
+        time.perf_counter() - started,
+    )
+    n = queries.shape[0]
+    scores = np.empty((n, k), dtype=np.float32)
+    for start in range(0, n, batch_size):
+        batch = np.ascontiguousarray(queries[start : start + batch_size])  # (b, d)
+        found, ids = index.search(batch, k)
+        # faiss marks missing neighbours with id -1 and score -inf-like values; use the worst real one.
+        missing = ids < 0
+        if missing.any():
+            worst = np.where(missing, np.inf, found).min(axis=1, keepdims=True)  # (b, 1)
+            found = np.where(missing, np.where(np.isfinite(worst), worst, 0.0), found)
+        scores[start : start + batch.shape[0]] = found
+    return scores
+
+
 def mean_knn_similarity(
     queries: np.ndarray,
     keys: np.ndarray,
@@ -277,13 +332,16 @@ def mean_knn_similarity(
     batch_size: int = DEFAULT_BATCH_SIZE,
     *,
     assume_normalized: bool = False,
+    knn_mode: KnnMode = "exact",
 ) -> np.ndarray:
     """Mean cosine of each query row to its ``k`` nearest key rows: ``r`` in CSLS, ``(n_queries,)``.
 
     MUSE's ``get_nn_avg_dist(emb=keys, query=queries, knn=k)``: exact search with faiss
     ``IndexFlatIP`` on L2-normalised rows, queries in batches of ``batch_size`` so memory stays
     ``O(batch_size * k)`` beyond the two matrices and the index.  Set ``assume_normalized`` when
-    both inputs already have unit rows to skip the normalised copies.
+    both inputs already have unit rows to skip the normalised copies.  ``knn_mode="approximate"``
+    searches a faiss IVF index instead (see :func:`_topk_approximate`): the neighbourhood means
+    are slightly underestimated where a true neighbour is missed.
     """
     q = _matrix("queries", queries)
     kk = _matrix("keys", keys)
@@ -295,8 +353,12 @@ def mean_knn_similarity(
     batch_size = _positive("batch_size", batch_size)
     if not assume_normalized:
         q, kk = _unit_rows(q), _unit_rows(kk)
+    _check_knn_mode(knn_mode)
     started = time.perf_counter()
-    scores, _ = _topk_inner(q, kk, k, batch_size)
+    if knn_mode == "approximate":
+        scores = _topk_approximate(q, kk, k, batch_size)
+    else:
+        scores, _ = _topk_inner(q, kk, k, batch_size)
     logger.debug(
         "mean %d-nn similarity of %d queries over %d keys in %.1fs",
         k,
@@ -342,6 +404,7 @@ def csls_topk(
     assume_normalized: bool = False,
     r_src: np.ndarray | None = None,
     r_tgt: np.ndarray | None = None,
+    knn_mode: KnnMode = "exact",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k_top`` targets by CSLS for each query row (``src_rows``, default all rows).
 
@@ -364,12 +427,26 @@ def csls_topk(
         src, tgt_m = _unit_rows(src), _unit_rows(tgt_m)
     queries = src if rows is None else src[rows]  # (q, d)
     if r_tgt_all is None:
-        r_tgt_all = mean_knn_similarity(tgt_m, src, knn, batch_size, assume_normalized=True)  # (n_tgt,)
+        # The one full search: r_S of every target over all mapped source words.
+        r_tgt_all = mean_knn_similarity(
+            tgt_m, src, knn, batch_size, assume_normalized=True, knn_mode=knn_mode
+        )  # (n_tgt,)
     if r_src_all is None:
+        # Only the queries' own r_T: a search of q rows, exact in both modes.
         r_query = mean_knn_similarity(queries, tgt_m, knn, batch_size, assume_normalized=True)  # (q,)
     else:
         r_query = r_src_all if rows is None else r_src_all[rows]
     scores, ids = _topk_inner(queries, tgt_m, k_top, batch_size, key_bias=r_tgt_all, query_scale=2.0)
+    if knn_mode == "approximate" and r_tgt is None:
+        # Re-rank the candidates with their EXACT r_S: one search of only the candidate targets
+        # (at most q * k_top rows, not all targets), so the reported CSLS scores are exact and
+        # only a target missing from the approximate top-k_top can change a ranking.
+        candidates, where = np.unique(ids, return_inverse=True)  # (c,), (q * k_top,)
+        r_exact = mean_knn_similarity(tgt_m[candidates], src, knn, batch_size, assume_normalized=True)  # (c,)
+        cos = np.einsum("qd,qkd->qk", queries, tgt_m[ids])  # (q, k_top)
+        scores = (2.0 * cos - r_exact[where.reshape(ids.shape)]).astype(np.float32)
+        order = np.argsort(-scores, axis=1, kind="stable")
+        scores, ids = np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)
     scores -= r_query[:, None]
     return ids, scores
 
@@ -407,6 +484,7 @@ def build_dictionary(
     assume_normalized: bool = False,
     r_src: np.ndarray | None = None,
     r_tgt: np.ndarray | None = None,
+    knn_mode: KnnMode = "exact",
 ) -> np.ndarray:
     """Induce a dictionary from the current mapping, as MUSE's ``build_dictionary``; ``(n, 2)`` int64.
 
@@ -445,7 +523,7 @@ def build_dictionary(
     if "S2T" in build:
         n_q = min(limit, src.shape[0])
         if method == "csls" and r_tgt_all is None:
-            r_tgt_all = mean_knn_similarity(tgt_m, src, knn, batch_size, assume_normalized=True)
+            r_tgt_all = mean_knn_similarity(tgt_m, src, knn, batch_size, assume_normalized=True, knn_mode=knn_mode)
         best = _best_targets(src[:n_q], tgt_m, method, r_tgt_all, batch_size)  # (n_q,)
         keep = best < limit
         codes.append(np.arange(n_q, dtype=np.int64)[keep] * n_tgt + best[keep])
@@ -453,7 +531,7 @@ def build_dictionary(
     if "T2S" in build:
         n_q = min(limit, n_tgt)
         if method == "csls" and r_src_all is None:
-            r_src_all = mean_knn_similarity(src, tgt_m, knn, batch_size, assume_normalized=True)
+            r_src_all = mean_knn_similarity(src, tgt_m, knn, batch_size, assume_normalized=True, knn_mode=knn_mode)
         best = _best_targets(tgt_m[:n_q], src, method, r_src_all, batch_size)  # (n_q,) source rows
         keep = best < limit
         codes.append(best[keep] * n_tgt + np.arange(n_q, dtype=np.int64)[keep])
@@ -489,6 +567,7 @@ def mean_csls_criterion(
     batch_size: int = DEFAULT_BATCH_SIZE,
     assume_normalized: bool = False,
     r_tgt: np.ndarray | None = None,
+    knn_mode: KnnMode = "exact",
 ) -> float:
     """MUSE's unsupervised model-selection criterion ``mean_cosine-csls_knn_10-S2T-10000``.
 
@@ -511,6 +590,7 @@ def mean_csls_criterion(
         batch_size=batch_size,
         assume_normalized=True,
         r_tgt=r_tgt,
+        knn_mode=knn_mode,
     )
     if dico.shape[0] == 0:
         return float("-inf")
@@ -532,7 +612,9 @@ def translation_precision(
     knn: int = 10,
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
-) -> dict[str, float | int | str]:
+    knn_mode: KnnMode = "exact",
+    return_ranks: bool = False,
+) -> dict[str, object]:
     """Word-translation precision@k, exactly MUSE's ``get_word_translation_accuracy``.
 
     Both sides are L2-normalised; the queries are the UNIQUE source words of ``pairs``
@@ -556,7 +638,9 @@ def translation_precision(
     inverse = inverse.reshape(-1)
     k_max = min(max(k_list), tgt_m.shape[0])
     if method == "csls":
-        top, _ = csls_topk(src, tgt_m, k_max, knn, queries, batch_size=batch_size, assume_normalized=True)
+        top, _ = csls_topk(
+            src, tgt_m, k_max, knn, queries, batch_size=batch_size, assume_normalized=True, knn_mode=knn_mode
+        )
     else:
         top, _ = nn_topk(src, tgt_m, k_max, queries, batch_size=batch_size, assume_normalized=True)
 
@@ -567,7 +651,7 @@ def translation_precision(
     best_rank = np.full(queries.shape[0], k_max, dtype=np.int64)  # (q,)
     np.minimum.at(best_rank, inverse, pair_rank)
 
-    result: dict[str, float | int | str] = {
+    result: dict[str, object] = {
         "method": f"csls_knn_{knn}" if method == "csls" else "nn",
         "n_pairs": int(gold.shape[0]),
         "n_queries": int(queries.shape[0]),
@@ -583,6 +667,10 @@ def translation_precision(
             k,
             result[f"precision_at_{k}"],
         )
+    if return_ranks:
+        # Per query (sorted source row): its best gold rank, k_max when no gold is in the top k_max.
+        result["queries"] = queries
+        result["best_rank"] = best_rank
     return result
 
 
@@ -699,12 +787,13 @@ def align(
     n_refinement: int = 5,
     normalize: Sequence[str] = (),
     dico_build: Build = "S2T&T2S",
-    dico_max_rank: int | None = 15000,
+    dico_max_rank: int | None = 10000,
     method: Method = "csls",
     *,
     knn: int = 10,
     criterion_n_src: int = 10000,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    knn_mode: KnnMode = "exact",
 ) -> AlignmentResult:
     """Supervised Procrustes alignment with iterative refinement (MUSE's ``supervised.py``).
 
@@ -728,6 +817,7 @@ def align(
     if n_refinement < 0:
         raise EvalInputError(f"n_refinement={n_refinement}; pass 0 or more refinement iterations")
     _check_method(method)
+    _check_knn_mode(knn_mode)
     if dico_build not in BUILDS:
         raise EvalInputError(f"unknown dictionary build {dico_build!r}; use one of {', '.join(BUILDS)}")
     knn = _positive("knn", knn)
@@ -762,6 +852,7 @@ def align(
                 batch_size=batch_size,
                 assume_normalized=True,
                 r_tgt=r_tgt if method == "csls" else None,
+                knn_mode=knn_mode,
             )
             if dico.shape[0] == 0:
                 logger.warning("iteration %d: empty induced dictionary, stopping refinement", iteration)
@@ -770,7 +861,7 @@ def align(
         mapped_unit = _unit_rows(src_m @ w.T)  # (n_src, d)
         # r_S of every target under this mapping: used by the criterion and by the next
         # iteration's S2T induction, so it is computed once per mapping.
-        r_tgt = mean_knn_similarity(tgt_unit, mapped_unit, knn, batch_size, assume_normalized=True)
+        r_tgt = mean_knn_similarity(tgt_unit, mapped_unit, knn, batch_size, assume_normalized=True, knn_mode=knn_mode)
         criterion = mean_csls_criterion(
             mapped_unit,
             tgt_unit,
@@ -779,6 +870,7 @@ def align(
             batch_size=batch_size,
             assume_normalized=True,
             r_tgt=r_tgt,
+            knn_mode=knn_mode,
         )
         history.append({"iteration": iteration, "dictionary_size": int(dico.shape[0]), "criterion": criterion})
         logger.info(

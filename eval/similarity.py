@@ -21,7 +21,7 @@ from eval.vectors import vocabulary_index
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SimilarityResult", "read_word_similarity", "spearman", "word_similarity"]
+__all__ = ["SimilarityResult", "read_word_pairs", "read_word_similarity", "spearman", "word_similarity"]
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,18 @@ class SimilarityResult:
 
 
 def read_word_similarity(path: str | os.PathLike[str]) -> list[tuple[str, str, float]]:
-    """Read a MUSE monolingual similarity file: one ``word1 word2 score`` per line, tab or space.
+    """The word pairs of :func:`read_word_pairs` (multiword lines skipped, see there)."""
+    return read_word_pairs(path)[0]
 
-    Words are returned as written (lowercasing happens at lookup, see :func:`word_similarity`).
-    Blank lines are skipped; any other line without exactly two words and a finite number is an
+
+def read_word_pairs(path: str | os.PathLike[str]) -> tuple[list[tuple[str, str, float]], int]:
+    """Read a MUSE similarity file: one ``word1 word2 score`` per line, tab or space.
+
+    Returns ``(triples, multiword)``.  Lines with more than three fields hold a phrase
+    (SemEval-17's ``ice hockey``); MUSE skips them ("only consider words"), and so does this
+    reader, counting them in ``multiword`` and in one log line.  Words are returned as written
+    (lowercasing happens at lookup, see :func:`word_similarity`).  Blank lines are skipped; a line
+    with fewer than three fields or a score that is not a finite number is an
     :class:`EvalInputError` naming the line.
     """
     path = Path(path)
@@ -51,10 +59,14 @@ def read_word_similarity(path: str | os.PathLike[str]) -> list[tuple[str, str, f
         bad_line = data[: exc.start].count(b"\n") + 1
         raise EvalInputError(f"{path}: line {bad_line} is not valid utf-8; re-encode the file as utf-8") from exc
     triples: list[tuple[str, str, float]] = []
+    multiword = 0
     # split("\n") rather than splitlines(): unicode line separators inside a word are not breaks.
     for lineno, line in enumerate(text.split("\n"), start=1):
         fields = line.split()
         if not fields:
+            continue
+        if len(fields) > 3:
+            multiword += 1
             continue
         if len(fields) != 3:
             raise EvalInputError(
@@ -71,8 +83,13 @@ def read_word_similarity(path: str | os.PathLike[str]) -> list[tuple[str, str, f
             raise EvalInputError(f"{path}: line {lineno} has the score {fields[2]!r}; use a finite number")
         triples.append((fields[0], fields[1], score))
     if not triples:
-        raise EvalInputError(f"{path} holds no word pairs; expected lines 'word1 word2 score'")
-    return triples
+        raise EvalInputError(
+            f"{path} holds no single-word pairs ({multiword} multiword lines skipped); "
+            "expected lines 'word1 word2 score'"
+        )
+    if multiword:
+        logger.info("%s: %d multiword pair(s) skipped, as MUSE does; %d pairs kept", path, multiword, len(triples))
+    return triples, multiword
 
 
 def _average_ranks(values: np.ndarray) -> np.ndarray:
@@ -113,9 +130,13 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
 
 
 def _lookup(word: str, index: dict[str, int], lower: bool) -> int:
-    """MUSE's ``get_word_id``: exact word, then (case-sensitive mode only) Capitalized, Title."""
+    """MUSE's ``get_word_id`` on a lowercased pair file: lowercase, then Capitalized, then Title.
+
+    With ``lower`` the vocabulary is lowercased too, so only the lowercase form can match.
+    """
+    word = word.lower()
     if lower:
-        return index.get(word.lower(), -1)
+        return index.get(word, -1)
     found = index.get(word)
     if found is None:
         found = index.get(word.capitalize())
@@ -129,12 +150,17 @@ def word_similarity(
     words: Sequence[str],
     vectors: np.ndarray,
     lower: bool = True,
+    tgt_words: Sequence[str] | None = None,
+    tgt_vectors: np.ndarray | None = None,
 ) -> SimilarityResult:
     """Spearman rho between cosine similarities and human scores, MUSE's ``get_spearman_rho``.
 
-    ``words[i]`` labels ``vectors[i]`` (``(n, d)``).  With ``lower`` both the pair words and
-    the vocabulary are lowercased (first occurrence wins); otherwise a word is looked up as
-    written, then Capitalized, then Title-cased, like MUSE.  Pairs with an unknown word are
+    ``words[i]`` labels ``vectors[i]`` (``(n, d)``).  The pair words are lowercased; with
+    ``lower`` the vocabulary is lowercased too (first occurrence wins), otherwise a word is
+    looked up lowercase, then Capitalized, then Title-cased, like MUSE.  Cross-lingual
+    similarity (MUSE's SemEval-17 task 2): pass ``tgt_words`` / ``tgt_vectors`` (already in
+    the same space, e.g. mapped source and target); the first word of each pair is then looked
+    up in ``words`` and the second in ``tgt_words``.  Pairs with an unknown word are
     counted in ``not_found``.  ``rho`` is ``nan`` (with a warning) when fewer than 2 pairs are
     found; a zero vector has cosine 0 with everything.
     """
@@ -144,8 +170,20 @@ def word_similarity(
     if matrix.ndim != 2 or matrix.shape[0] != len(words):
         raise EvalInputError(f"{len(words)} words but vectors of shape {matrix.shape}; pass one vector row per word")
     index = vocabulary_index(words, lower)
+    other = matrix
+    index2 = index
+    if tgt_words is not None or tgt_vectors is not None:
+        if tgt_words is None or tgt_vectors is None:
+            raise EvalInputError("cross-lingual similarity needs both tgt_words and tgt_vectors")
+        other = np.asarray(tgt_vectors)
+        if other.ndim != 2 or other.shape[0] != len(tgt_words) or other.shape[1] != matrix.shape[1]:
+            raise EvalInputError(
+                f"{len(tgt_words)} target words but target vectors of shape {other.shape} (source dimension "
+                f"{matrix.shape[1]}); pass one row per word, in the source's space"
+            )
+        index2 = vocabulary_index(tgt_words, lower)
     ids = np.array(
-        [(_lookup(w1, index, lower), _lookup(w2, index, lower)) for w1, w2, _ in triples], dtype=np.int64
+        [(_lookup(w1, index, lower), _lookup(w2, index2, lower)) for w1, w2, _ in triples], dtype=np.int64
     ).reshape(-1, 2)  # (pairs, 2)
     gold = np.array([score for _, _, score in triples], dtype=np.float64)  # (pairs,)
     found = (ids >= 0).all(axis=1)  # (pairs,)
@@ -155,7 +193,7 @@ def word_similarity(
         logger.warning("word similarity: only %d of %d pairs found, rho is undefined", n_found, len(triples))
         return SimilarityResult(rho=float("nan"), found=n_found, not_found=n_missing)
     u = matrix[ids[found, 0]].astype(np.float64)  # (found, d)
-    v = matrix[ids[found, 1]].astype(np.float64)  # (found, d)
+    v = other[ids[found, 1]].astype(np.float64)  # (found, d)
     if not (np.isfinite(u).all() and np.isfinite(v).all()):
         raise EvalInputError("the vectors of some evaluated words contain nan or inf; fix the vectors")
     norms = np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)  # (found,)

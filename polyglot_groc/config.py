@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,8 @@ from lexicons.errors import ConfigError
 
 MODEL_KINDS = ("lookup", "elmo", "groc", "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
+PRECISIONS = ("fp32", "tf32", "bf16")
+DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -25,8 +28,10 @@ class CharsetConfig:
     #: "unicode": one id per code point seen in training (thesis ch. 5);
     #: "elmo-bytes": bilm-tf/AllenNLP byte ids (262 incl. the zero row), for ELMo weights.
     scheme: str = "unicode"
-    #: Maximum word length in characters *including* the BOW/EOW markers.
-    max_word_len: int = 20
+    #: Maximum word length in characters *including* the BOW/EOW markers. 50 as in ELMo: the
+    #: 99.9th-percentile length of word types in the shared data is at most 26 characters (de) + 2
+    #: (benchmarks/README.md); longer words keep their prefix and suffix (charset.py).
+    max_word_len: int = 50
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +47,9 @@ class SurfaceConfig:
     chunk_size: int = 4096
     #: Recompute chunk activations in backward (torch.utils.checkpoint) to trade time for memory.
     checkpoint: bool = False
+    #: "grouped": one conv pass per word length (fastest on CPU); "padded": one pass over the
+    #: padded (N, L) table with PAD windows masked to -inf (fastest on GPU); "auto": by device.
+    impl: str = "auto"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,6 +163,17 @@ class TrainConfig:
     #: "fixed": windows of ``bptt``; "variable": AWD-LSTM lengths (bptt, or bptt/2 w.p. 0.05,
     #: then N(., 5), at least 5) with the step's lr scaled by length/bptt.
     bptt_mode: str = "fixed"
+    #: auto | cpu | cuda | cuda:N ("auto": CUDA when available).
+    device: str = "auto"
+    #: fp32 | tf32 | bf16 (bf16 autocasts the encoder and prefix; log-softmax and loss stay fp32).
+    precision: str = "fp32"
+    #: torch.compile the surface encoder (falls back to eager with a logged warning).
+    compile: bool = False
+    #: Steps between host reads of the running loss (no per-step device sync).
+    log_every: int = 10
+    #: Under torchrun: each rank encodes 1/N of the scored vocabulary (all-gathered with autograd);
+    #: false encodes the whole vocabulary on every rank.
+    shard_vocab: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,6 +236,14 @@ class RunConfig:
             raise ConfigError(f"data.schedule={d.schedule!r} must be proportional, round_robin or temperature")
         if t.lr <= 0:
             raise ConfigError(f"train.lr={t.lr} must be positive")
+        if m.surface.impl not in ("auto", "grouped", "padded"):
+            raise ConfigError(f"model.surface.impl={m.surface.impl!r} must be auto, grouped or padded")
+        if not re.match(DEVICE_PATTERN, t.device):
+            raise ConfigError(f"unknown device {t.device!r}; use auto, cpu, cuda or cuda:N")
+        if t.precision not in PRECISIONS:
+            raise ConfigError(f"train.precision={t.precision!r} must be one of {', '.join(PRECISIONS)}")
+        if t.log_every <= 0:
+            raise ConfigError(f"train.log_every={t.log_every} must be positive")
         _check_finite(self)
         checks: tuple[tuple[str, float], ...] = (
             ("train.max_epochs", t.max_epochs), ("train.lr_patience", t.lr_patience),

@@ -36,14 +36,14 @@ def test_info_lists_installed_lexicons(wn_dir: Path) -> None:
 
 
 def test_lookup_prints_forms(wn_dir: Path) -> None:
-    result = runner.invoke(app, ["lookup", "chien", "--lang", "fr", "--wn-dir", str(wn_dir)])
+    result = runner.invoke(app, ["lookup", "chien", "--lang", "fr", "--wn-dir", str(wn_dir), "--json"])
     assert result.exit_code == 0, result.output
     out = _json(result.output)
     assert out["lang"] == "fr"
     assert out["related"] == ["canis familiaris", "chiot", "chien de chasse"]
     assert out["definition"][:4] == ["a", "member", "of", "the"] and len(out["used_definition"]) == 10
     tsv = runner.invoke(
-        app, ["lookup", "chat", "--lang", "en,fr", "--backend", "tsv", "--tsv", str(DATA / "mini-en-fr.tsv")]
+        app, ["lookup", "chat", "--lang", "en,fr", "--backend", "tsv", "--tsv", str(DATA / "mini-en-fr.tsv"), "--json"]
     )
     assert tsv.exit_code == 0 and _json(tsv.output)["lang"] == "fr"
 

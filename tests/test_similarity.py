@@ -21,10 +21,10 @@ def test_read_word_similarity_tab_and_space(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "match"),
     [
-        ("", "no word pairs"),
-        ("\n\n", "no word pairs"),
+        ("", "no single-word pairs"),
+        ("\n\n", "no single-word pairs"),
         ("a b 1.0\nc d\n", "line 2 has 2 fields"),
-        ("a b c 1.0\n", "line 1 has 4 fields"),
+        ("a b c 1.0\n", "1 multiword lines skipped"),
         ("a b 1.0\nc d high\n", "line 2 has the non-numeric score 'high'"),
         ("a b nan\n", "line 1 has the score 'nan'"),
     ],

@@ -13,10 +13,10 @@ from polyglot_groc.training.trainer import evaluate_split
 
 
 def evaluate_run(run_dir: Path, split: str = "test", data: Path | None = None, batch_size: int | None = None,
-                 which: str = "best", screen: bool = True) -> dict[str, Any]:
+                 which: str = "best", screen: bool = True, device: str = "cpu") -> dict[str, Any]:
     if split not in ("train", "valid", "test"):
         raise InputError(f"split {split!r} is unknown; use valid or test")
-    bundle, payload = load_bundle(run_dir, which)
+    bundle, payload = load_bundle(run_dir, which, device)
     cfg = bundle.cfg
     data_cfg = dataclasses.replace(cfg.data, root=str(data)) if data is not None else cfg.data
     corpus = load_corpus(data_cfg, (split,), cfg.languages)

@@ -64,7 +64,7 @@ def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "inp
         log.warning("%d words are outside the %s model's vocabulary and have no %s embedding",
                     len(unseen), model.kind, side)
     keep = [w for w in words if w in view.vocab]
-    ids = torch.from_numpy(view.vocab.encode(keep))
+    ids = torch.from_numpy(view.vocab.encode(keep)).to(model.device)
     model.eval()
     try:
         with torch.no_grad():
@@ -72,6 +72,7 @@ def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "inp
     finally:
         if view is not bundle:
             bundle.install_words()  # the model is shared: restore the training vocabulary's tables
-    vectors = torch.cat(chunks).numpy().astype(np.float32) if chunks else np.zeros((0, model.cfg.d), np.float32)
+    empty = np.zeros((0, model.cfg.d), np.float32)
+    vectors = torch.cat(chunks).float().cpu().numpy().astype(np.float32) if chunks else empty
     composed = len(unseen) if compositional else 0
     return Exported(keep, vectors, missing, composed)

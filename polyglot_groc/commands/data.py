@@ -51,13 +51,18 @@ def summarize(manifest: dict[str, Any], langs: list[str], out: Path, manifest_pa
 @cli_errors
 def prepare(
     out: Annotated[Path, typer.Option("--out", help="Output folder: <out>/<lang>/{train,valid,test}.txt")],
-    langs: Annotated[str, typer.Option("--langs", help="Comma-separated codes, e.g. en,fr,de")],
+    langs: Annotated[str | None, typer.Option("--langs", help="Comma-separated codes, e.g. en,fr,de")] = None,
+    preset: Annotated[str | None, typer.Option(
+        "--preset", help="crossdomain-en: <out>/<domain>/en/ corpora for cross-domain evaluation")] = None,
+    finetune_tokens: Annotated[int, typer.Option(
+        "--finetune-tokens", help="crossdomain-en: tokens of each far domain's finetuning (train) split")] = 250_000,
     data_root: Annotated[
         Path | None,
         typer.Option("--data", envvar=DATA_ENV, help=f"Shared data folder (default: ${DATA_ENV})"),
     ] = None,
     data_root_old: Annotated[Path | None, typer.Option("--data-root", hidden=True, help="Deprecated: --data")] = None,
-    train_tokens: Annotated[int, typer.Option("--train-tokens", help="Training tokens per language")] = 200_000,
+    train_tokens: Annotated[int | None, typer.Option(
+        "--train-tokens", help="Training tokens per language (default 200000; crossdomain-en: 1000000)")] = None,
     eval_tokens: Annotated[int, typer.Option("--eval-tokens", help="Tokens each for valid and test")] = 20_000,
     tokenize: Annotated[str, typer.Option("--tokenize", help="auto | stanza | toktok | whitespace")] = "auto",
     full: Annotated[bool, typer.Option("--full", help="Print the whole manifest (sources, digests)")] = False,
@@ -70,7 +75,7 @@ def prepare(
 
     setup_logging(verbose)
     data_root = deprecated_alias("--data", "--data-root", data_root, data_root_old)
-    check_positive(train_tokens=train_tokens, eval_tokens=eval_tokens)
+    check_positive(train_tokens=1 if train_tokens is None else train_tokens, eval_tokens=eval_tokens)
     if data_root is None or not str(data_root).strip():
         raise ConfigError(f"no data root given; pass --data DIR or set ${DATA_ENV} to the shared data folder")
     # prepare_corpora would also fail, but with a message about missing subfolders; a wrong
@@ -79,7 +84,17 @@ def prepare(
         raise CorpusError(
             f"data root {data_root} does not exist or is not a folder; pass --data or set ${DATA_ENV}"
         )
+    if preset is not None:
+        if preset != "crossdomain-en":
+            raise ConfigError(f"--preset {preset!r} is unknown; use crossdomain-en")
+        from langpairs.crossdomain import prepare_crossdomain_en
+
+        budget = 1_000_000 if train_tokens is None else train_tokens
+        print_json(prepare_crossdomain_en(data_root, out, budget, eval_tokens, finetune_tokens))
+        return
+    if not langs:
+        raise ConfigError("--langs is required (e.g. --langs en,fr) unless --preset is given")
     codes = list(dict.fromkeys(code.strip().lower() for code in langs.split(",") if code.strip()))
-    manifest = prepare_corpora(data_root, out, codes, train_tokens, eval_tokens, tokenize=tokenize,
-                               overwrite=overwrite)
+    budget = 200_000 if train_tokens is None else train_tokens
+    manifest = prepare_corpora(data_root, out, codes, budget, eval_tokens, tokenize=tokenize, overwrite=overwrite)
     print_json(manifest if full else summarize(manifest, codes, out, out / MANIFEST_NAME))

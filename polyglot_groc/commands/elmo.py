@@ -50,12 +50,14 @@ def init_from_elmo_command(
     langs: Annotated[str | None, typer.Option("--langs", help="Languages, with --elmo-weights (default en)")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override, e.g. --set train.threads=1")] = None,
     threads: Annotated[int | None, typer.Option("--threads")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Initialise a GroC model from an ELMo-like model, report its perplexity, and finetune it."""
+    overrides = [*(set_ or []), *([f'train.device="{device}"'] if device else [])]
     _init_from_elmo(elmo_run, out, finetune_epochs, max_steps, lr, data, eval_every, checkpoint, elmo_options,
-                    elmo_weights, langs, set_ or [], threads, overwrite, verbose)
+                    elmo_weights, langs, overrides, threads, overwrite, verbose)
 
 
 def _train_overrides(finetune_epochs: int | None, max_steps: int | None, lr: float | None,

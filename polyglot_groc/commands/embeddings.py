@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,25 +29,34 @@ from polyglot_groc.commands._common import (
 log = logging.getLogger(__name__)
 
 
-def _read_words(path: Path) -> list[str]:
+def _read_words(path: Path, skip_multiword: bool = False) -> list[str]:
+    """One word per line; a line with several tokens is an error unless ``skip_multiword``."""
     from langpairs.corpus import decode_utf8
     from lexicons.errors import InputError
     from lexicons.fileio import read_bytes
 
     data = read_bytes(path, "word list", InputError)
-    words = [w for line in decode_utf8(data, path).splitlines() for w in line.split()[:1]]
+    lines = [line.split() for line in decode_utf8(data, path).splitlines()]
+    multi = [i for i, fields in enumerate(lines, start=1) if len(fields) > 1]
+    if multi and not skip_multiword:
+        raise InputError(f"{path}: line {multi[0]} holds several tokens ({' '.join(lines[multi[0] - 1])[:60]!r}; "
+                         f"{len(multi)} such lines); .vec files hold one token per word: split the phrase, "
+                         "or pass --skip-multiword to leave those lines out")
+    if multi:
+        log.warning("%s: %d multiword line(s) skipped (--skip-multiword)", path, len(multi))
+    words = [fields[0] for fields in lines if len(fields) == 1]
     if not words:
         raise InputError(f"word list {path} is empty; put one word per line")
     return words
 
 
 def run_vectors(run: Path, lang: str, words: list[str] | None, side: str, max_vocab: int | None,
-                checkpoint: str = "best") -> tuple[list[str], np.ndarray, dict[str, Any]]:
+                checkpoint: str = "best", device: str = "cpu") -> tuple[list[str], np.ndarray, dict[str, Any]]:
     """Words and vectors of ``lang`` from a run: the given words (any word, for GroC) or its vocabulary."""
     from polyglot_groc.analysis.export import embed, vocabulary_words
     from polyglot_groc.model.bundle import load_bundle
 
-    bundle, _ = load_bundle(run, checkpoint)
+    bundle, _ = load_bundle(run, checkpoint, device)
     wanted = words if words is not None else vocabulary_words(bundle, lang, max_vocab)
     out = embed(bundle, lang, wanted, side=side)
     info = {"model": bundle.model.kind, "lang": lang, "side": side, "requested": len(wanted),
@@ -64,15 +74,22 @@ def export_command(
     side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Keep the N most frequent words")] = None,
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
+    skip_multiword: Annotated[bool, typer.Option(
+        "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it)."""
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose)
+    """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
+
+    Words are written unchanged (no lowercasing); --vocab writes them most frequent first, so
+    MUSE's lowercase first-occurrence rule keeps each word's most frequent casing.
+    """
+    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device)
 
 
 @cli_errors
 def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
-            checkpoint: str, verbose: bool) -> None:
+            checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto") -> None:
     from eval.vectors import write_vec
     from lexicons.errors import InputError
 
@@ -80,10 +97,10 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     check_positive(max_vocab=max_vocab)
     if (words is None) == (not vocab):
         raise InputError("pass exactly one of --words FILE or --vocab")
-    wanted = _read_words(words) if words is not None else None
+    wanted = _read_words(words, skip_multiword) if words is not None else None
     if wanted is not None and max_vocab:
         wanted = wanted[:max_vocab]
-    ws, vecs, info = run_vectors(run, lang, wanted, side, max_vocab, checkpoint)
+    ws, vecs, info = run_vectors(run, lang, wanted, side, max_vocab, checkpoint, device)
     if not ws:
         raise InputError(f"none of the requested words can be embedded by this {info['model']} model")
     write_vec(out, ws, vecs)
@@ -94,12 +111,13 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
 
 
 def _load_side(vec: Path | None, run: Path | None, lang: str | None, side: str, max_vocab: int | None,
-               name: str) -> tuple[list[str], np.ndarray]:
+               name: str, lower: bool = True) -> tuple[list[str], np.ndarray]:
     from eval.vectors import read_vec
     from lexicons.errors import InputError
 
     if vec is not None:
-        return read_vec(vec, max_vocab=max_vocab)
+        # MUSE's default reading: lowercase, first occurrence wins (--keep-case = MUSE's full_vocab).
+        return read_vec(vec, max_vocab=max_vocab, lower=lower)
     if run is None or lang is None:
         raise InputError(f"give --{name} FILE.vec, or --run RUN with --{name}-lang")
     ws, vecs, _ = run_vectors(run, lang, None, side, max_vocab)
@@ -121,9 +139,17 @@ def align_command(
     refine: Annotated[int, typer.Option("--refine", help="Refinement iterations")] = 5,
     normalize: Annotated[str, typer.Option("--normalize", help="e.g. center,renorm (applied to both)")] = "",
     dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
-    dico_max_rank: Annotated[int, typer.Option("--dico-max-rank")] = 15000,
+    dico_max_rank: Annotated[int | None, typer.Option(
+        "--dico-max-rank", help="Refinement dictionary rank limit [default: 10000 with --train-dict, 15000 with "
+                                "--seed, as MUSE's supervised/unsupervised dico_max_rank]")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per side")] = 200000,
-    keep_case: Annotated[bool, typer.Option("--keep-case", help="Do not lowercase dictionary lookups")] = False,
+    keep_case: Annotated[bool, typer.Option(
+        "--keep-case", help="Keep every word as written (MUSE's full_vocab); default lowercases, first wins")] = False,
+    knn: Annotated[str, typer.Option("--knn", help="exact | approximate (faiss IVF for the CSLS means)")] = "exact",
+    eval_words: Annotated[Path | None, typer.Option(
+        "--eval-words", help="Evaluate only these source words (one per line), to compare models on one set")] = None,
+    export_mapped: Annotated[bool, typer.Option(
+        "--export-mapped", help="Also write vectors-<lang>.txt as MUSE's export does")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
     lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs")] = None,
     wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
@@ -133,15 +159,18 @@ def align_command(
     """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
     seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
-           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose)
+           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped)
 
 
 @cli_errors
 def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str | None, tgt_lang: str | None,
            side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int,
-           normalize: str, dico_build: str, dico_max_rank: int, max_vocab: int | None, keep_case: bool,
-           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool) -> None:
-    from eval.align import align, identical_pairs, pairs_to_indices, translation_precision
+           normalize: str, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
+           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool,
+           knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False) -> None:
+    import torch
+
+    from eval.align import KNN_MODES, align, identical_pairs, pairs_to_indices
     from eval.vectors import write_vec
     from langpairs.dictionaries import read_dictionary
     from lexicons.errors import InputError
@@ -150,12 +179,14 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab, dico_max_rank=dico_max_rank)
     check_non_negative(refine=refine)
-    src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src")
-    tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt")
+    if knn not in KNN_MODES:
+        raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
+    lower = not keep_case
+    src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src", lower)
+    tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt", lower)
     if src_vecs.shape[1] != tgt_vecs.shape[1]:
         raise InputError(f"source vectors have dimension {src_vecs.shape[1]} but target vectors "
                          f"{tgt_vecs.shape[1]}; align embeddings of the same size")
-    lower = not keep_case
     result: dict[str, Any] = {"src_words": len(src_words), "tgt_words": len(tgt_words), "dim": int(src_vecs.shape[1])}
     if train_dict is not None:
         train_pairs, stats = pairs_to_indices(read_dictionary(train_dict, lower=lower, lenient=lenient),
@@ -173,26 +204,41 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     else:
         raise InputError("no seed dictionary: pass --train-dict FILE, --dictionary-mode identical "
                          "or --dictionary-mode lexicon")
+    if dico_max_rank is None:
+        dico_max_rank = 10000 if train_dict is not None else 15000
+    result.update({"dico_max_rank": dico_max_rank, "knn_mode": knn, "lowercased": lower})
     res = align(src_vecs, tgt_vecs, train_pairs, n_refinement=refine, normalize=normalize,
-                dico_build=dico_build, dico_max_rank=dico_max_rank)  # type: ignore[arg-type]
+                dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn)  # type: ignore[arg-type]
     mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
     result.update({"best_iteration": res.best_iteration, "history": res.history, "normalize": normalize,
                    "selection": "unsupervised mean CSLS cosine (never the evaluation dictionary)"})
     if eval_dict is not None:
-        eval_pairs, estats = pairs_to_indices(read_dictionary(eval_dict, lower=lower, lenient=lenient),
-                                              src_words, tgt_words, lower=lower)
-        result["eval_dictionary"] = {"path": str(eval_dict), **estats}
-        result["precision"] = {m: translation_precision(mapped, target, eval_pairs, method=m)  # type: ignore[arg-type]
-                               for m in ("nn", "csls")}
-    # All four files or none: a failed write (disk full, read-only) removes the ones written before it.
+        from polyglot_groc.analysis.alignment_report import evaluate_with_baselines, summary_lines
+
+        pairs = read_dictionary(eval_dict, lower=lower, lenient=lenient)
+        restrict = set(_read_words(eval_words)) if eval_words is not None else None
+        result["eval_dictionary"], result["precision"], result["baselines"] = evaluate_with_baselines(
+            pairs, src_words, tgt_words, mapped, target, lower=lower, eval_words=restrict, knn_mode=knn)  # type: ignore[arg-type]
+        result["eval_dictionary"]["path"] = str(eval_dict)
+        for line in summary_lines(result["eval_dictionary"], result["precision"], result["baselines"]):
+            err_console.print(line)
+    # All files or none: a failed write (disk full, read-only) removes the ones written before it.
+    # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
+    outputs: list[tuple[str, Callable[[Path], None]]] = [
+        ("W.npy", lambda p: atomic_write(p, lambda f: np.save(f, res.W))),
+        ("best_mapping.pth", lambda p: atomic_write(p, lambda f: torch.save(np.asarray(res.W), f))),
+        ("src.aligned.vec", lambda p: write_vec(p, src_words, mapped)),
+        ("tgt.vec", lambda p: write_vec(p, tgt_words, target)),
+    ]
+    if export_mapped:
+        outputs += [(f"vectors-{src_lang or 'src'}.txt", lambda p: write_vec(p, src_words, mapped)),
+                    (f"vectors-{tgt_lang or 'tgt'}.txt", lambda p: write_vec(p, tgt_words, target))]
+    outputs.append(("result.json", lambda p: atomic_write_text(p, dumps_json(result, indent=2) + "\n")))
     created = not out.exists()
     written: list[Path] = []
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name, write in (("W.npy", lambda p: atomic_write(p, lambda f: np.save(f, res.W))),
-                            ("src.aligned.vec", lambda p: write_vec(p, src_words, mapped)),
-                            ("tgt.vec", lambda p: write_vec(p, tgt_words, target)),
-                            ("result.json", lambda p: atomic_write_text(p, dumps_json(result, indent=2) + "\n"))):
+        for name, write in outputs:
             write(out / name)
             written.append(out / name)
     except BaseException:
@@ -232,53 +278,103 @@ def similarity_command(
     lang: Annotated[str | None, typer.Option("--lang")] = None,
     side: Annotated[str, typer.Option("--side", help="input | output (with --run)")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab")] = None,
-    keep_case: Annotated[bool, typer.Option("--keep-case")] = False,
+    keep_case: Annotated[bool, typer.Option(
+        "--keep-case", help="Keep the vocabulary's case; look words up lowercase, Capitalized, Title")] = False,
+    src_vectors: Annotated[Path | None, typer.Option(
+        "--src-vectors", help="Cross-lingual: source .vec (already mapped), first word of each pair")] = None,
+    tgt_vectors: Annotated[Path | None, typer.Option(
+        "--tgt-vectors", help="Cross-lingual: target .vec, second word of each pair")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Spearman rho between cosine similarity and human judgements (MUSE's monolingual evaluation)."""
-    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose)
+    """Spearman rho between cosine similarity and human judgements (MUSE's mono- and cross-lingual evaluation).
+
+    Multiword pairs (SemEval-17) are skipped and counted, as MUSE does. Each dataset is scored on
+    its own: a bad one is reported as an error entry and the others still count (exit 2 only if
+    all fail).
+    """
+    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose, src_vectors, tgt_vectors, device)
+
+
+def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
+    """Run ``score(path) -> dict`` on every dataset; failures become ``{"error": ...}`` entries."""
+    from eval.errors import EvalInputError
+    from lexicons.errors import InputError
+
+    results: dict[str, Any] = {}
+    for ds in datasets:
+        try:
+            results[ds.name] = score(ds)
+        except (EvalInputError, InputError) as exc:
+            err_console.print(f"{ds}: {exc}")
+            results[ds.name] = {"error": str(exc)}
+    if all("error" in entry for entry in results.values()):
+        raise InputError(f"no dataset could be scored ({'; '.join(r['error'] for r in results.values())})")
+    return results
 
 
 @cli_errors
 def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, lang: str | None, side: str,
-                max_vocab: int | None, keep_case: bool, verbose: bool) -> None:
-    from eval.similarity import read_word_similarity, word_similarity
+                max_vocab: int | None, keep_case: bool, verbose: bool, src_vectors: Path | None = None,
+                tgt_vectors: Path | None = None, device: str = "auto") -> None:
+    from eval.similarity import read_word_pairs, word_similarity
     from eval.vectors import read_vec
     from lexicons.errors import InputError
 
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab)
+    lower = not keep_case
+    cross = src_vectors is not None or tgt_vectors is not None
+    if cross:
+        if src_vectors is None or tgt_vectors is None or vectors is not None or run is not None:
+            raise InputError("cross-lingual similarity takes exactly --src-vectors A.vec and --tgt-vectors B.vec")
+        sw, sv = read_vec(src_vectors, max_vocab=max_vocab, lower=lower)
+        tw, tv = read_vec(tgt_vectors, max_vocab=max_vocab, lower=lower)
+
+        def cross_score(ds: Path) -> dict[str, Any]:
+            triples, multi = read_word_pairs(ds)
+            r = word_similarity(triples, sw, sv, lower=lower, tgt_words=tw, tgt_vectors=tv)
+            return {"rho": r.rho, "found": r.found, "not_found": r.not_found, "multiword_skipped": multi}
+
+        print_json({"src_vectors": str(src_vectors), "tgt_vectors": str(tgt_vectors),
+                    "datasets": _score_datasets(datasets, cross_score)})
+        return
     if (vectors is None) == (run is None):
         raise InputError("pass exactly one of --vectors FILE or --run RUN --lang XX")
-    lower = not keep_case
-    results: dict[str, Any] = {}
     if vectors is not None:
-        words, vecs = read_vec(vectors, max_vocab=max_vocab)
-        for ds in datasets:
-            r = word_similarity(read_word_similarity(ds), words, vecs, lower=lower)
-            results[ds.name] = {"rho": r.rho, "found": r.found, "not_found": r.not_found}
-        print_json({"vectors": str(vectors), "datasets": results})
+        words, vecs = read_vec(vectors, max_vocab=max_vocab, lower=lower)
+
+        def vec_score(ds: Path) -> dict[str, Any]:
+            triples, multi = read_word_pairs(ds)
+            r = word_similarity(triples, words, vecs, lower=lower)
+            return {"rho": r.rho, "found": r.found, "not_found": r.not_found, "multiword_skipped": multi}
+
+        print_json({"vectors": str(vectors), "datasets": _score_datasets(datasets, vec_score)})
         return
     if lang is None or run is None:
         raise InputError("--run needs --lang")
     from polyglot_groc.analysis.export import embed, vocabulary_words
     from polyglot_groc.model.bundle import load_bundle
 
-    bundle, _ = load_bundle(run)
+    bundle, _ = load_bundle(run, device=device)
     vocab = embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side)
-    for ds in datasets:
-        triples = read_word_similarity(ds)
+    composed = bundle.model.compositional_input if side == "input" else bundle.model.compositional_output
+
+    def run_score(ds: Path) -> dict[str, Any]:
+        triples, multi = read_word_pairs(ds)
         r = word_similarity(triples, vocab.words, vocab.vectors, lower=lower)
-        entry: dict[str, Any] = {"in_vocabulary": {"rho": r.rho, "found": r.found, "not_found": r.not_found}}
-        # A compositional model embeds every word: also score all pairs (100% coverage), beside the
-        # in-vocabulary figure, which stays the fair comparison with lookup models.
-        pair_words = sorted({w for a, b, _ in triples for w in (a, b)} | {w.lower() for a, b, _ in triples
-                                                                          for w in (a, b)})
-        composed = bundle.model.compositional_input if side == "input" else bundle.model.compositional_output
+        # found/not_found in MUSE's terms: only the model's vocabulary, comparable with MUSE tables.
+        entry: dict[str, Any] = {"in_vocabulary": {"rho": r.rho, "found": r.found, "not_found": r.not_found},
+                                 "multiword_skipped": multi}
         if composed:
+            # A separate figure: a compositional model also embeds the unseen words (100% coverage).
+            # Only the lowercase forms are composed, so the lookup order cannot prefer a capitalised form.
+            pair_words = sorted({w.lower() for a, b, _ in triples for w in (a, b)})
             everything = embed(bundle, lang, pair_words, side=side)
-            ra = word_similarity(triples, everything.words, everything.vectors, lower=lower)
+            ra = word_similarity(triples, everything.words, everything.vectors, lower=True)
             entry["all_pairs_composed"] = {"rho": ra.rho, "found": ra.found, "not_found": ra.not_found,
                                            "composed_unseen": everything.composed}
-        results[ds.name] = entry
-    print_json({"run": str(run), "lang": lang, "side": side, "model": bundle.model.kind, "datasets": results})
+        return entry
+
+    print_json({"run": str(run), "lang": lang, "side": side, "model": bundle.model.kind,
+                "datasets": _score_datasets(datasets, run_score)})

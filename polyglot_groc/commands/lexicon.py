@@ -76,8 +76,9 @@ def lookup(
     nltk_data: Path | None = _NLTK,
     max_related: int = typer.Option(3, help="Related words GroC uses (marked in the output)."),
     max_definition: int = typer.Option(10, help="Definition tokens GroC uses."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Print a word's relational and definitional forms as JSON."""
+    """Print a word's relational and definitional forms (a short summary, or JSON with --json)."""
     from lexicons.service import LexiconService
 
     langs = _split(lang)
@@ -85,17 +86,22 @@ def lookup(
         raise InputError("--lang needs at least one language code, e.g. --lang fr")
     service = LexiconService(_lexicon(backend, langs, specs, wn_dir, tsv, nltk_data), max_related, max_definition)
     forms = service.lookup(word, langs)
-    print_json(
-        {
-            "word": word,
-            "lang": forms.lang,
-            "related": forms.related,
-            "definition": forms.definition,
-            "used_related": forms.related[:max_related],
-            "used_definition": forms.definition[:max_definition],
-            "specs": service.lexicon.specs,
-        }
-    )
+    if as_json:
+        print_json(
+            {
+                "word": word,
+                "lang": forms.lang,
+                "related": forms.related,
+                "definition": forms.definition,
+                "used_related": forms.related[:max_related],
+                "used_definition": forms.definition[:max_definition],
+                "specs": service.lexicon.specs,
+            }
+        )
+        return
+    console.print(f"{word} ({forms.lang or 'not found'}; {', '.join(service.lexicon.specs)})", markup=False)
+    console.print(f"  related:    {' '.join(forms.related) or '-'}", markup=False)
+    console.print(f"  definition: {' '.join(forms.definition) or '-'}", markup=False)
 
 
 def _read_tokens(path: Path) -> Counter[str]:

@@ -146,6 +146,7 @@ def train_command(
     no_definitions: Annotated[bool, typer.Option("--no-definitions")] = False,
     lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage", help="Fraction in [0, 1]")] = None,
     threads: Annotated[int | None, typer.Option("--threads", help="CPU threads [default: config, 0=torch's]")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue this interrupted run exactly "
                                                 "(other options are ignored)")] = None,
@@ -156,7 +157,7 @@ def train_command(
     """Train a language model (mono- or polyglot) and write a run directory."""
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
-           threads, overwrite, resume, log_every, tensorboard, verbose)
+           threads, device, overwrite, resume, log_every, tensorboard, verbose)
 
 
 @cli_errors
@@ -164,8 +165,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            config: Path | None, overrides: list[str], max_steps: int | None, max_minutes: float | None,
            max_epochs: int | None, seed: int | None, tokenize: str | None, vocab_mode: str | None, no_screen: bool,
            schedule: str | None, lexicon: list[str] | None, no_relations: bool, no_definitions: bool,
-           lexicon_coverage: float | None, threads: int | None, overwrite: bool, resume: Path | None,
-           log_every: int, tensorboard: bool, verbose: bool) -> None:
+           lexicon_coverage: float | None, threads: int | None, device: str | None, overwrite: bool,
+           resume: Path | None, log_every: int, tensorboard: bool, verbose: bool) -> None:
     from langpairs.registry import parse_lang_spec
     from lexicons.errors import ConfigError
     from polyglot_groc.training.data import language_registry
@@ -195,7 +196,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            "data.screen": False if no_screen else None, "data.schedule": schedule,
            "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
            "model.lexicon.use_definitions": False if no_definitions else None,
-           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads},
+           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device},
     )
     if not cfg.data.root:
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
@@ -278,17 +279,38 @@ def evaluate_command(
     batch_size: Annotated[int | None, typer.Option("--batch-size", help="Eval batch size (default: config)")] = None,
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
     no_screen: Annotated[bool, typer.Option("--no-screen", help="Score over the full union vocabulary")] = False,
+    cache: Annotated[str, typer.Option("--cache", help="none | unigram | neural (open vocabulary)")] = "none",
+    cache_theta: Annotated[float, typer.Option("--cache-theta", help="Neural cache flattening θ >= 0")] = 0.5,
+    cache_lambda: Annotated[float, typer.Option("--cache-lambda", help="Model weight λ in [0, 1]")] = 0.966,
+    cache_size: Annotated[int, typer.Option("--cache-size", help="Neural cache window")] = 10_000,
+    new_word_weight: Annotated[float, typer.Option("--new-word-weight", help="GroC: new words' weight")] = 0.1,
+    uniform_weight: Annotated[float | None, typer.Option(
+        "--uniform-weight", help="Lookup models: uniform weight (default: tuned on --data's valid)")] = None,
+    lexicon_coverage: Annotated[float | None, typer.Option(
+        "--lexicon-coverage", help="groc-lex: fraction of lexicon entries kept at inference")] = None,
+    device: Annotated[str, typer.Option(
+        "--device", help="auto | cpu | cuda | cuda:N (closed-vocabulary evaluation)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Per-language perplexity of a run on a split, as JSON."""
-    _evaluate(run, split, data, batch_size, checkpoint, no_screen, verbose)
+    """Per-language perplexity of a run on a split, as JSON.
+
+    With --data, a cache, --uniform-weight or --lexicon-coverage: open-vocabulary evaluation
+    over the union of training and test words (OOV rate, perplexity on seen and new words).
+    """
+    if data is not None or cache != "none" or uniform_weight is not None or lexicon_coverage is not None:
+        from polyglot_groc.commands.crossdomain import evaluate_open_cli
+
+        evaluate_open_cli(run, split, data, checkpoint, cache, cache_theta, cache_lambda, cache_size,
+                          new_word_weight, uniform_weight, lexicon_coverage, verbose)
+        return
+    _evaluate(run, split, data, batch_size, checkpoint, no_screen, device, verbose)
 
 
 @cli_errors
 def _evaluate(run: Path, split: str, data: Path | None, batch_size: int | None, checkpoint: str,
-              no_screen: bool, verbose: bool) -> None:
+              no_screen: bool, device: str, verbose: bool) -> None:
     from polyglot_groc.analysis.evaluate import evaluate_run
 
     setup_logging(verbose)
     check_positive(batch_size=batch_size)
-    print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen))
+    print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen, device=device))

@@ -113,7 +113,8 @@ class ModelBundle:
             "extra_words": list(self.extra_words),
             "forms": self.forms.to_state() if self.forms is not None else None,
             "lexicon_info": self.lexicon_info,
-            "model_state": self.model.state_dict(),
+            # CPU tensors: a checkpoint written on a GPU loads anywhere (device-independent).
+            "model_state": {k: v.detach().cpu() for k, v in self.model.state_dict().items()},
         }
 
     @classmethod
@@ -141,9 +142,13 @@ def run_checkpoint_path(run_dir: Path, which: str = "best") -> Path:
     return run_dir / f"{which}.pt"
 
 
-def load_bundle(run_dir: Path, which: str = "best") -> tuple[ModelBundle, dict[str, Any]]:
-    """Load a run's model bundle and the rest of its checkpoint payload."""
-    payload = load_checkpoint(run_checkpoint_path(run_dir, which))
+def load_bundle(run_dir: Path, which: str = "best", device: str = "cpu") -> tuple[ModelBundle, dict[str, Any]]:
+    """Load a run's model bundle (on ``device``: auto|cpu|cuda|cuda:N) and the rest of its payload."""
+    from polyglot_groc.model.device import resolve_device
+
+    dev = resolve_device(device)  # before reading: a bad device fails fast
+    payload = load_checkpoint(run_checkpoint_path(run_dir, which))  # map_location="cpu"
     bundle = ModelBundle.from_state(payload["bundle"])
+    bundle.model.to(dev)
     bundle.model.eval()
     return bundle, payload

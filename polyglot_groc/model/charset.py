@@ -36,33 +36,72 @@ class Charset:
     scheme: str
     chars: tuple[str, ...]
     max_word_len: int
+    #: How a too-long word is cut: "ends" keeps a prefix and a suffix (inflection lives at the
+    #: end, so Auseinandersetzung/-en stay distinct); "prefix" keeps the first characters only,
+    #: the rule of checkpoints written before "ends" existed (honoured when they are loaded).
+    truncate: str = "ends"
 
     @classmethod
-    def from_words(cls, words: Iterable[str], max_word_len: int = 20) -> Charset:
+    def from_words(cls, words: Iterable[str], max_word_len: int = 50) -> Charset:
         """Unicode inventory of every code point in ``words``, sorted by code point (deterministic)."""
         seen = set("".join(words))
         return cls("unicode", tuple(sorted(seen)), max_word_len)
 
     @classmethod
     def elmo_bytes(cls, max_word_len: int = 50) -> Charset:
-        return cls("elmo-bytes", (), max_word_len)
+        # bilm-tf keeps the first bytes of a long token; pretrained ELMo weights expect that.
+        return cls("elmo-bytes", (), max_word_len, "prefix")
 
     @property
     def n_chars(self) -> int:
         return ELMO_N_CHARS if self.scheme == "elmo-bytes" else N_SPECIAL + len(self.chars)
 
     def to_state(self) -> dict[str, object]:
-        return {"scheme": self.scheme, "chars": "".join(self.chars), "max_word_len": self.max_word_len}
+        return {"scheme": self.scheme, "chars": "".join(self.chars), "max_word_len": self.max_word_len,
+                "truncate": self.truncate}
 
     @classmethod
     def from_state(cls, state: dict[str, object]) -> Charset:
         chars = str(state["chars"])
-        return cls(str(state["scheme"]), tuple(chars), int(state["max_word_len"]))  # type: ignore[call-overload]
+        # A state without "truncate" predates prefix+suffix truncation: it kept prefixes.
+        return cls(str(state["scheme"]), tuple(chars), int(state["max_word_len"]),  # type: ignore[call-overload]
+                   str(state.get("truncate", "prefix")))
+
+    def n_truncated(self, words: Sequence[str]) -> int:
+        """How many of ``words`` do not fit ``max_word_len`` (BOW/EOW included)."""
+        if not words:
+            return 0
+        if self.scheme == "elmo-bytes":
+            lengths = np.fromiter((len(w.encode("utf-8", "ignore")) for w in words), dtype=np.int64, count=len(words))
+        else:
+            lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
+        return int((lengths > self.max_word_len - 2).sum())
+
+    def _source_positions(self, lengths: np.ndarray, room: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For every character of the concatenated words: (word index, slot in its row, kept?).
+
+        With ``truncate == "ends"`` a word longer than ``room`` keeps its first ``ceil(room/2)``
+        and its last ``floor(room/2)`` characters; otherwise its first ``room``.
+        """
+        n = lengths.size
+        word_idx = np.repeat(np.arange(n), lengths)
+        pos = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        length = np.repeat(lengths, lengths)
+        if self.truncate == "ends":
+            head = (room + 1) // 2
+            tail_start = length - (room - head)  # first kept position of the suffix
+            keep = (pos < head) | (pos >= tail_start) | (length <= room)
+            slot = np.where((length > room) & (pos >= tail_start), pos - tail_start + head, pos)
+        else:
+            keep = pos < room
+            slot = pos
+        return word_idx, slot, keep
 
     def encode(self, words: Sequence[str]) -> np.ndarray:
         """Character-id table for ``words``.  # (N, max_word_len) int64
 
-        Words longer than ``max_word_len - 2`` characters are truncated and keep their EOW marker.
+        Words longer than ``max_word_len - 2`` characters are truncated (prefix + suffix, see
+        :attr:`truncate`) and keep their EOW marker.
         Fully vectorised: all words are concatenated into one code-point array and scattered.
         """
         if self.scheme == "elmo-bytes":
@@ -78,10 +117,8 @@ class Charset:
         lengths = np.fromiter(map(len, words), dtype=np.int64, count=n)
         ids = self._lookup(cps)
         keep = np.minimum(lengths, L - 2)  # room for BOW and EOW
-        word_idx = np.repeat(np.arange(n), lengths)
-        pos = np.arange(len(cps)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        sel = pos < np.repeat(keep, lengths)
-        table[word_idx[sel], pos[sel] + 1] = ids[sel]
+        word_idx, slot, sel = self._source_positions(lengths, L - 2)
+        table[word_idx[sel], slot[sel] + 1] = ids[sel]
         table[:, 0] = BOW
         table[np.arange(n), keep + 1] = EOW
         return table
@@ -101,12 +138,12 @@ class Charset:
         n = len(words)
         table = np.full((n, L), _ELMO_PAD, dtype=np.int64)
         if n:
-            encoded = [w.encode("utf-8", "ignore")[: L - 2] for w in words]
-            lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+            encoded = [w.encode("utf-8", "ignore") for w in words]
+            full = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
             flat = np.frombuffer(b"".join(encoded), dtype=np.uint8).astype(np.int64)
-            word_idx = np.repeat(np.arange(n), lengths)
-            pos = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-            table[word_idx, pos + 1] = flat
+            word_idx, slot, sel = self._source_positions(full, L - 2)
+            table[word_idx[sel], slot[sel] + 1] = flat[sel]
+            lengths = np.minimum(full, L - 2)
             table[:, 0] = _ELMO_BOW
             table[np.arange(n), lengths + 1] = _ELMO_EOW
             # Sentence boundary tokens: [BOW, BOS|EOS, EOW, pad...] as bilm-tf builds them.

@@ -55,6 +55,10 @@ class LexiconForms:
     def from_state(cls, state: dict[str, torch.Tensor]) -> LexiconForms:
         return cls(state["related_ids"], state["related_mask"], state["definition_ids"], state["definition_mask"])
 
+    def to(self, device: torch.device) -> LexiconForms:
+        return LexiconForms(self.related_ids.to(device), self.related_mask.to(device),
+                            self.definition_ids.to(device), self.definition_mask.to(device))
+
     def extend(self, n_new: int) -> LexiconForms:
         """Forms for ``n_new`` appended words that have none (r = d = 0)."""
         e = LexiconForms.empty(n_new, self.related_ids.shape[1], self.definition_ids.shape[1])
@@ -95,6 +99,8 @@ class GroundedEmbedder(nn.Module):
         if not self.use_lexicon:
             return self.surface(self.chars[ids])
         assert self.forms is not None
+        if self.forms.related_ids.device != ids.device:  # index tables follow the model (moved once)
+            self.forms = self.forms.to(ids.device)
         f = self.forms
         rel_ids, rel_mask = f.related_ids[ids], f.related_mask[ids]  # (n, R)
         def_ids, def_mask = f.definition_ids[ids], f.definition_mask[ids]  # (n, K)

@@ -18,7 +18,7 @@ is dropped on ``train()`` and whenever a parameter changes (tensor version count
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -37,7 +37,9 @@ class LMOutput:
     """What a forward pass returns; ``loss`` is the mean NLL over the batch's targets."""
 
     loss: torch.Tensor | None  # () mean NLL, None without targets
-    nll_sum: float  # summed NLL (nats), detached
+    #: () summed NLL (nats), detached and on the model's device: reading it (float()) syncs the
+    #: host with the device, so the trainer only does so at logging intervals.
+    nll_sum: torch.Tensor
     n_tokens: int
     state: State
     logits: torch.Tensor | None = None  # (B, T, V_l) when requested
@@ -88,6 +90,11 @@ class LanguageModel(nn.Module):
         # Frozen-step cache (seed 000 B.4 sparse updates): the embedder's table, valid while the
         # embedder's parameters are unchanged (tensor version counters).
         self._frozen: dict[object, tuple[int, torch.Tensor]] = {}
+        #: bf16 autocast of the encoder and prefix (train.precision); logits and loss stay fp32.
+        self.autocast_dtype: torch.dtype | None = None
+        #: Encodes the scored vocabulary in training; set to a rank-sharded version under torchrun
+        #: (training/distributed.py). None: the output embedder itself.
+        self.vocab_encoder: Callable[[torch.Tensor], torch.Tensor] | None = None
 
     # ----------------------------------------------------------------------------------------
     @property
@@ -139,7 +146,10 @@ class LanguageModel(nn.Module):
                 self._cache_version = version
             if key in self._cache:
                 return self._cache[key]
-        ids = self.screen.ids(lang).to(self._device())
+        dev = self._device()
+        if self.screen.device != dev:  # screen ids live on the model's device (moved once)
+            self.screen = self.screen.to(dev)
+        ids = self.screen.ids(lang)
         if self.training and not update_output:
             # Frozen step: no gradient reaches the embedder, so its table is reused until the
             # parameters change; dropout, the output net and the bias still run (and train).
@@ -151,7 +161,7 @@ class LanguageModel(nn.Module):
                 self._frozen[key] = hit
             e = hit[1]  # (V_l, d), no grad
         else:
-            e = self.output_embedder(ids)  # (V_l, d)
+            e = (self.vocab_encoder or self.output_embedder)(ids)  # (V_l, d)
         # Seed 000 §3.4/B.4: a frozen step freezes only the compositional encoder (its table is
         # reused above); the output net and the computed bias train every step like the prefix.
         e_out = self.output_net(e)  # (V_l, d)
@@ -167,6 +177,11 @@ class LanguageModel(nn.Module):
 
     def _device(self) -> torch.device:
         return next(self.parameters()).device
+
+    @property
+    def device(self) -> torch.device:
+        """Where the parameters live; callers put their batches here."""
+        return self._device()
 
     def embed_inputs(self, inputs: torch.Tensor, tables: _Tables) -> torch.Tensor:
         """(B, T) global ids -> (B, T, d), reusing the vocabulary table when the function is shared."""
@@ -185,18 +200,25 @@ class LanguageModel(nn.Module):
     def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None, lang: str | None,
                 state: State, return_logits: bool = False, update_output: bool = True) -> LMOutput:
         """inputs/targets: (B, T) global word ids; ``lang`` picks the screen (None = full union)."""
-        tables = self.vocab_tables(lang, update_output=update_output)
-        x = self.embed_inputs(inputs, tables)  # (B, T, d)
-        h, state = self.prefix(x, state)  # (B, T, d)
-        logits = screened_logits(h, tables.e_out, tables.bias)  # (B, T, V_l)
+        dev = self._device()
+        cast = self.autocast_dtype is not None
+        with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast):
+            tables = self.vocab_tables(lang, update_output=update_output)
+            x = self.embed_inputs(inputs, tables)  # (B, T, d)
+        # The prefix runs under autocast on CUDA; oneDNN has no bf16 LSTM with projections, so
+        # on CPU it stays fp32 (the encoder, the costly part there, is still autocast).
+        with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast and dev.type == "cuda"):
+            h, state = self.prefix(x.float() if dev.type != "cuda" else x, state)  # (B, T, d)
+        # The logits' log-softmax and the loss run in fp32 whatever the precision.
+        logits = screened_logits(h.float(), tables.e_out.float(), tables.bias.float())  # (B, T, V_l)
         loss = None
-        nll_sum, n_tok = 0.0, 0
+        nll_sum, n_tok = torch.zeros((), device=logits.device), 0
         if targets is not None:
             local = self.screen.local(tables.ids, targets)
             nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), local.reshape(-1), reduction="sum")
             n_tok = int(local.numel())
             loss = nll / n_tok
-            nll_sum = float(nll.detach())
+            nll_sum = nll.detach()
         return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None,
                         hidden=h, hidden_raw=self.prefix.last_raw)
 

@@ -24,10 +24,11 @@ class ModelScorer:
         return self.model.init_state(batch_size)
 
     def score(self, inputs: np.ndarray, targets: np.ndarray, state: State) -> tuple[float, int, State]:
+        dev = self.model.device
         with torch.no_grad():
-            out = self.model(torch.from_numpy(inputs), torch.from_numpy(targets),
+            out = self.model(torch.from_numpy(inputs).to(dev), torch.from_numpy(targets).to(dev),
                              self.lang if self.screen else None, state)
-        return out.nll_sum, out.n_tokens, out.state
+        return float(out.nll_sum), out.n_tokens, out.state
 
 
 def evaluate_streams(model: LanguageModel, streams: Mapping[str, np.ndarray], bptt: int, screen: bool = True,

@@ -19,6 +19,17 @@ class LanguageScreen:
         self.lang_ids = {lang: torch.as_tensor(ids, dtype=torch.long).sort().values for lang, ids in lang_ids.items()}
         self.all_ids = torch.arange(n_words)
 
+    @property
+    def device(self) -> torch.device:
+        return self.all_ids.device
+
+    def to(self, device: torch.device) -> LanguageScreen:
+        """The same screen with its id tables on ``device``."""
+        moved = LanguageScreen.__new__(LanguageScreen)
+        moved.lang_ids = {lang: ids.to(device) for lang, ids in self.lang_ids.items()}
+        moved.all_ids = self.all_ids.to(device)
+        return moved
+
     def ids(self, lang: str | None) -> torch.Tensor:
         """Global ids scored for ``lang``; ``None`` = the full union (no screening).  # (V_l,)"""
         if lang is None:

@@ -31,12 +31,22 @@ from lexicons.fileio import dumps_json
 from polyglot_groc.config import RunConfig, dump_toml
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint, set_rng_state
+from polyglot_groc.model.device import (
+    check_precision,
+    device_name,
+    maybe_compile,
+    resolve_device,
+    set_matmul_precision,
+    to_cpu,
+)
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.lexforms import compile_forms
-from polyglot_groc.model.lm import count_parameters
+from polyglot_groc.model.lm import LanguageModel, count_parameters
 from polyglot_groc.model.prefix import State, detach_state
 from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
+from polyglot_groc.training import distributed
 from polyglot_groc.training.data import build_vocab, encode_stream, load_corpus, unseen_words
+from polyglot_groc.training.distributed import local_device
 from polyglot_groc.training.regularizers import ar_tar_penalty
 
 log = logging.getLogger(__name__)
@@ -50,7 +60,8 @@ class StepInfo:
     loss: float
     lr: float
     tokens_per_s: float
-    #: Batches seen so far per language (the language mix).
+    #: Batches seen so far per language (the language mix). ``loss`` is the mean over the last
+    #: ``train.log_every`` steps (read from the device only then; NaN before the first read).
     lang_batches: dict[str, int]
 
 
@@ -105,6 +116,20 @@ def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
         for name in ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json"):
             (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def place_model(model: LanguageModel, t: Any) -> torch.device:
+    """Move ``model`` to ``train.device`` and apply ``train.precision`` / ``train.compile``."""
+    device = local_device(resolve_device(t.device))
+    check_precision(t.precision, device)
+    set_matmul_precision(t.precision)
+    model.to(device)
+    model.autocast_dtype = torch.bfloat16 if t.precision == "bf16" else None
+    surface = getattr(model.input_embedder, "surface", None)
+    if t.compile and surface is not None:
+        surface.encode_fn = maybe_compile(surface._encode)
+    log.info("training on %s, precision %s%s", device_name(device), t.precision, ", compiled" if t.compile else "")
+    return device
 
 
 def remove_temp_files(run_dir: Path) -> None:
@@ -182,10 +207,14 @@ class Trainer:
         self.cfg = cfg.validate()
         self.run_dir = Path(run_dir)
         self.hooks: TrainHooks = hooks or _NoHooks()
+        # An impossible device, precision or process count fails before anything is written.
+        check_precision(cfg.train.precision, local_device(resolve_device(cfg.train.device)))
+        self.dist = distributed.setup(resolve_device(cfg.train.device), cfg.train.batch_size)
         self.resume = resume
-        if resume is None:
-            prepare_run_dir(self.run_dir, overwrite)
-        remove_temp_files(self.run_dir)
+        if self.dist.is_main:  # rank 0 alone writes the run directory
+            if resume is None:
+                prepare_run_dir(self.run_dir, overwrite)
+            remove_temp_files(self.run_dir)
         seed_everything(cfg.train.seed)
         if cfg.train.threads > 0:
             torch.set_num_threads(cfg.train.threads)
@@ -194,18 +223,29 @@ class Trainer:
         self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
         self.bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
         self.model = self.bundle.model
+        self.device = place_model(self.model, cfg.train)
+        if self.dist.enabled and cfg.train.shard_vocab and self.model.compositional_output:
+            self.model.vocab_encoder = distributed.sharded_encoder(self.model.output_embedder, self.dist)
+        n_cut = self.bundle.charset.n_truncated([*self.bundle.vocab.words, *self.bundle.extra_words])
+        log.info("%d vocabulary words are longer than model.charset.max_word_len=%d and keep prefix+suffix",
+                 n_cut, self.bundle.charset.max_word_len)
         self.metrics_lines: list[str] = []
 
     def _save(self, names: tuple[str, ...], optimizer: torch.optim.Optimizer, extra: Mapping[str, Any]) -> None:
-        payload = {"bundle": self.bundle.to_state(), "optimizer": optimizer.state_dict(),
-                   "rng": rng_state(), "metrics_lines": list(self.metrics_lines), **extra}
+        if not self.dist.is_main:
+            return
+        # CPU tensors only: a GPU run resumes or evaluates on CPU and the other way round.
+        cpu_extra = to_cpu(dict(extra))
+        assert isinstance(cpu_extra, dict)
+        payload = {"bundle": self.bundle.to_state(), "optimizer": to_cpu(optimizer.state_dict()),
+                   "rng": rng_state(), "metrics_lines": list(self.metrics_lines), **cpu_extra}
         for name in names:  # each written atomically (best.pt is never a copy made in place)
             save_checkpoint(self.run_dir / name, payload)
 
     def fit(self) -> TrainResult:
         cfg, t = self.cfg, self.cfg.train
         bundle, model, corpus = self.bundle, self.model, self.corpus
-        if self.resume is None:
+        if self.dist.is_main and self.resume is None:
             atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
         train_streams = split_streams(bundle, corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
@@ -231,12 +271,15 @@ class Trainer:
         history: list[dict[str, Any]] = []
         started = time.monotonic()
         loss_acc, loss_n = 0.0, 0
+        # Running NLL stays on the device; it is read (one host sync) every train.log_every steps.
+        dev_loss, dev_n, last_loss = torch.zeros((), device=self.device), 0, math.nan
         stop_reason = "max_epochs"
         evaluated_at = -1
 
         def evaluate_and_checkpoint() -> bool:
             """Validate, log, checkpoint; return True when early stopping triggers."""
             nonlocal best_nll, bad_evals, lr, best_valid, last_valid, loss_acc, loss_n, evaluated_at
+            read_loss()
             results = evaluate_split(bundle, corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
             nll = pooled_nll(results)
             last_valid = {lang: r.perplexity for lang, r in results.items()}
@@ -252,7 +295,8 @@ class Trainer:
             loss_acc, loss_n = 0.0, 0
             history.append(record)
             self.metrics_lines.append(dumps_json(record))
-            atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
+            if self.dist.is_main:
+                atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
             self.hooks.on_eval(record)
             if improved:
                 best_nll, bad_evals, best_valid = nll, 0, dict(last_valid)
@@ -280,7 +324,8 @@ class Trainer:
                 optimizer.load_state_dict(r["optimizer"])
                 batcher.load_state_dict(r["batcher"])
                 update_rng.bit_generator.state = json.loads(r["update_rng"])
-                states = {k: [(h, c) for h, c in st] for k, st in r["lstm_states"].items()}
+                states = {k: [(h.to(self.device), c.to(self.device)) for h, c in st]
+                          for k, st in r["lstm_states"].items()}
                 lang_batches = Counter({k: int(v) for k, v in r["lang_batches"].items()})
                 step, tokens, train_time = int(r["step"]), int(r["tokens"]), float(r["train_time"])
                 best_nll, bad_evals, lr = float(r["best_nll"]), int(r["bad_evals"]), float(r["lr"])
@@ -293,6 +338,27 @@ class Trainer:
                                       "it was written by an older polyglot-groc: start a new run") from exc
             evaluated_at = step
             log.info("resuming %s at step %d", self.run_dir, step)
+
+        def read_loss() -> bool:
+            """Move the device-side running loss to the host (the only sync of the inner loop).
+
+            Returns False when the loss is not finite (training diverged).
+            """
+            nonlocal dev_loss, dev_n, loss_acc, loss_n, last_loss
+            if dev_n == 0:
+                return True
+            if self.dist.enabled:  # the global batch's loss: mean over ranks (a sync at logging only)
+                torch.distributed.all_reduce(dev_loss)
+                dev_loss /= self.dist.world
+            total = float(dev_loss)
+            if not math.isfinite(total):
+                return False
+            loss_acc += total
+            loss_n += dev_n
+            last_loss = total / dev_n
+            dev_loss, dev_n = torch.zeros((), device=self.device), 0
+            return True
+
         model.train()
         while True:
             if t.max_steps and step >= t.max_steps:
@@ -307,14 +373,18 @@ class Trainer:
             tick = time.perf_counter()
             batch = batcher.next_batch()
             lang = batch.lang
-            state = states.get(lang) or model.init_state(batch.inputs.shape[0])
             update_output = t.output_update_prob >= 1.0 or update_rng.random() < t.output_update_prob
-            out = model(torch.from_numpy(batch.inputs), torch.from_numpy(batch.targets),
+            rows = self.dist.rows(batch.inputs.shape[0])  # this rank's streams (all of them alone)
+            state = states.get(lang) or model.init_state(rows.stop - rows.start)
+            out = model(torch.from_numpy(batch.inputs[rows]).to(self.device, non_blocking=True),
+                        torch.from_numpy(batch.targets[rows]).to(self.device, non_blocking=True),
                         lang if cfg.data.screen else None, state, update_output=update_output)
             assert out.loss is not None
             optimizer.zero_grad(set_to_none=True)
             penalty = ar_tar_penalty(out.hidden, out.hidden_raw, t.ar_alpha, t.tar_beta)
             (out.loss if penalty is None else out.loss + penalty).backward()
+            if self.dist.enabled:
+                distributed.average_gradients(list(model.parameters()), self.dist.world)
             if t.bptt_mode == "variable":  # AWD: a window's lr scales with its length
                 for g in optimizer.param_groups:
                     g["lr"] = lr * batch.inputs.shape[1] / t.bptt
@@ -330,24 +400,27 @@ class Trainer:
                 states[lang] = detach_state(out.state)
             train_time += time.perf_counter() - tick
             step += 1
-            tokens += out.n_tokens
+            tokens += out.n_tokens * self.dist.world
             lang_batches[lang] += 1
-            loss_val = float(out.loss.detach())
-            if not math.isfinite(loss_val):
+            dev_loss = dev_loss + out.loss.detach()
+            dev_n += 1
+            due = (t.eval_every and step % t.eval_every == 0) or (not t.eval_every and step % steps_per_epoch == 0)
+            if (step % t.log_every == 0 or due) and not read_loss():
                 # Stop without evaluating a broken model; the last checkpoint stays the last good one.
-                log.error("training diverged at step %d (loss %s); lower train.lr or train.clip", step, loss_val)
+                log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
                 stop_reason = "diverged"
                 evaluated_at = step
                 break
-            loss_acc += loss_val
-            loss_n += 1
-            self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, loss_val, lr,
+            self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, last_loss, lr,
                                         tokens / max(train_time, 1e-9), dict(lang_batches)))
-            due = (t.eval_every and step % t.eval_every == 0) or (not t.eval_every and step % steps_per_epoch == 0)
             if due and evaluate_and_checkpoint():
                 stop_reason = "early_stopping"
                 break
         if evaluated_at != step:
-            evaluate_and_checkpoint()
+            if read_loss():
+                evaluate_and_checkpoint()
+            else:  # diverged since the last read: keep the last good checkpoint
+                log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
+                stop_reason = "diverged"
         return TrainResult(self.run_dir, step, step / steps_per_epoch, stop_reason, n_params,
                            tokens / max(train_time, 1e-9), train_time, best_valid, last_valid, history)

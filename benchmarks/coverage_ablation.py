@@ -1,0 +1,80 @@
+"""Seed 000 Table 4 in miniature: lexicon coverage at inference and at training (GroC+lex on PTB).
+
+*inference* row: one ``groc-lex`` model trained with the full lexicon, evaluated on PTB test with
+only a fraction C of its lexicon entries kept (``evaluate --lexicon-coverage C``).
+*train* row: one model per C trained with ``train --lexicon-coverage C`` and evaluated with the
+lexicon it was trained with. Entries are dropped deterministically by the lexicon service's
+stable word hash. Prints ONE JSON object with both rows (test perplexity by C).
+
+    polyglot-groc lexicon import --langs en --wn-dir /tmp/bench/wn   # once, offline
+    POLYGLOT_GROC_DATA=../shared/data nice -n 5 python benchmarks/coverage_ablation.py \\
+        --wn-dir /tmp/bench/wn --steps 300 --threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from benchmarks.common import add_output_args, add_ptb_training_args, emit, prepare_ptb, shared_data  # noqa: E402
+
+COVERAGES = (0.0, 0.16, 0.32, 0.48, 0.64, 0.82)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=Path("bench_out/coverage_ablation"))
+    add_ptb_training_args(ap)
+    ap.add_argument("--wn-dir", default=os.environ.get("POLYGLOT_GROC_WN_DIR", ""))
+    ap.add_argument("--lexicon", nargs="+", default=None, metavar="SPEC")
+    ap.add_argument("--coverages", default=",".join(map(str, COVERAGES)))
+    ap.add_argument("--skip-train-row", action="store_true", help="only the inference row (one training)")
+    add_output_args(ap)
+    args = ap.parse_args()
+
+    from polyglot_groc.analysis.crossdomain import evaluate_open
+    from polyglot_groc.config import load_config
+    from polyglot_groc.training.trainer import Trainer
+
+    os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
+    t0 = time.monotonic()
+    covs = [float(c) for c in args.coverages.split(",") if c.strip()]
+    root = prepare_ptb(shared_data(), args.work / "corpus")
+    common = [
+        f"data.root={json.dumps(str(root))}", 'data.langs=["en"]', f"model.d={args.d}",
+        f"model.prefix.hidden={args.hidden}", f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}",
+        f"train.lr={args.lr}", f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}",
+        f"train.threads={args.threads}", f"train.seed={args.seed}", 'model.kind="groc-lex"',
+        'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={json.dumps(args.wn_dir)}",
+        f"model.lexicon.specs={json.dumps(list(args.lexicon or []))}", "model.lexicon.extra_cap=0",
+    ]
+
+    def test_ppl(run: Path, coverage: float | None) -> float:
+        res = evaluate_open(run, root, "test", n_streams=10, lexicon_coverage=coverage)
+        return float(res["languages"]["en"]["perplexity"])
+
+    full = args.work / "full"
+    Trainer(load_config(None, common), full, overwrite=True).fit()
+    inference = {str(c): test_ppl(full, c) for c in [*covs, 1.0]}
+    train_row: dict[str, float] = {}
+    if not args.skip_train_row:
+        for c in covs:
+            run = args.work / f"train-{c}"
+            Trainer(load_config(None, [*common, f"model.lexicon.coverage={c}"]), run, overwrite=True).fit()
+            train_row[str(c)] = test_ppl(run, None)
+        train_row["1.0"] = inference["1.0"]
+    result: dict[str, Any] = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                              "inference": inference, "train": train_row,
+                              "elapsed_s": round(time.monotonic() - t0, 1)}
+    emit(result, args.name or "coverage_ablation", save=not args.no_save)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Cross-domain open-vocabulary LM (seed 000 §5, Table 5) at a small CPU budget.
+
+Prepares the ``crossdomain-en`` preset, trains a tied (``lookup``) and a GroC model for the same
+wall-clock budget on the source domain, then evaluates every test set
+
+- zero-resource: base, + unigram cache, + neural cache (GroC also without new-word down-weighting);
+- low-resource: after finetuning on the far domain's train split (the near domain's too).
+
+Writes the JSON (via ``emit``), a Markdown table shaped like Table 5 and a freq-bin PNG (GroC vs
+tied on the near test set) beside it.
+
+    nice -n 5 python3 benchmarks/crossdomain.py --minutes 6 > /tmp/crossdomain.log 2>&1 &
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import add_output_args, emit, result_path, shared_data  # noqa: E402
+from langpairs.crossdomain import CROSSDOMAIN_DOMAINS, prepare_crossdomain_en  # noqa: E402
+from polyglot_groc.analysis.crossdomain import (  # noqa: E402
+    CacheSettings,
+    apply_settings,
+    load_other_split,
+    score_tokens,
+    summarize,
+    tune_uniform_weight,
+)
+from polyglot_groc.analysis.freqbins import compare_runs  # noqa: E402
+from polyglot_groc.config import load_config  # noqa: E402
+from polyglot_groc.model.bundle import load_bundle  # noqa: E402
+from polyglot_groc.training.finetune import finetune_run  # noqa: E402
+from polyglot_groc.training.trainer import Trainer  # noqa: E402
+
+KINDS = {"tied": "lookup", "groc": "groc"}
+
+
+def evaluate_domain(run: Path, dom_dir: Path, theta: float, lam: float, size: int, nww: float) -> dict[str, Any]:
+    bundle, _ = load_bundle(run)
+    bptt = bundle.cfg.train.bptt
+    test = load_other_split(bundle, dom_dir, "test")["en"]
+    scores = score_tokens(bundle, test, "en", bptt)
+    uw = 0.0
+    if not scores.compositional:
+        valid = load_other_split(bundle, dom_dir, "valid")["en"]
+        uw = tune_uniform_weight(score_tokens(bundle, valid, "en", bptt))
+    base = CacheSettings(theta=theta, lam=lam, size=size, new_word_weight=nww, uniform_weight=uw)
+    out: dict[str, Any] = {"uniform_weight": uw if not scores.compositional else None}
+    settings = {"base": base, "unigram": dataclasses.replace(base, cache="unigram"),
+                "neural": dataclasses.replace(base, cache="neural")}
+    if scores.compositional:
+        settings["unigram_no_dw"] = dataclasses.replace(base, cache="unigram", new_word_weight=1.0)
+        settings["neural_no_dw"] = dataclasses.replace(base, cache="neural", new_word_weight=1.0)
+    for name, s in settings.items():
+        out[name] = summarize(scores, apply_settings(scores, s))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--work", type=Path, default=Path("/tmp/crossdomain-bench"))
+    ap.add_argument("--train-tokens", type=int, default=100_000)
+    ap.add_argument("--eval-tokens", type=int, default=5_000)
+    ap.add_argument("--finetune-tokens", type=int, default=20_000)
+    ap.add_argument("--minutes", type=float, default=6.0, help="training wall-clock budget per model")
+    ap.add_argument("--finetune-epochs", type=int, default=1)
+    ap.add_argument("--finetune-steps", type=int, default=0, help="cap on finetuning steps (0: epochs only)")
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--theta", type=float, default=0.5, help="seed C.4 best value")
+    ap.add_argument("--lam", type=float, default=0.966, help="seed C.4 best value")
+    ap.add_argument("--cache-size", type=int, default=10_000)
+    ap.add_argument("--new-word-weight", type=float, default=0.1)
+    ap.add_argument("--threads", type=int, default=1)
+    add_output_args(ap)
+    args = ap.parse_args()
+    t0 = time.monotonic()
+    data = args.work / "data"
+    manifest = prepare_crossdomain_en(shared_data(), data, args.train_tokens, args.eval_tokens, args.finetune_tokens)
+    runs: dict[str, Path] = {}
+    train_info: dict[str, Any] = {}
+    for name, kind in KINDS.items():
+        cfg = load_config(None, [
+            f'model.kind="{kind}"', f'data.root="{data / "source"}"', 'data.langs=["en"]', 'data.vocab_mode="open"',
+            f"model.d={args.d}", f"model.prefix.hidden={args.d}", "train.batch_size=20", "train.bptt=35",
+            "train.eval_batch_size=10", "train.lr=0.002", f"train.max_minutes={args.minutes}",
+            "train.max_epochs=1000", "train.eval_every=200", f"train.threads={args.threads}",
+        ])
+        res = Trainer(cfg, args.work / name, overwrite=True).fit()
+        runs[name] = args.work / name
+        train_info[name] = {"steps": res.steps, "epochs": round(res.epochs, 3), "params": res.n_params,
+                            "best_valid_ppl": res.best_valid}
+    zero: dict[str, Any] = {}
+    low: dict[str, Any] = {}
+    for dom in CROSSDOMAIN_DOMAINS[1:]:
+        zero[dom] = {name: evaluate_domain(run, data / dom, args.theta, args.lam, args.cache_size,
+                                           args.new_word_weight) for name, run in runs.items()}
+        low[dom] = {}
+        for name, run in runs.items():
+            ft = args.work / f"{name}-ft-{dom}"
+            finetune_run(run, data / dom, ft, epochs=args.finetune_epochs, overwrite=True,
+                         max_steps=args.finetune_steps)
+            low[dom][name] = evaluate_domain(ft, data / dom, args.theta, args.lam, args.cache_size,
+                                             args.new_word_weight)
+    out_dir = result_path(args.name or "crossdomain").parent
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png = out_dir / f"{args.name or 'crossdomain'}-freqbins.png"
+    fb = compare_runs(runs["groc"], runs["tied"], data / "near", "test", out_png=None if args.no_save else png)
+    table = markdown_table(zero, low)
+    if not args.no_save:
+        (out_dir / f"{args.name or 'crossdomain'}.md").write_text(table)
+    result = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+              "data": {d: manifest["domains"][d] for d in CROSSDOMAIN_DOMAINS}, "train": train_info,
+              "zero_resource": zero, "low_resource": low, "freq_bins_near": fb["bins"], "table": table,
+              "elapsed_s": round(time.monotonic() - t0, 1)}
+    emit(result, args.name or "crossdomain", save=not args.no_save)
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.1f}"
+
+
+def markdown_table(zero: dict[str, Any], low: dict[str, Any]) -> str:
+    doms = list(zero)
+    rows = [("Tied", "tied", "base", zero), ("Tied + unigram cache", "tied", "unigram", zero),
+            ("Tied + local cache [G17]", "tied", "neural", zero), ("GroC", "groc", "base", zero),
+            ("GroC + unigram cache (dw)", "groc", "unigram", zero),
+            ("GroC + local cache (dw)", "groc", "neural", zero),
+            ("GroC + local cache (no dw)", "groc", "neural_no_dw", zero),
+            ("Tied + finetuning", "tied", "base", low), ("GroC + finetuning", "groc", "base", low)]
+    lines = ["| Model | " + " | ".join(doms) + " |", "|---|" + "---|" * len(doms)]
+    for label, run, setting, src in rows:
+        lines.append(f"| {label} | " + " | ".join(_fmt(src[d][run][setting]["perplexity"]) for d in doms) + " |")
+    lines.append("| test OOV % | " + " | ".join(f"{100 * zero[d]['groc']['base']['oov_rate']:.1f}" for d in doms)
+                 + " |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Word-translation evaluation with honest baselines, as reported by ``align``.
+
+Beside the model's P@k (nn and csls) this reports, on exactly the same scored test words:
+the identical-string baseline, the character n-gram baseline, and the model's P@k split into
+test words whose gold includes the identical string and words whose gold does not (copying
+cannot score on the latter).  Test pairs that cannot be scored are counted by reason.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from eval.align import KnnMode, pairs_to_indices, translation_precision
+from eval.baselines import char_ngram_precision, identical_precision, split_by_identical
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["evaluate_with_baselines", "summary_lines"]
+
+KS = (1, 5, 10)
+
+
+def _split_precision(result: dict[str, Any], queries: np.ndarray, identical: np.ndarray) -> dict[str, Any]:
+    """P@k of ``result`` (from ``translation_precision(..., return_ranks=True)``) on the two halves."""
+    ranks = np.asarray(result.pop("best_rank"))
+    order_q = np.asarray(result.pop("queries"))
+    if not np.array_equal(order_q, queries):
+        raise AssertionError("queries of the model and of the split differ")  # both are np.unique of one column
+    split: dict[str, Any] = {}
+    for name, mask in (("identical_gold", identical), ("non_identical_gold", ~identical)):
+        n = int(mask.sum())
+        at = {f"precision_at_{k}": (100.0 * float((ranks[mask] < k).sum()) / n if n else None) for k in KS}
+        split[name] = {"n_queries": n, **at}
+    return split
+
+
+def evaluate_with_baselines(
+    pairs: Sequence[tuple[str, str]],
+    src_words: Sequence[str],
+    tgt_words: Sequence[str],
+    mapped: np.ndarray,
+    target: np.ndarray,
+    *,
+    lower: bool = True,
+    eval_words: set[str] | None = None,
+    knn_mode: KnnMode = "exact",
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``(dictionary stats, model precision per method, baselines)`` on the scorable test pairs."""
+    stats: dict[str, Any] = {}
+    if eval_words is not None:
+        wanted = {w.lower() for w in eval_words} if lower else eval_words
+        kept = [p for p in pairs if (p[0].lower() if lower else p[0]) in wanted]
+        stats["not_in_eval_words"] = len(pairs) - len(kept)
+        pairs = kept
+    indices, found = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)
+    stats.update(found)
+    stats["dropped_reasons"] = {
+        "source word not in the source vocabulary": found["not_found_source"],
+        "target word not in the target vocabulary": found["not_found_target"],
+    }
+    if eval_words is not None:
+        stats["dropped_reasons"]["source word not in --eval-words"] = stats["not_in_eval_words"]
+    queries, identical = split_by_identical(indices, src_words, tgt_words)
+    precision: dict[str, Any] = {}
+    for method in ("nn", "csls"):
+        res = translation_precision(mapped, target, indices, method=method, knn_mode=knn_mode,  # type: ignore[arg-type]
+                                    return_ranks=True)
+        split = _split_precision(res, queries, identical)
+        precision[method] = {**res, **split}
+    baselines = {
+        "identical_string": identical_precision(indices, src_words, tgt_words, KS),
+        "char_ngram": char_ngram_precision(indices, src_words, tgt_words, KS),
+        "identical_gold_share": float(identical.mean()),
+    }
+    return stats, precision, baselines
+
+
+def summary_lines(stats: dict[str, Any], precision: dict[str, Any], baselines: dict[str, Any]) -> list[str]:
+    """Human-readable summary printed by ``align`` (stderr): coverage, drops and every P@k."""
+    total = stats["pairs"] + stats.get("not_in_eval_words", 0)
+    dropped = total - stats["found"]
+    lines = [f"test pairs: {stats['found']} scored, {dropped} dropped of {total} "
+             f"({stats['unique_source']} unique source words scored)"]
+    lines += [f"  dropped: {n} {why}" for why, n in stats["dropped_reasons"].items() if n]
+    if dropped * 2 > total:
+        lines.append(f"WARNING: more than half of the test pairs were dropped ({dropped} of {total}); "
+                     "P@k describes only the scored words")
+
+    def row(name: str, res: dict[str, Any]) -> str:
+        return f"  {name:<40} " + "  ".join(f"P@{k} {res[f'precision_at_{k}']:6.2f}" for k in KS)
+
+    lines.append("word translation (percent):")
+    for method in ("nn", "csls"):
+        lines.append(row(f"model {method}", precision[method]))
+    lines.append(row("baseline identical string", baselines["identical_string"]))
+    lines.append(row("baseline char 3-grams", baselines["char_ngram"]))
+    csls = precision["csls"]
+    for part in ("identical_gold", "non_identical_gold"):
+        if csls[part]["n_queries"]:
+            lines.append(row(f"model csls, {part} ({csls[part]['n_queries']})", csls[part]))
+    return lines

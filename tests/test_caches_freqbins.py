@@ -1,0 +1,100 @@
+"""Cache maths, uniform interpolation and frequency binning on tiny hand-computed examples."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from polyglot_groc.analysis.caches import (
+    CacheParamError,
+    check_cache_params,
+    downweight_new,
+    interpolate_cache,
+    neural_cache_logprob,
+    uniform_interpolate,
+    unigram_cache_logprob,
+)
+from polyglot_groc.analysis.freqbins import bin_edges, freq_bins, plot_freq_bins
+
+
+def test_unigram_cache_by_hand() -> None:
+    # stream a b a a c: p_cache(y_t) = count(y_t in y_<t) / t
+    y = torch.tensor([0, 1, 0, 0, 2])
+    p = unigram_cache_logprob(y).exp()
+    assert p[0] == 0 and p[1] == 0 and p[4] == 0  # empty cache / unseen word
+    assert p[2].item() == pytest.approx(1 / 2)  # one 'a' in [a, b]
+    assert p[3].item() == pytest.approx(2 / 3)  # two 'a' in [a, b, a]
+
+
+def test_neural_cache_next_word_by_hand() -> None:
+    # h0=(1,0) predicted 'a', h1=(0,1) predicted 'b'; query h2=(1,1), theta=1.
+    # scores: h2.h0 = 1, h2.h1 = 1 -> p_cache(a) = e/(e+e) = 1/2
+    # query h3=(2,0) for 'a' again: scores 2, 0, 2 (h2.h3=2) with targets a, b, b -> p(a)=e^2/(2e^2+1)
+    h = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0]])
+    y = torch.tensor([0, 1, 1, 0])
+    p = neural_cache_logprob(h, y, theta=1.0, size=10, chunk=2).exp()
+    assert p[0] == 0
+    assert p[1] == 0  # 'b' not in the cache yet
+    assert p[2].item() == pytest.approx(0.5)
+    assert p[3].item() == pytest.approx(math.e ** 2 / (2 * math.e ** 2 + 1))
+    # window of 1: position 3 sees only position 2 (target b) -> p(a) = 0
+    p1 = neural_cache_logprob(h, y, theta=1.0, size=1).exp()
+    assert p1[3] == 0 and p1[2].item() == pytest.approx(1.0)
+    # theta=0 flattens the cache into the unigram cache over the window
+    p0 = neural_cache_logprob(h, y, theta=0.0, size=10).exp()
+    assert torch.allclose(p0, unigram_cache_logprob(y).exp())
+
+
+def test_neural_cache_chunking_matches_one_chunk() -> None:
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(50, 4, generator=g)
+    y = torch.randint(0, 5, (50,), generator=g)
+    a = neural_cache_logprob(h, y, 0.7, size=7, chunk=4)
+    b = neural_cache_logprob(h, y, 0.7, size=7, chunk=1000)
+    assert torch.equal(torch.isinf(a), torch.isinf(b))
+    fin = torch.isfinite(a)
+    assert torch.allclose(a[fin], b[fin])
+
+
+def test_interpolation_and_uniform() -> None:
+    logp = torch.log(torch.tensor([0.5, 0.0, 0.2], dtype=torch.float64))
+    u = uniform_interpolate(logp, union_size=10, weight=0.1).exp()
+    assert torch.allclose(u, torch.tensor([0.9 * 0.5 + 0.01, 0.01, 0.9 * 0.2 + 0.01], dtype=torch.float64))
+    cache = torch.log(torch.tensor([0.0, 1.0, 0.5], dtype=torch.float64))
+    mixed = interpolate_cache(u.log(), cache, lam=0.8).exp()
+    assert mixed[0].item() == pytest.approx(u[0].item())  # empty cache at t = 0
+    assert mixed[1].item() == pytest.approx(0.8 * 0.01 + 0.2)
+    assert mixed[2].item() == pytest.approx(0.8 * u[2].item() + 0.2 * 0.5)
+
+
+def test_downweight_new_renormalises() -> None:
+    # distribution: seen s=0.6, new n1=0.3, n2=0.1; dw=0.1 -> Z = 0.6 + 0.04 = 0.64
+    probs = torch.tensor([0.6, 0.3, 0.1], dtype=torch.float64)
+    is_new = torch.tensor([False, True, True])
+    new_mass = torch.full((3,), 0.4, dtype=torch.float64)
+    out = downweight_new(probs.log(), new_mass, is_new, 0.1).exp()
+    assert torch.allclose(out, torch.tensor([0.6 / 0.64, 0.03 / 0.64, 0.01 / 0.64], dtype=torch.float64))
+    assert out.sum().item() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("kw", [{"theta": -1.0}, {"lam": 1.5}, {"size": 0}, {"new_word_weight": 0.0},
+                                {"uniform_weight": 1.0}])
+def test_cache_params_out_of_range(kw: dict[str, float]) -> None:
+    with pytest.raises(CacheParamError, match="out of range"):
+        check_cache_params(**kw)  # type: ignore[arg-type]
+
+
+def test_freq_bins_by_hand(tmp_path) -> None:
+    edges = bin_edges(width=50, n_bins=3)
+    assert edges == [(0, 0), (1, 50), (51, 100), (101, -1)]
+    freq = np.array([0, 3, 50, 51, 100, 500, 500])
+    la = np.array([5.0, 2.0, 1.0, 1.0, 3.0, 1.0, 2.0])
+    lb = np.array([6.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0])
+    bins = freq_bins(freq, la, lb, edges)
+    assert [b.n_tokens for b in bins] == [1, 2, 2, 2]
+    assert [b.median_diff for b in bins] == [-1.0, 0.0, 1.0, 0.5]
+    png = plot_freq_bins(bins, tmp_path / "f.png", "a", "b")
+    assert png.read_bytes()[:4] == b"\x89PNG"

@@ -1,0 +1,193 @@
+"""Open-vocabulary evaluation, caches, finetuning, tune-cache and analyses through the library and CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from polyglot_groc.analysis.crossdomain import CacheSettings, evaluate_open
+from polyglot_groc.cli import app
+from polyglot_groc.model.bundle import load_bundle
+from polyglot_groc.training.finetune import finetune_run
+from polyglot_groc.training.trainer import Trainer
+from tests.conftest import TINY, small_run_config
+
+runner = CliRunner()
+
+#: Target-domain text with words the tiny English training text never has.
+OTHER = ("the zebra sees the purple kettle .\nour zebra likes the old kettle .\n"
+         "a teacher sees the purple river .\nthe neighbour likes a zebra .\n") * 4
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("xd")
+    other = root / "other" / "en"
+    other.mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        (other / f"{split}.txt").write_text(OTHER, encoding="utf-8")
+    fr = root / "fr-only" / "fr"
+    fr.mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        shutil.copyfile(TINY / "fr" / f"{split}.txt", fr / f"{split}.txt")
+    out = {"other": root / "other", "fr": root / "fr-only", "root": root}
+    for kind in ("groc", "lookup"):
+        cfg = small_run_config(kind, "en", ["train.max_steps=2", 'data.vocab_mode="open"'])
+        Trainer(cfg, root / kind).fit()
+        out[kind] = root / kind
+    return out
+
+
+def _json(res: object) -> dict:
+    text = res.stdout  # type: ignore[attr-defined]
+    return json.loads(text[text.index("{"):])
+
+
+def _one_line_exit_2(res: object, needle: str) -> None:
+    assert res.exit_code == 2, res.output  # type: ignore[attr-defined]
+    err = res.stderr.strip()  # type: ignore[attr-defined]
+    assert len(err.splitlines()) == 1 and needle in err, err
+
+
+@pytest.mark.parametrize("kind", ["groc", "lookup"])
+def test_open_vocabulary_evaluation_reports_seen_and_new(runs: dict[str, Path], kind: str) -> None:
+    res = runner.invoke(app, ["evaluate", str(runs[kind]), "--data", str(runs["other"]), "--split", "test"])
+    assert res.exit_code == 0, res.output
+    en = _json(res)["languages"]["en"]
+    assert 0 < en["oov_rate"] < 1 and en["tokens"] > 0
+    assert all(1 < en[k] < float("inf") for k in ("perplexity", "perplexity_seen", "perplexity_new"))
+    # The new words (zebra, purple, kettle) are the hard ones for a barely trained model.
+    assert en["perplexity_new"] > en["perplexity_seen"]
+    assert (en["uniform_weight"] is None) == (kind == "groc")
+
+
+def test_caches_help_on_repetitive_text(runs: dict[str, Path]) -> None:
+    base = evaluate_open(runs["groc"], runs["other"], "test", CacheSettings())["languages"]["en"]
+    for cache in ("unigram", "neural"):
+        s = CacheSettings(cache=cache, lam=0.5, new_word_weight=1.0)
+        cached = evaluate_open(runs["groc"], runs["other"], "test", s)["languages"]["en"]
+        assert cached["perplexity"] < base["perplexity"]  # the text repeats four times
+
+
+def test_lookup_uniform_weight_given_or_tuned(runs: dict[str, Path]) -> None:
+    given = evaluate_open(runs["lookup"], runs["other"], "test", uniform_weight=0.05)["languages"]["en"]
+    tuned = evaluate_open(runs["lookup"], runs["other"], "test")["languages"]["en"]
+    assert given["uniform_weight"] == 0.05
+    # valid == test here and 0.05 is on the grid, so the tuned weight can only be as good or better
+    assert tuned["perplexity"] <= given["perplexity"]
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--cache", "neural", "--cache-lambda", "1.5"], "--cache-lambda"),
+    (["--cache", "neural", "--cache-theta", "-1"], "--cache-theta"),
+    (["--cache", "neural", "--cache-size", "0"], "--cache-size"),
+    (["--cache", "bogus"], "--cache"),
+    (["--lexicon-coverage", "1.5"], "[0, 1]"),
+])
+def test_evaluate_bad_cache_and_coverage_exit_2(runs: dict[str, Path], args: list[str], needle: str) -> None:
+    _one_line_exit_2(runner.invoke(app, ["evaluate", str(runs["groc"]), "--data", str(runs["other"]), *args]),
+                     needle)
+
+
+def test_lexicon_coverage_needs_groc_lex(runs: dict[str, Path]) -> None:
+    _one_line_exit_2(runner.invoke(app, ["evaluate", str(runs["groc"]), "--lexicon-coverage", "0.5"]), "groc-lex")
+
+
+def test_finetune_extends_vocabulary_keeping_trained_rows(runs: dict[str, Path]) -> None:
+    out = runs["root"] / "lookup-ft"
+    finetune_run(runs["lookup"], runs["other"], out, epochs=1, max_steps=1)
+    old, _ = load_bundle(runs["lookup"])
+    new, _ = load_bundle(out, "last")
+    assert {"zebra", "purple", "kettle"} <= set(new.vocab.words) - set(old.vocab.words)
+    assert new.vocab.words[: len(old.vocab)] == old.vocab.words
+    # Finetuning moved the weights, so check the copy before training instead.
+    from polyglot_groc.training.finetune import extend_bundle
+    ext = extend_bundle(old, {"en": ["zebra"]})
+    for name, p in old.model.state_dict().items():
+        q = ext.model.state_dict()[name]
+        assert torch.equal(q[: p.shape[0]], p) if q.shape != p.shape else torch.equal(q, p)
+    res = runner.invoke(app, ["evaluate", str(out), "--data", str(runs["other"]), "--checkpoint", "last"])
+    assert res.exit_code == 0 and _json(res)["languages"]["en"]["oov_rate"] == 0.0
+
+
+def test_finetune_in_unknown_language_exit_2(runs: dict[str, Path]) -> None:
+    res = runner.invoke(app, ["finetune", str(runs["groc"]), "--data", str(runs["fr"]),
+                              "--out", str(runs["root"] / "ft-fr")])
+    _one_line_exit_2(res, "does not know")
+
+
+def test_tune_cache_grid_and_heatmap(runs: dict[str, Path]) -> None:
+    png = runs["root"] / "tune.png"
+    res = runner.invoke(app, ["tune-cache", str(runs["groc"]), "--data", str(runs["other"]), "--out", str(png)])
+    assert res.exit_code == 0, res.output
+    out = _json(res)
+    grid = out["perplexity"]
+    assert len(grid) == 5 and len(grid[0]) == 5 and out["lambdas"][0] == 0.833 and out["lambdas"][-1] == 0.966
+    assert out["best"]["perplexity"] == min(min(r) for r in grid)
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_freq_bins_and_curves(runs: dict[str, Path]) -> None:
+    png = runs["root"] / "fb.png"
+    res = runner.invoke(app, ["analyze", "freq-bins", str(runs["groc"]), str(runs["lookup"]),
+                              "--data", str(TINY), "--out", str(png), "--bin-width", "5", "--bins", "3"])
+    assert res.exit_code == 0, res.output
+    bins = _json(res)["bins"]
+    assert [b["bin"] for b in bins] == ["1-5", "6-10", "11+"]
+    assert sum(b["n_tokens"] for b in bins) == _json(res)["tokens"]
+    assert png.with_suffix(".json").is_file() and png.read_bytes()[:4] == b"\x89PNG"
+    cpng = runs["root"] / "curves.png"
+    res = runner.invoke(app, ["analyze", "curves", str(runs["groc"]), str(runs["lookup"]), "--out", str(cpng)])
+    assert res.exit_code == 0, res.output
+    assert cpng.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_freq_bins_different_vocabularies_exit_2(runs: dict[str, Path]) -> None:
+    ft = runs["root"] / "groc-ft"
+    finetune_run(runs["groc"], runs["other"], ft, epochs=1, max_steps=1)
+    res = runner.invoke(app, ["analyze", "freq-bins", str(runs["groc"]), str(ft), "--data", str(TINY),
+                              "--out", str(runs["root"] / "x.png")])
+    _one_line_exit_2(res, "different vocabularies")
+
+
+def test_inference_lexicon_coverage_drops_forms_deterministically(tmp_path: Path) -> None:
+    from polyglot_groc.analysis.crossdomain import with_lexicon_coverage
+    from tests.test_lexforms import _cfg
+
+    Trainer(_cfg("train.max_steps=1"), tmp_path / "lex").fit()
+    bundle, _ = load_bundle(tmp_path / "lex")
+    assert bundle.forms is not None and bundle.forms.related_mask.any()
+    none = with_lexicon_coverage(bundle, 0.0)
+    assert none.forms is not None and not none.forms.related_mask.any() and not none.forms.definition_mask.any()
+    half_a = with_lexicon_coverage(bundle, 0.5).forms
+    half_b = with_lexicon_coverage(bundle, 0.5).forms
+    assert half_a is not None and half_b is not None and torch.equal(half_a.related_mask, half_b.related_mask)
+    full = evaluate_open(tmp_path / "lex", Path(bundle.cfg.data.root), "test", lexicon_coverage=1.0)
+    zero = evaluate_open(tmp_path / "lex", Path(bundle.cfg.data.root), "test", lexicon_coverage=0.0)
+    assert full["languages"]["en"]["perplexity"] != zero["languages"]["en"]["perplexity"]
+
+
+def test_crossdomain_preset_is_deterministic(shared_data: Path, tmp_path: Path) -> None:
+    args = ["data", "prepare", "--preset", "crossdomain-en", "--data", str(shared_data),
+            "--train-tokens", "3000", "--eval-tokens", "500", "--finetune-tokens", "1000"]
+    a = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    b = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
+    assert a.exit_code == 0 and b.exit_code == 0, a.output
+    man = _json(a)
+    assert set(man["domains"]) == {"source", "near", "far-fiction", "far-wiki", "far-web"}
+    for dom, info in man["domains"].items():
+        assert 0 <= info["test_oov_percent"] <= 100 and info["tokens"]["test"] >= 500
+        for split in ("train", "valid", "test"):
+            pa = tmp_path / "a" / dom / "en" / f"{split}.txt"
+            assert pa.read_bytes() == (tmp_path / "b" / dom / "en" / f"{split}.txt").read_bytes()
+    # Case and punctuation are kept.
+    text = (tmp_path / "a" / "far-wiki" / "en" / "test.txt").read_text(encoding="utf-8")
+    assert any(c.isupper() for c in text) and "," in text
+    bad = runner.invoke(app, ["data", "prepare", "--preset", "nope", "--data", str(shared_data),
+                              "--out", str(tmp_path / "c")])
+    _one_line_exit_2(bad, "crossdomain-en")
