@@ -17,7 +17,8 @@ from typing import Any, TypeVar
 
 from lexicons.errors import ConfigError
 
-MODEL_KINDS = ("lookup", "elmo", "groc", "groc-lex")
+#: Must match polyglot_groc.model.kinds.REGISTRY (a test checks); "lookup" is the old name of "tied".
+MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "groc", "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("fp32", "tf32", "bf16")
 DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
@@ -90,6 +91,13 @@ class OutputConfig:
     #: Read the input embeddings from the output table *after* its dropout (released code) rather
     #: than before it (seed 000 text). Shared-function kinds (groc, groc-lex, lookup) only.
     inputs_after_dropout: bool = False
+    #: ``conv`` kind: size of the per-word linear correction (seed 000 Table 7 "cor").
+    correction: int = 128
+    #: ``adaptive`` kind: band boundaries (Table 7 "cut"); > 1 = word counts, <= 1 = fractions of |V|.
+    #: The default is Table 8's PTB 2k/7k of 10k words.
+    cutoffs: tuple[float, ...] = (0.2, 0.7)
+    #: ``adaptive`` kind: band b has dimension d / factor^b (seed 001: 4).
+    adaptive_factor: float = 4.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +127,10 @@ class ModelConfig:
     output: OutputConfig = dataclasses.field(default_factory=OutputConfig)
     prefix: PrefixConfig = dataclasses.field(default_factory=PrefixConfig)
     lexicon: LexiconConfig = dataclasses.field(default_factory=LexiconConfig)
+    #: word2vec text file that initialises the input table (seed 003); "" = random init.
+    init_input: str = ""
+    #: Keep the input table fixed during training (seed 003); biases are never frozen.
+    freeze_input: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,6 +238,13 @@ class RunConfig:
                           if v >= 0)):
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name}={p} must be in [0, 1)")
+        if m.kind == "deep-residual" and m.output.depth < 1:
+            raise ConfigError("model kind deep-residual needs model.output.depth >= 1; "
+                              "e.g. --set model.output.depth=4 (seed 000 Table 8, PTB)")
+        if m.output.correction < 1 or m.output.adaptive_factor < 1:
+            raise ConfigError("model.output.correction must be >= 1 and model.output.adaptive_factor >= 1")
+        if any(c <= 0 for c in m.output.cutoffs):
+            raise ConfigError(f"model.output.cutoffs={list(m.output.cutoffs)} must be positive")
         if not 0.0 < t.output_update_prob <= 1.0:
             raise ConfigError(f"train.output_update_prob={t.output_update_prob} must be in (0, 1]")
         if not 0.0 <= m.lexicon.coverage <= 1.0:

@@ -8,6 +8,7 @@ from typing import Any
 
 from lexicons.errors import InputError
 from polyglot_groc.model.bundle import load_bundle
+from polyglot_groc.model.lm import parameter_split
 from polyglot_groc.training.data import load_corpus
 from polyglot_groc.training.trainer import evaluate_split
 
@@ -24,7 +25,8 @@ def evaluate_run(run_dir: Path, split: str = "test", data: Path | None = None, b
     results = evaluate_split(bundle, corpus, split, bs, cfg.train.bptt, screen=screen)
     return {
         "run": str(run_dir), "split": split, "model": cfg.model.kind, "checkpoint": which,
-        "step": payload.get("step"), "screen": screen, "vocab_mode": cfg.data.vocab_mode,
+        "step": payload.get("step"), "n_params": parameter_split(bundle.model), "screen": screen,
+        "vocab_mode": cfg.data.vocab_mode,
         "perplexity": {lang: r.perplexity for lang, r in results.items()},
         "details": {lang: r.to_dict() for lang, r in results.items()},
     }

@@ -62,7 +62,9 @@ class RichHooks:
             self.tb = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
 
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
-        err_console.print(f"training {info['langs']}: {info['n_params']:,} parameters, "
+        split = info.get("n_params_split") or {}
+        parts = ", ".join(f"{k} {split[k]:,}" for k in ("embeddings", "prefix", "output") if k in split)
+        err_console.print(f"training {info['langs']}: {info['n_params']:,} parameters ({parts}), "
                           f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch")
         self.progress.start()
         self.total = total_steps
@@ -123,12 +125,26 @@ def build_config(config: Path | None, overrides: list[str], **flags: Any) -> Run
     return load_config(config, ov)
 
 
+def untied_config(cfg: RunConfig) -> RunConfig:
+    """``--untie``: the tied kind becomes untied (seed 003 unties before freezing the input)."""
+    import dataclasses
+    import logging
+
+    if cfg.model.kind in ("tied", "lookup"):
+        return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, kind="untied"))
+    if cfg.model.kind != "untied":
+        logging.getLogger(__name__).warning("--untie applies to the tied kind only; %s is kept", cfg.model.kind)
+    return cfg
+
+
 def train_command(
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated language codes, e.g. en,fr")] = "en",
     with_: Annotated[str | None, typer.Option("--with", help="Add 'related' (Table 5.1 pair) or a code")] = None,
     data: Annotated[Path | None, typer.Option("--data", help="Corpus root <data>/<lang>/<split>.txt")] = None,
     out: Annotated[Path, typer.Option("--out", help="Run directory to create")] = Path("runs/run"),
-    model: Annotated[str | None, typer.Option("--model", help="lookup | elmo | groc | groc-lex")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="untied | tied (= lookup) | bilinear | deep-residual | adaptive | conv | elmo | groc | groc-lex"
+    )] = None,
     size: Annotated[str | None, typer.Option("--size", help="Preset when no --config: small (CPU, ~1 min on the "
                                              "sample) | paper (seed 004)")] = None,
     config: Annotated[Path | None, typer.Option("--config", help="TOML config file")] = None,
@@ -147,6 +163,10 @@ def train_command(
     lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage", help="Fraction in [0, 1]")] = None,
     threads: Annotated[int | None, typer.Option("--threads", help="CPU threads [default: config, 0=torch's]")] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
+    init_input: Annotated[Path | None, typer.Option(
+        "--init-input", help="Initialise the input table from a .vec file (seed 003)")] = None,
+    freeze_input: Annotated[bool, typer.Option("--freeze-input", help="Keep the input table fixed")] = False,
+    untie: Annotated[bool, typer.Option("--untie", help="Use separate input/output tables (tied -> untied)")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue this interrupted run exactly "
                                                 "(other options are ignored)")] = None,
@@ -157,7 +177,7 @@ def train_command(
     """Train a language model (mono- or polyglot) and write a run directory."""
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
-           threads, device, overwrite, resume, log_every, tensorboard, verbose)
+           threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie)
 
 
 @cli_errors
@@ -166,7 +186,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            max_epochs: int | None, seed: int | None, tokenize: str | None, vocab_mode: str | None, no_screen: bool,
            schedule: str | None, lexicon: list[str] | None, no_relations: bool, no_definitions: bool,
            lexicon_coverage: float | None, threads: int | None, device: str | None, overwrite: bool,
-           resume: Path | None, log_every: int, tensorboard: bool, verbose: bool) -> None:
+           resume: Path | None, log_every: int, tensorboard: bool, verbose: bool, init_input: Path | None = None,
+           freeze_input: bool = False, untie: bool = False) -> None:
     from langpairs.registry import parse_lang_spec
     from lexicons.errors import ConfigError
     from polyglot_groc.training.data import language_registry
@@ -196,8 +217,12 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            "data.screen": False if no_screen else None, "data.schedule": schedule,
            "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
            "model.lexicon.use_definitions": False if no_definitions else None,
-           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device},
+           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device,
+           "model.init_input": str(init_input) if init_input else None,
+           "model.freeze_input": True if freeze_input else None},
     )
+    if untie:
+        cfg = untied_config(cfg)
     if not cfg.data.root:
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
     cfg.validate()

@@ -48,7 +48,7 @@ from polyglot_groc.elmo.bilm import ElmoModel, ElmoOptions, copy_forward_lstm_in
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text
 from polyglot_groc.model.embedder import GroundedEmbedder
-from polyglot_groc.model.outputs import ComputedBias, LookupBias
+from polyglot_groc.model.outputs import ComputedBias, LookupBias, ResidualOutputNet
 from polyglot_groc.model.vocab import UNK, Vocab
 from polyglot_groc.training.data import load_corpus, vocab_splits
 from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, evaluate_split
@@ -141,6 +141,7 @@ def convert_elmo_bundle(elmo: ModelBundle, kind: str = "groc") -> ModelBundle:
     # load_state_dict copies: nothing is shared with the source model.
     dst.input_embedder.load_state_dict(src.input_embedder.state_dict())
     dst.prefix.load_state_dict(src.prefix.state_dict())
+    assert isinstance(dst.output_net, ResidualOutputNet)
     dst.output_net.zero_residual_()
     assert isinstance(dst.bias, ComputedBias)
     _set_neutral_bias(dst.bias, a)
@@ -226,6 +227,7 @@ def install_elmo_weights(bundle: ModelBundle, elmo: ElmoModel, info: ElmoImport)
         copy_forward_lstm_into(list(model.prefix.layers), elmo.lstm)  # type: ignore[arg-type]
     else:
         log.info("prefix trained from scratch: %s", info.prefix_reason)
+    assert isinstance(model.output_net, ResidualOutputNet)
     model.output_net.zero_residual_()
     assert isinstance(model.bias, ComputedBias)
     _set_neutral_bias(model.bias, info.bias_a)

@@ -1,15 +1,8 @@
-"""The language model: wires embedder(s), prefix, output net, bias and screening. No I/O.
+"""The language model: wires a kind's word-side parts to the prefix, screening and loss. No I/O.
 
-One class covers the Table 5.2 family:
-
-==========  ==================  ======================  ===================
-kind        input embedding     output embedding        bias
-==========  ==================  ======================  ===================
-lookup      lookup table        the same table (tied)   per-word vector
-elmo        char-CNN (surface)  separate lookup table   per-word vector
-groc        char-CNN (surface)  the same function       computed from e_v
-groc-lex    char-CNN + r + d    the same function       computed from e_v
-==========  ==================  ======================  ===================
+The kinds (untied, tied/lookup, bilinear, deep-residual, adaptive, conv, elmo, groc, groc-lex)
+live in :mod:`polyglot_groc.model.kinds`, one module each behind :class:`KindParts`; this class
+never branches on the kind.
 
 Per step the scored vocabulary (the batch language's words under screening) is embedded once,
 in chunks, and reused for inputs and outputs. In eval mode E_out and b are cached; the cache
@@ -26,10 +19,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from polyglot_groc.config import ModelConfig
-from polyglot_groc.model.embedder import GroundedEmbedder, LexiconForms, LookupEmbedder
-from polyglot_groc.model.outputs import ComputedBias, LookupBias, ResidualOutputNet
+from polyglot_groc.model.embedder import LexiconForms
+from polyglot_groc.model.kinds import build_parts
 from polyglot_groc.model.prefix import LSTMPrefix, State
-from polyglot_groc.model.screen import LanguageScreen, screened_logits
+from polyglot_groc.model.screen import LanguageScreen
 
 
 @dataclass
@@ -63,25 +56,17 @@ class LanguageModel(nn.Module):
         self.cfg = cfg
         d = cfg.d
         self.kind = cfg.kind
-        self.input_embedder: nn.Module
-        self.output_embedder: nn.Module
-        if cfg.kind == "lookup":
-            self.input_embedder = LookupEmbedder(n_words, d, cfg.init_range)
-            self.output_embedder = self.input_embedder
-        elif cfg.kind == "elmo":
-            self.input_embedder = GroundedEmbedder(cfg.surface, n_chars, d, use_lexicon=False)
-            self.output_embedder = LookupEmbedder(n_words, d, cfg.init_range)
-        else:
-            self.input_embedder = GroundedEmbedder(cfg.surface, n_chars, d, use_lexicon=cfg.kind == "groc-lex",
-                                                   combine=cfg.lexicon.combine)
-            self.output_embedder = self.input_embedder
-        self.output_net = ResidualOutputNet(d, cfg.output.depth, cfg.output.activation, cfg.output.dropout)
-        # output.bias = "lookup" on a compositional kind: a per-word vector (gives up |V|-free |Θ|).
-        self.computed_bias = self.compositional_output and cfg.output.bias == "computed"
-        self.bias: nn.Module = (
-            ComputedBias(d, cfg.output.bias_activation, cfg.output.bias_dropout) if self.computed_bias
-            else LookupBias(n_words)
-        )
+        parts = build_parts(cfg, n_chars, n_words)
+        self.input_embedder: nn.Module = parts.input_embedder
+        self.output_embedder: nn.Module = parts.output_embedder
+        self.output_net: nn.Module = parts.output_net
+        self.bias: nn.Module = parts.bias
+        self.scorer: nn.Module = parts.scorer
+        self._parts = parts
+        if cfg.freeze_input:
+            # Seed 003: the input table stays fixed; biases and every other part keep training.
+            for p in self.input_embedder.parameters():
+                p.requires_grad_(False)
         self.word_drop = cfg.prefix.word_dropout
         self.prefix = LSTMPrefix(cfg.prefix, d, cfg.init_range)
         self.screen = LanguageScreen(lang_ids, n_words)
@@ -103,19 +88,20 @@ class LanguageModel(nn.Module):
 
     @property
     def compositional_output(self) -> bool:
-        return self.kind in ("groc", "groc-lex")
+        return self._parts.compositional_output
 
     @property
     def compositional_input(self) -> bool:
-        return self.kind != "lookup"
+        return self._parts.compositional_input
 
     def set_words(self, chars: torch.Tensor, forms: LexiconForms | None,
                   lang_ids: Mapping[str, torch.Tensor]) -> None:
         """Install the word tables for a (possibly new) vocabulary; lookup tables cannot grow."""
         n_words = len(forms.related_ids) if forms is not None else chars.shape[0]
         for emb in (self.input_embedder, self.output_embedder):
-            if isinstance(emb, GroundedEmbedder):
-                emb.set_words(chars, forms)
+            set_words = getattr(emb, "set_words", None)  # embedders that read the spelling (chars, forms)
+            if callable(set_words):
+                set_words(chars, forms)
         self.screen = LanguageScreen(lang_ids, n_words)
         self.invalidate_cache()
 
@@ -165,11 +151,12 @@ class LanguageModel(nn.Module):
         # Seed 000 §3.4/B.4: a frozen step freezes only the compositional encoder (its table is
         # reused above); the output net and the computed bias train every step like the prefix.
         e_out = self.output_net(e)  # (V_l, d)
-        bias = self.bias(e_out) if self.computed_bias else self.bias(ids)  # (V_l,)
+        bias = self.bias(e_out) if self._parts.computed_bias else self.bias(ids)  # (V_l,)
         e_in = e
         if self.cfg.output.inputs_after_dropout and self.training:
             # Released code: inputs are rows of the dropped output table (same mask at depth 0).
-            e_in = e_out if self.cfg.output.depth == 0 else self.output_net.drop(e)
+            drop = getattr(self.output_net, "drop", None)
+            e_in = e_out if self.cfg.output.depth == 0 else (drop(e) if callable(drop) else e)
         tables = _Tables(ids, e_in if self.shared_embedding else None, e_out, bias)
         if not self.training:
             self._cache[key] = tables
@@ -210,7 +197,7 @@ class LanguageModel(nn.Module):
         with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast and dev.type == "cuda"):
             h, state = self.prefix(x.float() if dev.type != "cuda" else x, state)  # (B, T, d)
         # The logits' log-softmax and the loss run in fp32 whatever the precision.
-        logits = screened_logits(h.float(), tables.e_out.float(), tables.bias.float())  # (B, T, V_l)
+        logits = self.scorer(h.float(), tables.ids, tables.e_out.float(), tables.bias.float())  # (B, T, V_l)
         loss = None
         nll_sum, n_tok = torch.zeros((), device=logits.device), 0
         if targets is not None:
@@ -234,3 +221,23 @@ class LanguageModel(nn.Module):
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def parameter_split(model: LanguageModel) -> dict[str, int]:
+    """|Θ| as in seed 000 Table 2, split into word embeddings (input and output tables or
+    functions), prefix and output (output net, bias, softmax head); shared tensors count once."""
+    seen: set[int] = set()
+
+    def count(*modules: nn.Module) -> int:
+        n = 0
+        for m in modules:
+            for p in m.parameters():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    n += p.numel()
+        return n
+
+    split = {"embeddings": count(model.input_embedder, model.output_embedder), "prefix": count(model.prefix),
+             "output": count(model.output_net, model.bias, model.scorer)}
+    split["total"] = sum(split.values())
+    return split

@@ -40,8 +40,9 @@ from polyglot_groc.model.device import (
     to_cpu,
 )
 from polyglot_groc.model.embedder import LexiconForms
+from polyglot_groc.model.init_input import init_input_table
 from polyglot_groc.model.lexforms import compile_forms
-from polyglot_groc.model.lm import LanguageModel, count_parameters
+from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
 from polyglot_groc.model.prefix import State, detach_state
 from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
 from polyglot_groc.training import distributed
@@ -77,6 +78,8 @@ class TrainResult:
     best_valid: dict[str, float]
     last_valid: dict[str, float]
     history: list[dict[str, Any]] = field(default_factory=list)
+    #: |Θ| split: embeddings / prefix / output / total (seed 000 Table 2).
+    n_params_split: dict[str, int] = field(default_factory=dict)
 
     @property
     def diverged(self) -> bool:
@@ -85,7 +88,7 @@ class TrainResult:
     def to_dict(self) -> dict[str, Any]:
         return {"run_dir": str(self.run_dir), "steps": self.steps, "epochs": round(self.epochs, 4),
                 "diverged": self.diverged,
-                "stop_reason": self.stop_reason, "n_params": self.n_params,
+                "stop_reason": self.stop_reason, "n_params": self.n_params, "n_params_split": self.n_params_split,
                 "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
                 "best_valid_perplexity": self.best_valid, "last_valid_perplexity": self.last_valid}
 
@@ -147,14 +150,17 @@ def seed_everything(seed: int) -> None:
 
 def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     """Vocabulary, lexicon forms and a freshly initialised model for ``cfg``."""
-    add_unk = cfg.model.kind in ("lookup", "elmo") and cfg.data.vocab_mode == "open"
+    add_unk = cfg.model.kind != "groc" and cfg.model.kind != "groc-lex" and cfg.data.vocab_mode == "open"
     vocab = build_vocab(corpus, cfg.data.vocab_mode, add_unk)
     forms: LexiconForms | None = None
     extra: tuple[str, ...] = ()
     info: dict[str, Any] = {}
     if cfg.model.kind == "groc-lex":
         forms, extra, info = compile_forms(cfg.model.lexicon, vocab)
-    return ModelBundle.create(cfg, vocab, forms=forms, extra_words=extra, lexicon_info=info)
+    bundle = ModelBundle.create(cfg, vocab, forms=forms, extra_words=extra, lexicon_info=info)
+    if cfg.model.init_input:
+        init_input_table(bundle.model, vocab, Path(cfg.model.init_input))
+    return bundle
 
 
 @contextlib.contextmanager
@@ -253,13 +259,18 @@ class Trainer:
         batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
                                       variable_seed=t.seed if t.bptt_mode == "variable" else None)
         steps_per_epoch = sum(windows.values())
-        optimizer = torch.optim.Adam(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        # Frozen parameters (model.freeze_input) stay out of the optimizer: no decay, no update.
+        optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=t.lr,
+                                     weight_decay=t.weight_decay)
         update_rng = np.random.default_rng(t.seed + 1)
         n_params = count_parameters(model)
+        split = parameter_split(model)
         total = t.max_steps or steps_per_epoch * t.max_epochs
-        self.hooks.on_start(total, {"n_params": n_params, "vocab": len(bundle.vocab), "langs": list(corpus.langs),
+        self.hooks.on_start(total, {"n_params": n_params, "n_params_split": split, "vocab": len(bundle.vocab),
+                                    "langs": list(corpus.langs),
                                     "steps_per_epoch": steps_per_epoch})
-        log.info("model %s: %d parameters, vocabulary %d, %d steps per epoch", model.kind, n_params,
+        log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
+                 "%d steps per epoch", model.kind, n_params, split["embeddings"], split["prefix"], split["output"],
                  len(bundle.vocab), steps_per_epoch)
 
         states: dict[str, State] = {}
@@ -423,4 +434,4 @@ class Trainer:
                 log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
                 stop_reason = "diverged"
         return TrainResult(self.run_dir, step, step / steps_per_epoch, stop_reason, n_params,
-                           tokens / max(train_time, 1e-9), train_time, best_valid, last_valid, history)
+                           tokens / max(train_time, 1e-9), train_time, best_valid, last_valid, history, split)

@@ -1,0 +1,41 @@
+"""``polyglot-groc pretrain-vectors``: in-domain word vectors for ``train --init-input`` (seed 003)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from polyglot_groc.commands._common import cli_errors, print_json, setup_logging
+
+
+def pretrain_vectors_command(
+    data: Annotated[Path, typer.Option("--data", help="Corpus root <data>/<lang>/train.txt")],
+    out: Annotated[Path, typer.Option("--out", help="Output .vec file")],
+    langs: Annotated[str, typer.Option("--langs", help="Comma-separated language codes")] = "en",
+    algorithm: Annotated[str, typer.Option("--algorithm", help="word2vec | fasttext")] = "word2vec",
+    dim: Annotated[int, typer.Option("--dim", help="Vector size; must equal the model's model.d")] = 256,
+    epochs: Annotated[int, typer.Option("--epochs")] = 5,
+    extra: Annotated[list[Path] | None, typer.Option(
+        "--extra", help="More in-domain text, one sentence a line")] = None,
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Train word2vec/fastText vectors on the training text (and --extra files) with gensim."""
+    _pretrain(data, out, langs, algorithm, dim, epochs, extra or [], seed, verbose)
+
+
+@cli_errors
+def _pretrain(data: Path, out: Path, langs: str, algorithm: str, dim: int, epochs: int, extra: list[Path],
+              seed: int, verbose: bool) -> None:
+    from lexicons.errors import InputError
+    from polyglot_groc.training.pretrain import pretrain_vectors
+
+    setup_logging(verbose)
+    texts = [data / lang / "train.txt" for lang in langs.split(",") if lang]
+    for t in texts:
+        if not t.is_file():
+            raise InputError(f"{t} does not exist; --data needs <DIR>/<lang>/train.txt")
+    n = pretrain_vectors([*texts, *extra], out, algorithm, dim, epochs=epochs, seed=seed)
+    print_json({"out": str(out), "words": n, "dim": dim, "algorithm": algorithm})

@@ -1,0 +1,99 @@
+"""Adaptive input and tied adaptive softmax (Baevski & Auli 2019, seed 001).
+
+The frequency-sorted vocabulary (ids are frequency ranks) is cut into bands
+``[0, c_1), [c_1, c_2), ..., [c_n, V)``. Band b has a table of dimension d / factor^b (factor 4)
+and, for b > 0, a projection to d. Input embeddings are e_v = P_b E_b[v]; the output side is tied
+to them (tables and projections, seed 001 §4): the head scores band-0 words and one cluster per
+tail band, and log p(v) = log p_head(cluster(v)) + log softmax_band(h . e_v) within the tail band.
+
+Screening: the scored ids of a language are sorted, so each band's words form one contiguous
+slice; every band is normalised over the language's words in it, and a band the language does not
+use has no cluster in the head. Cost note: scores are computed as h . e_v on projected vectors
+(V_l d multiply-adds) instead of projecting h down (V_l d / 4^b); the result is the same number.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lexicons.errors import ConfigError
+from polyglot_groc.config import ModelConfig
+from polyglot_groc.model.kinds.base import KindParts, NoBias
+from polyglot_groc.model.outputs import ResidualOutputNet
+
+
+def band_boundaries(cutoffs: tuple[float, ...], n_words: int) -> list[int]:
+    """Cutoffs as ids: values > 1 are word counts, values <= 1 fractions of |V|; cumulative, increasing."""
+    out = [int(round(c * n_words)) if c <= 1 else int(c) for c in cutoffs]
+    out = [c for c in out if 0 < c < n_words]
+    if out != sorted(set(out)):
+        raise ConfigError(f"model.output.cutoffs={list(cutoffs)} must increase (ids {out} for |V|={n_words}); "
+                          "e.g. [2000, 7000] or [0.2, 0.7]")
+    return out
+
+
+class AdaptiveEmbedder(nn.Module):
+    def __init__(self, n_words: int, d: int, cutoffs: tuple[float, ...], factor: float, init_range: float) -> None:
+        super().__init__()
+        self.d = d
+        edges = [0, *band_boundaries(cutoffs, n_words), n_words]
+        self.starts: torch.Tensor
+        self.register_buffer("starts", torch.tensor(edges[:-1], dtype=torch.long), persistent=False)
+        dims = [max(1, int(d // factor**b)) for b in range(len(edges) - 1)]
+        self.tables = nn.ParameterList(
+            nn.Parameter(torch.empty(edges[b + 1] - edges[b], dims[b]).uniform_(-init_range, init_range))
+            for b in range(len(dims))
+        )
+        # Band 0 has full dimension d and needs no projection (identity).
+        self.projs = nn.ModuleList(nn.Identity() if dims[b] == d else nn.Linear(dims[b], d, bias=False)
+                                   for b in range(len(dims)))
+
+    @property
+    def n_bands(self) -> int:
+        return len(self.tables)
+
+    def band_of(self, ids: torch.Tensor) -> torch.Tensor:  # (n,) -> (n,) band index
+        return torch.bucketize(ids, self.starts, right=True) - 1
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:  # (n,) -> (n, d)
+        band = self.band_of(ids)
+        out = torch.zeros(ids.shape[0], self.d, device=ids.device, dtype=self.tables[0].dtype)
+        for b in range(self.n_bands):  # a loop over the few bands, not over words
+            sel = (band == b).nonzero().squeeze(1)
+            if sel.numel():
+                out = out.index_put((sel,), self.projs[b](self.tables[b][ids[sel] - self.starts[b]]))
+        return out
+
+
+class AdaptiveScorer(nn.Module):
+    """Normalised log-probabilities of the scored ids from head + per-band softmaxes."""
+
+    def __init__(self, embedder: AdaptiveEmbedder, d: int) -> None:
+        super().__init__()
+        self.embedder = [embedder]  # a plain list: the embedder's parameters belong to the input side
+        self.clusters = nn.Linear(d, max(embedder.n_bands - 1, 1), bias=False)
+
+    def forward(self, h: torch.Tensor, ids: torch.Tensor, e_out: torch.Tensor,
+                bias: torch.Tensor) -> torch.Tensor:  # (B, T, d) ... -> (B, T, V_l) log-probs
+        emb = self.embedder[0]
+        scores = F.linear(h, e_out)  # (B, T, V_l)
+        # Sorted ids: band b occupies scores[..., edge[b]:edge[b+1]].
+        edge = torch.searchsorted(ids, emb.starts).tolist() + [ids.numel()]
+        tails = [b for b in range(1, emb.n_bands) if edge[b + 1] > edge[b]]
+        cluster = self.clusters(h)[..., [b - 1 for b in tails]]  # (B, T, n_used_tails)
+        n0 = edge[1]
+        head = torch.log_softmax(torch.cat([scores[..., :n0], cluster], dim=-1), dim=-1)
+        parts = [head[..., :n0]]
+        for j, b in enumerate(tails):
+            band = scores[..., edge[b]:edge[b + 1]]
+            parts.append(torch.log_softmax(band, dim=-1) + head[..., n0 + j: n0 + j + 1])
+        return torch.cat(parts, dim=-1)
+
+
+def build(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
+    o = cfg.output
+    emb = AdaptiveEmbedder(n_words, cfg.d, o.cutoffs, o.adaptive_factor, cfg.init_range)
+    return KindParts(emb, emb, ResidualOutputNet(cfg.d, 0, o.activation, o.dropout), NoBias(),
+                     AdaptiveScorer(emb, cfg.d))

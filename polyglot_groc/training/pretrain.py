@@ -1,0 +1,54 @@
+"""In-domain word vectors for input initialisation (Welch et al. 2020, seed 003), trained with gensim.
+
+The training text is the corpus's train split (plus optional extra text files), one sentence per
+line, whitespace tokens, so the vectors' words are exactly the model's vocabulary tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from eval.vectors import write_vec
+from lexicons.errors import InputError
+
+log = logging.getLogger(__name__)
+
+ALGORITHMS = ("word2vec", "fasttext")
+
+
+def read_sentences(paths: Sequence[Path]) -> list[list[str]]:
+    sentences: list[list[str]] = []
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror}; check the path") from exc
+        sentences += [line.split() for line in text.splitlines() if line.strip()]
+    return sentences
+
+
+def pretrain_vectors(texts: Sequence[Path], out: Path, algorithm: str = "word2vec", dim: int = 256,
+                     epochs: int = 5, window: int = 5, min_count: int = 1, seed: int = 0,
+                     workers: int = 1) -> int:
+    """Train skip-gram vectors (word2vec or fastText) and write them as a .vec file; returns #words."""
+    if algorithm not in ALGORITHMS:
+        raise InputError(f"unknown algorithm {algorithm!r}; use word2vec or fasttext")
+    if dim < 1 or epochs < 1:
+        raise InputError(f"--dim {dim} and --epochs {epochs} must be positive")
+    sentences = read_sentences(texts)
+    if not sentences:
+        raise InputError(f"no text in {', '.join(map(str, texts))}; give a corpus with a train split")
+    from gensim.models import FastText, Word2Vec
+
+    cls = Word2Vec if algorithm == "word2vec" else FastText
+    model = cls(sentences=sentences, vector_size=dim, window=window, min_count=min_count, sg=1,
+                epochs=epochs, seed=seed, workers=workers)
+    words = list(model.wv.index_to_key)
+    vectors = np.asarray(model.wv.vectors, dtype=np.float32)  # (n, dim)
+    write_vec(out, words, vectors)
+    log.info("%s: %d words x %d dims from %d sentences -> %s", algorithm, len(words), dim, len(sentences), out)
+    return len(words)

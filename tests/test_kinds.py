@@ -1,0 +1,146 @@
+"""Model kinds (seed 000 Table 2 family): forward/backward, |Θ| formulas, screening, registry."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+from polyglot_groc.config import MODEL_KINDS
+from polyglot_groc.model.bundle import ModelBundle
+from polyglot_groc.model.charset import Charset
+from polyglot_groc.model.kinds import REGISTRY
+from polyglot_groc.model.lm import count_parameters, parameter_split
+from polyglot_groc.model.vocab import Vocab
+from tests.conftest import small_run_config
+
+EN = Counter({"the": 9, "cat": 4, "sleeps": 3, ".": 9, "<eos>": 9, "dog": 2, "a": 5, "runs": 2})
+FR = Counter({"le": 9, "chat": 4, "dort": 3, ".": 9, "<eos>": 9})
+KINDS = ["untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv"]
+EXTRA = ["model.output.depth=2", "model.output.activation=\"selu\"", "model.output.correction=8",
+         "model.output.cutoffs=[0.3, 0.6]"]
+
+
+def _bundle(kind: str, counts: dict[str, Counter[str]], langs: str = "en,fr", extra: list[str] | None = None
+            ) -> ModelBundle:
+    torch.manual_seed(0)
+    vocab = Vocab.build(counts)
+    charset = Charset.from_words(list(EN) + list(FR))
+    cfg = small_run_config(kind, langs, [*EXTRA, *(extra or [])])
+    return ModelBundle.create(cfg, vocab, charset=charset)
+
+
+def test_registry_matches_config_kinds() -> None:
+    assert set(REGISTRY) == set(MODEL_KINDS)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_forward_backward_reaches_every_parameter(kind: str) -> None:
+    b = _bundle(kind, {"en": EN, "fr": FR})
+    m = b.model.train()
+    ids = torch.from_numpy(b.vocab.lang_ids("en"))
+    inputs = ids[torch.randint(len(ids), (3, 5))]
+    targets = ids[torch.randint(len(ids), (3, 5))]
+    out = m(inputs, targets, "en", m.init_state(3), return_logits=True)
+    assert out.logits is not None and out.logits.shape == (3, 5, len(ids))
+    assert out.loss is not None and torch.isfinite(out.loss)
+    out.loss.backward()
+    # Every parameter gets a gradient except rows of words never used (tables are dense here).
+    for name, p in m.named_parameters():
+        assert p.grad is not None, name
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_log_probabilities_normalise(kind: str) -> None:
+    b = _bundle(kind, {"en": EN, "fr": FR})
+    m = b.model.eval()
+    x = torch.from_numpy(b.vocab.lang_ids("fr"))[None, :4]
+    out = m(x, None, "fr", m.init_state(1), return_logits=True)
+    assert out.logits is not None
+    lp = torch.log_softmax(out.logits, -1)
+    assert torch.allclose(lp.exp().sum(-1), torch.ones(1, 4), atol=1e-5)
+
+
+def test_parameter_count_formulas() -> None:
+    en = {"en": EN}
+    v = len(Vocab.build(en))
+    d = small_run_config("tied").model.d
+    tied, untied = _bundle("tied", en, "en"), _bundle("untied", en, "en")
+    bil, deep = _bundle("bilinear", en, "en"), _bundle("deep-residual", en, "en")
+    tied0 = _bundle("tied", en, "en", ["model.output.depth=0"])
+    prefix = parameter_split(tied.model)["prefix"]
+    assert parameter_split(tied0.model) == {"embeddings": v * d, "prefix": prefix, "output": v,
+                                            "total": v * d + prefix + v}
+    assert count_parameters(untied.model) == count_parameters(tied.model) + v * d
+    assert count_parameters(bil.model) == count_parameters(tied0.model) + d * d
+    assert count_parameters(deep.model) == count_parameters(tied0.model) + 2 * (d * d + d)  # k = 2 layers
+    conv = _bundle("conv", en, "en")
+    cnn = count_parameters(_bundle("groc", en, "en").model.input_embedder)
+    assert parameter_split(conv.model)["embeddings"] == v * d + cnn + v * 8 + 8 * d
+    ad = _bundle("adaptive", en, "en")
+    # cutoffs 0.3, 0.6 of |V|: bands of d, d/4, d/16 dims; tail projections; one cluster vector per tail band.
+    c1, c2 = round(0.3 * v), round(0.6 * v)
+    d1, d2 = d // 4, d // 16
+    emb = c1 * d + (c2 - c1) * d1 + (v - c2) * d2 + d1 * d + d2 * d
+    assert parameter_split(ad.model) == {"embeddings": emb, "prefix": prefix, "output": 2 * d,
+                                         "total": emb + prefix + 2 * d}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_screened_equals_unscreened_monolingual(kind: str) -> None:
+    b = _bundle(kind, {"en": EN}, "en")
+    m = b.model.eval()
+    x = torch.from_numpy(b.vocab.lang_ids("en"))[None, :5]
+    a = m(x, None, "en", m.init_state(1), return_logits=True).logits
+    u = m(x, None, None, m.init_state(1), return_logits=True).logits
+    assert a is not None and u is not None
+    assert torch.allclose(torch.log_softmax(a, -1), torch.log_softmax(u, -1), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "adaptive"])
+def test_screened_scores_are_the_union_scores_restricted(kind: str) -> None:
+    """Dot-product kinds: screening removes columns, it does not change the others' scores."""
+    b = _bundle(kind, {"en": EN, "fr": FR})
+    m = b.model.eval()
+    ids = torch.from_numpy(b.vocab.lang_ids("fr"))
+    x = ids[None, :4]
+    s = m(x, None, "fr", m.init_state(1), return_logits=True).logits
+    u = m(x, None, None, m.init_state(1), return_logits=True).logits
+    assert s is not None and u is not None
+    assert torch.allclose(s, u[..., ids], atol=1e-6)
+
+
+def test_adaptive_screens_within_each_band() -> None:
+    """The French screen renormalises each band over French words only; unused bands get no cluster."""
+    b = _bundle("adaptive", {"en": EN, "fr": FR})
+    m = b.model.eval()
+    ids = torch.from_numpy(b.vocab.lang_ids("fr"))
+    lp = m(ids[None, :3], None, "fr", m.init_state(1), return_logits=True).logits
+    assert lp is not None
+    assert torch.allclose(lp.exp().sum(-1), torch.ones(1, 3), atol=1e-5)
+
+
+def test_old_lookup_checkpoint_state_loads_into_tied() -> None:
+    old = _bundle("lookup", {"en": EN}, "en")
+    new = _bundle("tied", {"en": EN}, "en")
+    new.model.load_state_dict(old.model.state_dict())
+    assert set(old.model.state_dict()) == set(new.model.state_dict())
+
+
+@pytest.mark.parametrize("kind", ["untied", "bilinear", "deep-residual", "adaptive", "conv"])
+def test_polyglot_training_and_checkpoint_reload(kind: str, tmp_path: Path) -> None:
+    from polyglot_groc.model.bundle import load_bundle
+    from polyglot_groc.training.trainer import Trainer
+
+    cfg = small_run_config(kind, "en,fr", [*EXTRA, "train.max_steps=2", "train.eval_every=2"])
+    tr = Trainer(cfg, tmp_path / "run")
+    res = tr.fit()
+    assert set(res.best_valid) == {"en", "fr"} and res.n_params_split["total"] == res.n_params
+    loaded, _ = load_bundle(tmp_path / "run", "last")
+    x = torch.from_numpy(loaded.vocab.lang_ids("fr"))[None, :3]
+    tr.model.eval()
+    a = tr.model(x, None, "fr", tr.model.init_state(1), return_logits=True).logits
+    b = loaded.model(x, None, "fr", loaded.model.init_state(1), return_logits=True).logits
+    assert a is not None and b is not None and torch.equal(a, b)
