@@ -24,6 +24,7 @@ __all__ = [
     "MultilingualBatcher",
     "batchify",
     "bptt_windows",
+    "variable_bptt_windows",
     "n_windows",
 ]
 
@@ -66,6 +67,25 @@ def bptt_windows(n_positions: int, bptt: int) -> list[tuple[int, int]]:
         raise CorpusError(f"a stream of {n_positions} positions has no targets; it needs at least 2")
     last = n_positions - 1  # number of targets
     return [(int(s), int(min(bptt, last - s))) for s in range(0, last, bptt)]
+
+
+def variable_bptt_windows(n_positions: int, bptt: int, rng: np.random.Generator,
+                          p_half: float = 0.05, std: float = 5.0, min_len: int = 5) -> list[tuple[int, int]]:
+    """AWD-LSTM's variable-length windows over one pass of a stream, each target exactly once.
+
+    Each window's base is ``bptt`` (or ``bptt / 2`` with probability ``p_half``), its length
+    ``max(min_len, int(N(base, std)))``, cut at the stream's end. The trainer scales the step's
+    learning rate by ``length / bptt`` so short windows do not weigh as much as long ones.
+    """
+    bptt_windows(n_positions, bptt)  # same argument checks
+    last = n_positions - 1
+    # Enough draws for the worst case (every window min_len long), made at once (no per-step RNG).
+    n = last // max(min_len, 1) + 1
+    base = np.where(rng.random(n) < p_half, bptt / 2.0, float(bptt))
+    lengths = np.maximum(min_len, rng.normal(base, std).astype(np.int64))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    keep = starts < last
+    return [(int(st), int(min(ln, last - st))) for st, ln in zip(starts[keep], lengths[keep], strict=True)]
 
 
 def n_windows(stream: np.ndarray, bptt: int) -> int:
@@ -213,7 +233,8 @@ class MultilingualBatcher:
     and continue meanwhile). :meth:`state_dict` / :meth:`load_state_dict` resume exactly.
     """
 
-    def __init__(self, streams: Mapping[str, np.ndarray], bptt: int, schedule: LanguageSchedule) -> None:
+    def __init__(self, streams: Mapping[str, np.ndarray], bptt: int, schedule: LanguageSchedule,
+                 variable_seed: int | None = None) -> None:
         if not streams:
             raise ConfigError("the batcher needs at least one language stream")
         if set(streams) != set(schedule.langs):
@@ -231,7 +252,10 @@ class MultilingualBatcher:
             self.streams[lang] = array
         self.bptt = bptt
         self.schedule = schedule
-        self._windows = {lang: bptt_windows(s.shape[1], bptt) for lang, s in self.streams.items()}
+        # None: fixed windows (the default). Otherwise AWD variable windows, redrawn per pass from
+        # (seed, language, pass) so a resumed batcher sees the same windows.
+        self.variable_seed = variable_seed
+        self._windows = {lang: self._pass_windows(lang, 0) for lang in self.streams}
         counts = {lang: len(w) for lang, w in self._windows.items()}
         if schedule.mode == "proportional" and schedule.sizes != counts:
             logger.warning(
@@ -243,6 +267,14 @@ class MultilingualBatcher:
         self._passes = dict.fromkeys(self.streams, 0)  # completed passes per language
         self._done_this_epoch = dict.fromkeys(self.streams, 0)  # 1 once consumed in this epoch
         self._epoch = 0
+
+    def _pass_windows(self, lang: str, n_pass: int) -> list[tuple[int, int]]:
+        length = self.streams[lang].shape[1]
+        if self.variable_seed is None:
+            return bptt_windows(length, self.bptt)
+        index = sorted(self.streams).index(lang)
+        rng = np.random.default_rng([self.variable_seed, index, n_pass])
+        return variable_bptt_windows(length, self.bptt, rng)
 
     @staticmethod
     def window_counts(streams: Mapping[str, np.ndarray], bptt: int) -> dict[str, int]:
@@ -277,6 +309,8 @@ class MultilingualBatcher:
         if epoch_end:
             self._position[lang] = 0
             self._passes[lang] += 1
+            if self.variable_seed is not None:
+                self._windows[lang] = self._pass_windows(lang, self._passes[lang])
             self._done_this_epoch[lang] = 1
             if all(self._done_this_epoch.values()):
                 self._epoch += 1
@@ -325,6 +359,8 @@ class MultilingualBatcher:
             ) from exc
         if bptt != self.bptt:
             raise CheckpointError(f"batcher state has bptt {bptt}, this batcher {self.bptt}; resume with bptt={bptt}")
+        if self.variable_seed is not None:
+            self._windows = {lang: self._pass_windows(lang, passes[lang]) for lang in self.streams}
         for lang, index in position.items():
             if not 0 <= index < len(self._windows[lang]):
                 raise CheckpointError(

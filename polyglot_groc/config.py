@@ -42,6 +42,8 @@ class SurfaceConfig:
     filters: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512))
     n_highway: int = 1
     activation: str = "relu"
+    #: Activation of the highway transform (the released GroC code uses its char activation, selu).
+    highway_activation: str = "relu"
     #: Words are encoded in chunks of this many rows to bound peak memory.
     chunk_size: int = 4096
     #: Recompute chunk activations in backward (torch.utils.checkpoint) to trade time for memory.
@@ -63,6 +65,9 @@ class LexiconConfig:
     coverage: float = 1.0
     #: Cap on related/definition words outside the vocabulary that are encoded compositionally.
     extra_cap: int = 50000
+    #: How [c; r; d] become e_x: "concat" (seed 000 §3.1: W [c; r; d], 3d^2 parameters) or "add"
+    #: (c + r + d, no projection; the released code's default ``--combine add``).
+    combine: str = "concat"
     wn_dir: str = ""
     tsv_path: str = ""
 
@@ -76,6 +81,16 @@ class OutputConfig:
     dropout: float = 0.2
     #: Activation of the computed bias b_v = act(w . e_v + a).
     bias_activation: str = "relu"
+    #: "computed": b_v = act(w . e_v + a), no per-word parameter (seed 000 §3.3);
+    #: "lookup": a per-word bias vector (the released code without ``--predict_bias``). Only
+    #: meaningful for groc/groc-lex; "lookup" adds |V| parameters and cannot score new words
+    #: with a learned bias (they get 0), i.e. it gives up the no-|V|-parameter property.
+    bias: str = "computed"
+    #: Dropout on e_v before the computed bias (released ``--bias_drop``, 0.2 there).
+    bias_dropout: float = 0.0
+    #: Read the input embeddings from the output table *after* its dropout (released code) rather
+    #: than before it (seed 000 text). Shared-function kinds (groc, groc-lex, lookup) only.
+    inputs_after_dropout: bool = False
     #: ``conv`` kind: size of the per-word linear correction (seed 000 Table 7 "cor").
     correction: int = 128
     #: ``adaptive`` kind: band boundaries (Table 7 "cut"); > 1 = word counts, <= 1 = fractions of |V|.
@@ -92,6 +107,13 @@ class PrefixConfig:
     hidden: int = 1024
     #: Dropout on embeddings, between layers and on the top output ("hidden unit dropout").
     dropout: float = 0.65
+    #: Per-place overrides of ``dropout`` (negative: use ``dropout``); AWD/released names in brackets:
+    #: on the input embeddings [dropouti], between layers [dropouth], on the top output [dropout].
+    input_dropout: float = -1.0
+    layer_dropout: float = -1.0
+    output_dropout: float = -1.0
+    #: Word (embedding) dropout [dropoute]: whole rows of the input table zeroed per step.
+    word_dropout: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,6 +168,13 @@ class TrainConfig:
     #: Probability of a full update of the output embedding function in a step (seed 000 B.4).
     output_update_prob: float = 1.0
     threads: int = 0
+    #: AWD-LSTM activation regularisation on the (dropped) top prefix output [alpha] and
+    #: temporal activation regularisation on its raw output [beta]; 0 disables.
+    ar_alpha: float = 0.0
+    tar_beta: float = 0.0
+    #: "fixed": windows of ``bptt``; "variable": AWD-LSTM lengths (bptt, or bptt/2 w.p. 0.05,
+    #: then N(., 5), at least 5) with the step's lr scaled by length/bptt.
+    bptt_mode: str = "fixed"
     #: auto | cpu | cuda | cuda:N ("auto": CUDA when available).
     device: str = "auto"
     #: fp32 | tf32 | bf16 (bf16 autocasts the encoder and prefix; log-softmax and loss stay fp32).
@@ -174,10 +203,19 @@ class RunConfig:
         if m.kind not in MODEL_KINDS:
             raise ConfigError(f"unknown model kind {m.kind!r}; use one of {', '.join(MODEL_KINDS)}")
         for name, act in (("surface.activation", m.surface.activation),
+                          ("surface.highway_activation", m.surface.highway_activation),
                           ("output.activation", m.output.activation),
                           ("output.bias_activation", m.output.bias_activation)):
             if act not in ACTIVATIONS:
                 raise ConfigError(f"unknown activation {act!r} for model.{name}; use one of {', '.join(ACTIVATIONS)}")
+        if m.output.bias not in ("computed", "lookup"):
+            raise ConfigError(f"model.output.bias={m.output.bias!r} must be 'computed' or 'lookup'")
+        if m.lexicon.combine not in ("concat", "add"):
+            raise ConfigError(f"model.lexicon.combine={m.lexicon.combine!r} must be 'concat' or 'add'")
+        if t.bptt_mode not in ("fixed", "variable"):
+            raise ConfigError(f"train.bptt_mode={t.bptt_mode!r} must be 'fixed' or 'variable'")
+        if t.ar_alpha < 0 or t.tar_beta < 0:
+            raise ConfigError(f"train.ar_alpha={t.ar_alpha} and train.tar_beta={t.tar_beta} must be >= 0")
         if m.charset.scheme not in ("unicode", "elmo-bytes"):
             raise ConfigError(f"unknown charset scheme {m.charset.scheme!r}; use 'unicode' or 'elmo-bytes'")
         max_width = max(w for w, _ in m.surface.filters)
@@ -191,7 +229,13 @@ class RunConfig:
                           ("model.prefix.n_layers", m.prefix.n_layers)):
             if val <= 0:
                 raise ConfigError(f"{name}={val} must be positive")
-        for name, p in (("model.prefix.dropout", m.prefix.dropout), ("model.output.dropout", m.output.dropout)):
+        for name, p in (("model.prefix.dropout", m.prefix.dropout), ("model.output.dropout", m.output.dropout),
+                        ("model.prefix.word_dropout", m.prefix.word_dropout),
+                        ("model.output.bias_dropout", m.output.bias_dropout),
+                        *((f"model.prefix.{k}", v) for k, v in (("input_dropout", m.prefix.input_dropout),
+                                                                 ("layer_dropout", m.prefix.layer_dropout),
+                                                                 ("output_dropout", m.prefix.output_dropout))
+                          if v >= 0)):
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name}={p} must be in [0, 1)")
         if m.kind == "deep-residual" and m.output.depth < 1:
@@ -204,7 +248,7 @@ class RunConfig:
         if not 0.0 < t.output_update_prob <= 1.0:
             raise ConfigError(f"train.output_update_prob={t.output_update_prob} must be in (0, 1]")
         if not 0.0 <= m.lexicon.coverage <= 1.0:
-            raise ConfigError(f"model.lexicon.coverage={m.lexicon.coverage} must be in [0, 1]")
+            raise ConfigError(f"model.lexicon.coverage={m.lexicon.coverage} must be in (0, 1]")
         if d.vocab_mode not in ("closed", "open"):
             raise ConfigError(f"data.vocab_mode={d.vocab_mode!r} must be 'closed' or 'open'")
         if d.schedule not in ("proportional", "round_robin", "temperature"):

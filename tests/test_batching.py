@@ -175,3 +175,31 @@ def test_load_state_dict_rejects_mismatches() -> None:
         batcher.load_state_dict({"bptt": 5})
     with pytest.raises(ConfigError, match="differ"):
         MultilingualBatcher(streams, 5, LanguageSchedule({"en": 1}))
+
+
+def test_variable_bptt_windows_cover_each_target_once_with_awd_lengths() -> None:
+    from langpairs.batching import variable_bptt_windows
+
+    rng = np.random.default_rng(0)
+    windows = variable_bptt_windows(5001, 35, rng)
+    starts = [s for s, _ in windows]
+    lengths = np.array([n for _, n in windows])
+    assert starts[0] == 0 and all(a + n == b for (a, n), b in zip(windows, starts[1:], strict=False))
+    assert sum(lengths) == 5000  # every target once
+    assert lengths[:-1].min() >= 5
+    assert 25 < lengths.mean() < 38 and lengths.std() > 3  # N(35, 5), sometimes N(17.5, 5)
+
+
+def test_variable_batcher_redraws_per_pass_and_resumes_exactly() -> None:
+    from langpairs.batching import LanguageSchedule, MultilingualBatcher, batchify
+
+    streams = {"en": batchify(np.arange(2000), 4)}
+    counts = MultilingualBatcher.window_counts(streams, 20)
+    a = MultilingualBatcher(streams, 20, LanguageSchedule(counts, seed=1), variable_seed=3)
+    first = [a.next_batch() for _ in range(40)]
+    assert len({b.inputs.shape[1] for b in first}) > 3  # lengths vary
+    b = MultilingualBatcher(streams, 20, LanguageSchedule(counts, seed=1), variable_seed=3)
+    b.load_state_dict(a.state_dict())
+    for _ in range(30):
+        x, y = a.next_batch(), b.next_batch()
+        assert np.array_equal(x.inputs, y.inputs) and np.array_equal(x.targets, y.targets)

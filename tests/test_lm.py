@@ -135,6 +135,30 @@ def test_frozen_steps_reuse_embedder_table_until_update() -> None:
     assert len(calls) == 2
 
 
+def test_frozen_steps_train_output_net_and_bias_but_not_char_encoder() -> None:
+    """Seed 000 §3.4/B.4 with p = 0: the char-CNN never changes, the output net and bias do."""
+    torch.manual_seed(0)
+    cfg = small_run_config("groc", extra=["model.output.depth=1"])
+    vocab = Vocab.build({"en": EN})
+    b = ModelBundle.create(cfg, vocab, charset=Charset.from_words(list(EN)))
+    m = b.model.train()
+    opt = torch.optim.Adam(m.parameters(), lr=1e-2)
+    before = {n: p.detach().clone() for n, p in m.named_parameters()}
+    ids = torch.from_numpy(b.vocab.encode(["the", "cat", "sleeps", ".", "<eos>", "the", "dog"]))[None]
+    for _ in range(3):  # p = 0: every step is a frozen step
+        out = m(ids[:, :-1], ids[:, 1:], "en", m.init_state(1), update_output=False)
+        assert out.loss is not None
+        opt.zero_grad()
+        out.loss.backward()
+        opt.step()
+    changed = {n for n, p in m.named_parameters() if not torch.equal(p, before[n])}
+    encoder = {n for n in before if n.startswith("input_embedder.")}
+    assert encoder and not changed & encoder
+    assert {n for n in before if n.startswith("output_net.")} <= changed
+    assert {n for n in before if n.startswith("bias.")} <= changed
+    assert any(n.startswith("prefix.") for n in changed)
+
+
 def test_work_scales_with_language_vocabulary_not_union() -> None:
     """Counting test: the char encoder sees exactly |V_lang| words per screened step."""
     b = _bundle("groc", {"en": EN, "fr": FR})

@@ -71,12 +71,14 @@ class LexiconForms:
 class GroundedEmbedder(nn.Module):
     """The one function that embeds input words *and* every scored output word."""
 
-    def __init__(self, cfg: SurfaceConfig, n_chars: int, d: int, use_lexicon: bool) -> None:
+    def __init__(self, cfg: SurfaceConfig, n_chars: int, d: int, use_lexicon: bool,
+                 combine: str = "concat") -> None:
         super().__init__()
-        self.surface = SurfaceEncoder(cfg, n_chars, d)
+        self.surface = SurfaceEncoder(cfg, n_chars, d, highway_act=cfg.highway_activation)
         self.use_lexicon = use_lexicon
-        # W: 3d -> d over [c; r; d] (seed 000 §3.4: "3d^2 parameters for projection").
-        self.combine = nn.Linear(3 * d, d) if use_lexicon else None
+        # W: 3d -> d over [c; r; d] (seed 000 §3.4: "3d^2 parameters for projection"); "add" is the
+        # released code's default (c + r + d, no projection).
+        self.combine = nn.Linear(3 * d, d) if use_lexicon and combine == "concat" else None
         self.chars: torch.Tensor
         self.register_buffer("chars", torch.zeros(0, 1, dtype=torch.long), persistent=False)
         self.forms: LexiconForms | None = None
@@ -111,7 +113,8 @@ class GroundedEmbedder(nn.Module):
         # Masked slots point at row 0 of `needed`, their value is ignored by masked_mean.
         r = masked_mean(enc[torch.searchsorted(needed, rel_ids)], rel_mask)  # (n, d)
         dd = masked_mean(enc[torch.searchsorted(needed, def_ids)], def_mask)  # (n, d)
-        assert self.combine is not None
+        if self.combine is None:  # combine = "add"
+            return c + r + dd
         return self.combine(torch.cat([c, r, dd], dim=-1))
 
 

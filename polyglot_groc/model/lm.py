@@ -36,6 +36,9 @@ class LMOutput:
     n_tokens: int
     state: State
     logits: torch.Tensor | None = None  # (B, T, V_l) when requested
+    #: The prefix's top output after / before its dropout (AWD AR / TAR regularisers).
+    hidden: torch.Tensor | None = None  # (B, T, d)
+    hidden_raw: torch.Tensor | None = None  # (B, T, d)
 
 
 @dataclass
@@ -64,6 +67,7 @@ class LanguageModel(nn.Module):
             # Seed 003: the input table stays fixed; biases and every other part keep training.
             for p in self.input_embedder.parameters():
                 p.requires_grad_(False)
+        self.word_drop = cfg.prefix.word_dropout
         self.prefix = LSTMPrefix(cfg.prefix, d, cfg.init_range)
         self.screen = LanguageScreen(lang_ids, n_words)
         self._cache: dict[object, _Tables] = {}
@@ -134,7 +138,7 @@ class LanguageModel(nn.Module):
         ids = self.screen.ids(lang)
         if self.training and not update_output:
             # Frozen step: no gradient reaches the embedder, so its table is reused until the
-            # parameters change; dropout and the (cheap) output net still run every step.
+            # parameters change; dropout, the output net and the bias still run (and train).
             version = self._param_version(self.output_embedder)
             hit = self._frozen.get(key)
             if hit is None or hit[0] != version:
@@ -144,10 +148,16 @@ class LanguageModel(nn.Module):
             e = hit[1]  # (V_l, d), no grad
         else:
             e = (self.vocab_encoder or self.output_embedder)(ids)  # (V_l, d)
-        with torch.set_grad_enabled(torch.is_grad_enabled() and update_output):
-            e_out = self.output_net(e)  # (V_l, d)
-            bias = self.bias(e_out) if self._parts.computed_bias else self.bias(ids)  # (V_l,)
-        tables = _Tables(ids, e if self.shared_embedding else None, e_out, bias)
+        # Seed 000 §3.4/B.4: a frozen step freezes only the compositional encoder (its table is
+        # reused above); the output net and the computed bias train every step like the prefix.
+        e_out = self.output_net(e)  # (V_l, d)
+        bias = self.bias(e_out) if self._parts.computed_bias else self.bias(ids)  # (V_l,)
+        e_in = e
+        if self.cfg.output.inputs_after_dropout and self.training:
+            # Released code: inputs are rows of the dropped output table (same mask at depth 0).
+            drop = getattr(self.output_net, "drop", None)
+            e_in = e_out if self.cfg.output.depth == 0 else (drop(e) if callable(drop) else e)
+        tables = _Tables(ids, e_in if self.shared_embedding else None, e_out, bias)
         if not self.training:
             self._cache[key] = tables
         return tables
@@ -163,9 +173,16 @@ class LanguageModel(nn.Module):
     def embed_inputs(self, inputs: torch.Tensor, tables: _Tables) -> torch.Tensor:
         """(B, T) global ids -> (B, T, d), reusing the vocabulary table when the function is shared."""
         if tables.e_in is not None:
-            return tables.e_in[self.screen.local(tables.ids, inputs)]
+            return self._word_dropout(tables.e_in)[self.screen.local(tables.ids, inputs)]
         uniq, inverse = torch.unique(inputs, return_inverse=True)
-        return self.input_embedder(uniq)[inverse]
+        return self._word_dropout(self.input_embedder(uniq))[inverse]
+
+    def _word_dropout(self, table: torch.Tensor) -> torch.Tensor:
+        """AWD embedding dropout: zero whole word rows of the input table for this step.  (n, d)"""
+        if not self.training or self.word_drop == 0.0:
+            return table
+        keep = table.new_empty(table.shape[0], 1).bernoulli_(1.0 - self.word_drop) / (1.0 - self.word_drop)
+        return table * keep
 
     def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None, lang: str | None,
                 state: State, return_logits: bool = False, update_output: bool = True) -> LMOutput:
@@ -189,7 +206,8 @@ class LanguageModel(nn.Module):
             n_tok = int(local.numel())
             loss = nll / n_tok
             nll_sum = nll.detach()
-        return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None)
+        return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None,
+                        hidden=h, hidden_raw=self.prefix.last_raw)
 
     def embed_words(self, ids: torch.Tensor, side: str = "input") -> torch.Tensor:
         """Embeddings of arbitrary word ids for export.  (n,) -> (n, d)

@@ -48,25 +48,34 @@ class ResidualOutputNet(nn.Module):
 
 
 class ComputedBias(nn.Module):
-    """b_v = act(w . e_v + a): two parameters sets, none per word."""
+    """b_v = act(w . drop(e_v) + a): two parameters sets, none per word.
 
-    def __init__(self, d: int, act: str) -> None:
+    ``dropout`` is the released code's ``--bias_drop`` (plain dropout on e_v, training only).
+    """
+
+    def __init__(self, d: int, act: str, dropout: float = 0.0) -> None:
         super().__init__()
         self.w = nn.Linear(d, 1)
         self.act = activation(act)
+        self.drop = nn.Dropout(dropout)
         with torch.no_grad():
             self.w.bias.zero_()
 
     def forward(self, e_out: torch.Tensor) -> torch.Tensor:  # (V, d) -> (V,)
-        return self.act(self.w(e_out)).squeeze(-1)
+        return self.act(self.w(self.drop(e_out))).squeeze(-1)
 
 
 class LookupBias(nn.Module):
-    """A per-word bias vector (lookup/ELMo baselines)."""
+    """A per-word bias vector (lookup/ELMo baselines, or GroC with ``output.bias = "lookup"``).
+
+    Words added after training (open-vocabulary evaluation of a compositional model) have no
+    row: their bias is 0.
+    """
 
     def __init__(self, n_words: int) -> None:
         super().__init__()
         self.b = nn.Parameter(torch.zeros(n_words))
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:  # (V_l,) -> (V_l,)
-        return self.b[ids]
+        n = self.b.shape[0]
+        return torch.where(ids < n, self.b[ids.clamp(max=n - 1)], self.b.new_zeros(()))

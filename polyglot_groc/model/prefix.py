@@ -31,7 +31,14 @@ class LSTMPrefix(nn.Module):
         self.layers = nn.ModuleList(
             nn.LSTM(sizes[i], sizes[i + 1], batch_first=True) for i in range(cfg.n_layers)
         )
-        self.drop = LockedDropout(cfg.dropout)
+        def place(p: float) -> float:  # a negative per-place value falls back to `dropout`
+            return cfg.dropout if p < 0 else p
+
+        self.drop_in = LockedDropout(place(cfg.input_dropout))
+        self.drop_between = LockedDropout(place(cfg.layer_dropout))
+        self.drop_out = LockedDropout(place(cfg.output_dropout))
+        #: The top layer's output before its dropout, from the last forward (for TAR).
+        self.last_raw: torch.Tensor | None = None
         for p in self.layers.parameters():
             nn.init.uniform_(p, -init_range, init_range)
 
@@ -45,12 +52,14 @@ class LSTMPrefix(nn.Module):
     def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         """(B, T, d) -> (B, T, d); dropout on the input, between layers and on the output."""
         new_state: State = []
-        h = self.drop(x)
-        for layer, s in zip(self.layers, state, strict=True):
+        h = self.drop_in(x)
+        for i, (layer, s) in enumerate(zip(self.layers, state, strict=True)):
             h, (hn, cn) = layer(h, s)
             new_state.append((hn, cn))
-            h = self.drop(h)
-        return h, new_state
+            if i < len(self.layers) - 1:
+                h = self.drop_between(h)
+        self.last_raw = h  # (B, T, d)
+        return self.drop_out(h), new_state
 
 
 def detach_state(state: State) -> State:

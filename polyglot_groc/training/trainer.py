@@ -48,6 +48,7 @@ from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
 from polyglot_groc.training import distributed
 from polyglot_groc.training.data import build_vocab, encode_stream, load_corpus, unseen_words
 from polyglot_groc.training.distributed import local_device
+from polyglot_groc.training.regularizers import ar_tar_penalty
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +256,8 @@ class Trainer:
         train_streams = split_streams(bundle, corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
-        batcher = MultilingualBatcher(train_streams, t.bptt, schedule)
+        batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
+                                      variable_seed=t.seed if t.bptt_mode == "variable" else None)
         steps_per_epoch = sum(windows.values())
         # Frozen parameters (model.freeze_input) stay out of the optimizer: no decay, no update.
         optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=t.lr,
@@ -294,7 +296,9 @@ class Trainer:
             last_valid = {lang: r.perplexity for lang, r in results.items()}
             improved = nll < best_nll
             record = {"step": step, "epoch": round(step / steps_per_epoch, 4), "lr": lr,
-                      "train_loss": loss_acc / max(loss_n, 1), "valid_nll": nll,
+                      "train_loss": loss_acc / max(loss_n, 1),
+                      # Mean over the steps since the last evaluation, with dropout on (AWD's train ppl).
+                      "train_perplexity": math.exp(min(loss_acc / max(loss_n, 1), 50.0)), "valid_nll": nll,
                       "valid_perplexity": last_valid, "valid_tokens": {k: r.n_tokens for k, r in results.items()},
                       "eval_batch_size": t.eval_batch_size, "tokens": tokens,
                       "tokens_per_s": tokens / max(train_time, 1e-9), "elapsed_s": time.monotonic() - started,
@@ -388,12 +392,19 @@ class Trainer:
                         lang if cfg.data.screen else None, state, update_output=update_output)
             assert out.loss is not None
             optimizer.zero_grad(set_to_none=True)
-            out.loss.backward()
+            penalty = ar_tar_penalty(out.hidden, out.hidden_raw, t.ar_alpha, t.tar_beta)
+            (out.loss if penalty is None else out.loss + penalty).backward()
             if self.dist.enabled:
                 distributed.average_gradients(list(model.parameters()), self.dist.world)
+            if t.bptt_mode == "variable":  # AWD: a window's lr scales with its length
+                for g in optimizer.param_groups:
+                    g["lr"] = lr * batch.inputs.shape[1] / t.bptt
             if t.clip > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
             optimizer.step()
+            if t.bptt_mode == "variable":
+                for g in optimizer.param_groups:
+                    g["lr"] = lr
             if batch.epoch_end:  # the stream starts over: so does its hidden state
                 states.pop(lang, None)
             else:

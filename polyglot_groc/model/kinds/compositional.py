@@ -17,9 +17,14 @@ def build_elmo(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
 
 
 def build_groc(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
-    """One grounded function for inputs and outputs, bias computed from e_v (vocabulary-free |Θ|)."""
+    """One grounded function for inputs and outputs, bias computed from e_v (vocabulary-free |Θ|) by default."""
     o = cfg.output
-    emb = GroundedEmbedder(cfg.surface, n_chars, cfg.d, use_lexicon=cfg.kind == "groc-lex")
+    emb = GroundedEmbedder(cfg.surface, n_chars, cfg.d, use_lexicon=cfg.kind == "groc-lex",
+                           combine=cfg.lexicon.combine)
+    # output.bias = "lookup": a per-word vector (the released code's default), which gives up the
+    # vocabulary-free |Θ| and gives new words bias 0; "computed" is seed 000 §3.3.
+    computed = o.bias == "computed"
+    bias = ComputedBias(cfg.d, o.bias_activation, o.bias_dropout) if computed else LookupBias(n_words)
     return KindParts(emb, emb, ResidualOutputNet(cfg.d, o.depth, o.activation, o.dropout),
-                     ComputedBias(cfg.d, o.bias_activation), DotScorer(), computed_bias=True,
+                     bias, DotScorer(), computed_bias=computed,
                      compositional_input=True, compositional_output=True)

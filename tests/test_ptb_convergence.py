@@ -1,0 +1,29 @@
+"""The convergence protocol, shortened: a few PTB lines, 2 epochs, tiny models (seconds)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DATA = Path(os.environ.get("POLYGLOT_GROC_DATA", "/nonexistent"))
+
+
+@pytest.mark.skipif(not (DATA / "text" / "ptb").is_dir(), reason="needs POLYGLOT_GROC_DATA with text/ptb")
+def test_shortened_protocol_writes_curves_for_every_kind(tmp_path: Path) -> None:
+    from benchmarks.ptb_convergence import main
+
+    out = main(["--work", str(tmp_path), "--models", "tied,untied,groc", "--train-lines", "60",
+                "--eval-lines", "15", "--epochs", "2", "--hidden", "16", "--d", "8", "--filters", "1:4,2:4",
+                "--batch-size", "4", "--bptt", "10", "--threads", "1", "--no-save",
+                "--variant", 'groc-lookup-bias=groc;model.output.bias="lookup"'])
+    assert out["device"] == "cpu"
+    # untied exists since the output-embedding family landed: every requested kind is trained.
+    assert set(out["models"]) == {"tied", "untied", "groc", "groc-lookup-bias"}
+    for m in out["models"].values():
+        assert len(m["valid_curve"]) == len(m["train_curve"]) == 2
+        assert m["final_valid"] > 1 and m["test"] > 1 and m["params"] > 0
+    # The per-word bias adds |V| parameters to the same GroC model.
+    assert out["models"]["groc-lookup-bias"]["params"] > out["models"]["groc"]["params"]
+    assert (tmp_path / "ptb_convergence.png").stat().st_size > 0
