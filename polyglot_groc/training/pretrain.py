@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.vectors import write_vec
-from lexicons.errors import InputError
+from lexicons.errors import InputError, ResourceMissingError
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,10 @@ def pretrain_vectors(texts: Sequence[Path], out: Path, algorithm: str = "word2ve
     sentences = read_sentences(texts)
     if not sentences:
         raise InputError(f"no text in {', '.join(map(str, texts))}; give a corpus with a train split")
-    from gensim.models import FastText, Word2Vec
+    try:
+        from gensim.models import FastText, Word2Vec
+    except ImportError as exc:  # a dependency, but a trimmed install may lack it
+        raise ResourceMissingError("pretrain-vectors needs gensim; pip install 'gensim>=4.3'") from exc
 
     cls = Word2Vec if algorithm == "word2vec" else FastText
     model = cls(sentences=sentences, vector_size=dim, window=window, min_count=min_count, sg=1,
