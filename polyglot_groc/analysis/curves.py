@@ -90,8 +90,13 @@ def plot_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]], out: Path, titl
     if title:
         ax.set_title(title)
     fig.tight_layout()
+    return save_png(fig, out, dpi=100)
+
+
+def save_png(fig: Any, out: Path, dpi: int = 120) -> Path:
+    """Render a matplotlib figure to PNG and write it atomically (never a half-written image)."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", dpi=dpi)
     out = Path(out)
     atomic_write_bytes(out, buf.getvalue())
     return out

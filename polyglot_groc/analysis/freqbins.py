@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from lexicons.errors import InputError
+from polyglot_groc.analysis.curves import save_png
 
 __all__ = ["FreqBin", "bin_edges", "freq_bins", "plot_freq_bins"]
 
@@ -60,7 +60,6 @@ def plot_freq_bins(bins: Sequence[FreqBin], out: Path, name_a: str, name_b: str)
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from lexicons.fileio import atomic_write_bytes
 
     labels = [b.label() for b in bins]
     vals = [0.0 if np.isnan(b.median_diff) else b.median_diff for b in bins]
@@ -71,11 +70,10 @@ def plot_freq_bins(bins: Sequence[FreqBin], out: Path, name_a: str, name_b: str)
     ax.set_xlabel("training frequency")
     ax.set_ylabel(f"median loss: {name_a} - {name_b}")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    atomic_write_bytes(out, buf.getvalue())
-    return out
+    try:
+        return save_png(fig, out)
+    finally:
+        plt.close(fig)
 
 
 class IncomparableRunsError(InputError):

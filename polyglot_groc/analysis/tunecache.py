@@ -6,7 +6,6 @@ The model runs once; each of the 25 grid points is vectorised arithmetic on per-
 from __future__ import annotations
 
 import dataclasses
-import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from lexicons.errors import InputError
-from lexicons.fileio import atomic_write_bytes
 from polyglot_groc.analysis.crossdomain import (
     CacheSettings,
     TokenScores,
@@ -23,6 +21,7 @@ from polyglot_groc.analysis.crossdomain import (
     score_tokens,
     tune_uniform_weight,
 )
+from polyglot_groc.analysis.curves import save_png
 
 __all__ = ["LAMBDAS", "THETAS", "grid_search", "plot_heatmap", "tune_cache"]
 
@@ -58,11 +57,10 @@ def plot_heatmap(grid: np.ndarray, thetas: Sequence[float], lambdas: Sequence[fl
     fig.colorbar(im, ax=ax, label="perplexity")
     ax.set_title(title)
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    atomic_write_bytes(out, buf.getvalue())
-    return out
+    try:
+        return save_png(fig, out)
+    finally:
+        plt.close(fig)
 
 
 def tune_cache(run_dir: Path, data: Path, split: str = "valid", cache: str = "neural", size: int = 5000,
