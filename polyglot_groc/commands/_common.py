@@ -6,11 +6,13 @@ the CLI alone decides how they look (one line on stderr) and the exit code (2).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import typer
@@ -18,7 +20,7 @@ from rich.console import Console
 
 from eval.errors import EvalInputError
 from lexicons.errors import ConfigError, GrocError
-from lexicons.fileio import json_safe
+from lexicons.fileio import dumps_json
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -143,7 +145,30 @@ def setup_logging(verbose: bool) -> None:
 
 def print_json(obj: object) -> None:
     """Print a result as JSON on stdout (machine-readable; progress goes to stderr)."""
-    import json
+    typer.echo(dumps_json(obj, indent=2, ensure_ascii=False, sort_keys=False))
 
-    typer.echo(json.dumps(json_safe(obj), indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False))
+
+@contextlib.contextmanager
+def locked_run_dir(out: Path, command: str, clean: Sequence[str] = ()) -> Iterator[None]:
+    """Hold the run lock on ``out`` while ``command`` writes it (train, --resume, finetune).
+
+    An error before the first checkpoint (``last.pt``) leaves no trace: a directory this command
+    created is removed; in one that existed, only the files named in ``clean`` are removed.
+    """
+    import shutil
+
+    from polyglot_groc.training.runlock import RunLock
+
+    created = not out.exists()
+    with RunLock(out, command):
+        try:
+            yield
+        except BaseException:
+            if out.is_dir() and not (out / "last.pt").exists():
+                if created:
+                    shutil.rmtree(out, ignore_errors=True)
+                else:
+                    for name in clean:
+                        (out / name).unlink(missing_ok=True)
+            raise
 

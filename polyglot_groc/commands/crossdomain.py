@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, print_json, setup_logging
+from polyglot_groc.commands._common import cli_errors, locked_run_dir, print_json, setup_logging
 
 analyze_app = typer.Typer(help="Analyses of trained runs: loss by frequency bin, training curves.",
                           no_args_is_help=True)
@@ -54,22 +54,12 @@ def finetune_command(
 @cli_errors
 def _finetune(run: Path, data: Path, out: Path, epochs: int, max_steps: int, lr: float | None, overwrite: bool,
               verbose: bool) -> None:
-    import shutil
-
     from polyglot_groc.training.finetune import finetune_run
-    from polyglot_groc.training.runlock import RunLock
 
     setup_logging(verbose)
-    out = Path(out)
-    created = not out.exists()
     # One writer per run directory, as for train and --resume; an early error leaves nothing behind.
-    with RunLock(out, "finetune"):
-        try:
-            result = finetune_run(run, data, out, epochs, overwrite=overwrite, lr=lr, max_steps=max_steps)
-        except BaseException:
-            if created and not any(out.glob("*.pt")):
-                shutil.rmtree(out, ignore_errors=True)
-            raise
+    with locked_run_dir(Path(out), "finetune"):
+        result = finetune_run(run, data, out, epochs, overwrite=overwrite, lr=lr, max_steps=max_steps)
     print_json(result.to_dict())
 
 

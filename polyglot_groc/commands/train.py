@@ -15,6 +15,7 @@ from polyglot_groc.commands._common import (
     check_probability,
     cli_errors,
     err_console,
+    locked_run_dir,
     print_json,
     setup_logging,
 )
@@ -247,49 +248,32 @@ def _resume(run: Path, log_every: int, tensorboard: bool) -> None:
 def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[str, Any] | None, log_every: int,
                   tensorboard: bool, bundle: Any = None) -> None:
     """Lock the run directory, train, write result.json; on an early error leave nothing behind."""
-    import json
-    import shutil
-
+    from lexicons.errors import InputError
+    from lexicons.fileio import dumps_json
     from polyglot_groc.model.checkpoint import atomic_write_text
-    from polyglot_groc.training.runlock import RunLock
-    from polyglot_groc.training.trainer import Trainer
+    from polyglot_groc.training.trainer import Trainer, run_dir_has_content
 
     out = Path(out)
-    created = not out.exists()
-    if payload is None and not overwrite and out.is_dir() and any(not p.name.startswith(".lock")
-                                                                   for p in out.iterdir()):
-        from lexicons.errors import InputError
-
+    if payload is None and not overwrite and run_dir_has_content(out):
         # Checked before taking the lock, so a refused run leaves not even a lock file behind.
         raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
-    hooks: RichHooks | None = None
-    with RunLock(out, "resume" if payload is not None else "train"):
-        try:
-            hooks = RichHooks(out, log_every, tensorboard)
-            if payload is not None:
-                from polyglot_groc.analysis.curves import read_metrics
+    clean = ("config.toml", "metrics.jsonl", "curves.png") if payload is None else ()
+    with locked_run_dir(out, "resume" if payload is not None else "train", clean):
+        hooks = RichHooks(out, log_every, tensorboard)
+        if payload is not None:
+            from polyglot_groc.analysis.curves import read_metrics
 
-                if (out / "metrics.jsonl").is_file():
-                    hooks.records = list(read_metrics(out / "metrics.jsonl"))
-            trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload)
-            try:
-                result = trainer.fit()
-            finally:
-                hooks.close()
-        except BaseException:
-            # An error before the first checkpoint leaves no trace in a directory this command made.
-            if created and out.is_dir() and not (out / "last.pt").exists():
-                shutil.rmtree(out, ignore_errors=True)
-            elif payload is None and out.is_dir() and not (out / "last.pt").exists():
-                for name in ("config.toml", "metrics.jsonl", "curves.png"):
-                    (out / name).unlink(missing_ok=True)
-            raise
+            if (out / "metrics.jsonl").is_file():
+                hooks.records = list(read_metrics(out / "metrics.jsonl"))
+        trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload)
+        try:
+            result = trainer.fit()
+        finally:
+            hooks.close()
         summary = result.to_dict()
         if trainer.bundle.lexicon_info:
             summary["lexicon"] = trainer.bundle.lexicon_info
-        from lexicons.fileio import json_safe
-
-        atomic_write_text(out / "result.json", json.dumps(json_safe(summary), indent=2, allow_nan=False) + "\n")
+        atomic_write_text(out / "result.json", dumps_json(summary, indent=2) + "\n")
     print_json(summary)
     if result.diverged:
         err_console.print("error: training diverged; lower train.lr or train.clip (last.pt is the last good state)",

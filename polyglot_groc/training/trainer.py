@@ -110,10 +110,15 @@ class _NoHooks:
         pass
 
 
+def run_dir_has_content(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds anything but the run lock (.lock, .lock.owner, taken before it is prepared)."""
+    run_dir = Path(run_dir)
+    return run_dir.is_dir() and any(not p.name.startswith(".lock") for p in run_dir.iterdir())
+
+
 def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
     run_dir = Path(run_dir)
-    # The run lock (.lock, .lock.owner) is taken before the directory is prepared: not content.
-    if run_dir.exists() and any(not p.name.startswith(".lock") for p in run_dir.iterdir()):
+    if run_dir_has_content(run_dir):
         if not overwrite:
             raise InputError(f"run directory {run_dir} already exists; pass --overwrite or choose another --out")
         for name in ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json"):
@@ -121,10 +126,8 @@ def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
 
 
-def place_model(model: LanguageModel, t: Any) -> torch.device:
-    """Move ``model`` to ``train.device`` and apply ``train.precision`` / ``train.compile``."""
-    device = local_device(resolve_device(t.device))
-    check_precision(t.precision, device)
+def place_model(model: LanguageModel, t: Any, device: torch.device) -> torch.device:
+    """Move ``model`` to ``device`` and apply ``train.precision`` / ``train.compile``."""
     set_matmul_precision(t.precision)
     model.to(device)
     model.autocast_dtype = torch.bfloat16 if t.precision == "bf16" else None
@@ -214,8 +217,10 @@ class Trainer:
         self.run_dir = Path(run_dir)
         self.hooks: TrainHooks = hooks or _NoHooks()
         # An impossible device, precision or process count fails before anything is written.
-        check_precision(cfg.train.precision, local_device(resolve_device(cfg.train.device)))
-        self.dist = distributed.setup(resolve_device(cfg.train.device), cfg.train.batch_size)
+        requested = resolve_device(cfg.train.device)
+        device = local_device(requested)  # under torchrun: this rank's CUDA device
+        check_precision(cfg.train.precision, device)
+        self.dist = distributed.setup(requested, cfg.train.batch_size)
         self.resume = resume
         if self.dist.is_main:  # rank 0 alone writes the run directory
             if resume is None:
@@ -229,7 +234,7 @@ class Trainer:
         self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
         self.bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
         self.model = self.bundle.model
-        self.device = place_model(self.model, cfg.train)
+        self.device = place_model(self.model, cfg.train, device)
         if self.dist.enabled and cfg.train.shard_vocab and self.model.compositional_output:
             self.model.vocab_encoder = distributed.sharded_encoder(self.model.output_embedder, self.dist)
         n_cut = self.bundle.charset.n_truncated([*self.bundle.vocab.words, *self.bundle.extra_words])
@@ -290,7 +295,7 @@ class Trainer:
         def evaluate_and_checkpoint() -> bool:
             """Validate, log, checkpoint; return True when early stopping triggers."""
             nonlocal best_nll, bad_evals, lr, best_valid, last_valid, loss_acc, loss_n, evaluated_at
-            read_loss()
+            # Callers read the running loss first (diverged()), so loss_acc covers every step.
             results = evaluate_split(bundle, corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
             nll = pooled_nll(results)
             last_valid = {lang: r.perplexity for lang, r in results.items()}
@@ -318,7 +323,7 @@ class Trainer:
                     for g in optimizer.param_groups:
                         g["lr"] = lr
                     log.info("no improvement for %d evaluations: learning rate now %g", bad_evals, lr)
-            # Everything the loop carries, so that --resume continues exactly (see _restore).
+            # Everything the loop carries, so that --resume continues exactly (restored below).
             extra = {"step": step, "epoch": step / steps_per_epoch, "batcher": batcher.state_dict(),
                      "best_nll": best_nll, "bad_evals": bad_evals, "lr": lr, "valid": last_valid,
                      "best_valid": best_valid, "tokens": tokens, "train_time": train_time,
@@ -370,6 +375,13 @@ class Trainer:
             dev_loss, dev_n = torch.zeros((), device=self.device), 0
             return True
 
+        def diverged() -> bool:
+            """Read the running loss; True (and logged) when it is not finite."""
+            if read_loss():
+                return False
+            log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
+            return True
+
         model.train()
         while True:
             if t.max_steps and step >= t.max_steps:
@@ -416,9 +428,8 @@ class Trainer:
             dev_loss = dev_loss + out.loss.detach()
             dev_n += 1
             due = (t.eval_every and step % t.eval_every == 0) or (not t.eval_every and step % steps_per_epoch == 0)
-            if (step % t.log_every == 0 or due) and not read_loss():
+            if (step % t.log_every == 0 or due) and diverged():
                 # Stop without evaluating a broken model; the last checkpoint stays the last good one.
-                log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
                 stop_reason = "diverged"
                 evaluated_at = step
                 break
@@ -428,10 +439,9 @@ class Trainer:
                 stop_reason = "early_stopping"
                 break
         if evaluated_at != step:
-            if read_loss():
-                evaluate_and_checkpoint()
-            else:  # diverged since the last read: keep the last good checkpoint
-                log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
+            if diverged():  # since the last read: keep the last good checkpoint
                 stop_reason = "diverged"
+            else:
+                evaluate_and_checkpoint()
         return TrainResult(self.run_dir, step, step / steps_per_epoch, stop_reason, n_params,
                            tokens / max(train_time, 1e-9), train_time, best_valid, last_valid, history, split)
