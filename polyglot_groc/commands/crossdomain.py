@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -81,12 +80,12 @@ def freq_bins_command(
 @cli_errors
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
           verbose: bool) -> None:
-    from lexicons.fileio import atomic_write_bytes
+    from lexicons.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.analysis.freqbins import compare_runs
 
     setup_logging(verbose)
     res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
-    atomic_write_bytes(out.with_suffix(".json"), (json.dumps(res, indent=2) + "\n").encode())
+    atomic_write_bytes(out.with_suffix(".json"), (dumps_json(res, indent=2) + "\n").encode())
     print_json(res)
 
 
@@ -103,14 +102,14 @@ def curves_command(
 @cli_errors
 def _curves(runs: list[Path], out: Path, title: str | None) -> None:
     from lexicons.errors import InputError
-    from polyglot_groc.analysis.curves import plot_curves
+    from polyglot_groc.analysis.curves import plot_curves, read_metrics
 
     records = {}
     for run in runs:
         path = run / "metrics.jsonl"
         if not path.is_file():
             raise InputError(f"{path} is missing; pass run directories written by polyglot-groc train")
-        records[run.name] = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        records[run.name] = read_metrics(path)
     print_json({"png": str(plot_curves(records, out, title)), "runs": [str(r) for r in runs]})
 
 

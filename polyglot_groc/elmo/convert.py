@@ -30,7 +30,6 @@ evaluates the converted model and finetunes it with the :class:`~polyglot_groc.t
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 from collections.abc import Mapping
@@ -43,6 +42,7 @@ import torch
 
 from langpairs.corpus import MultilingualCorpus
 from lexicons.errors import ConfigError, ModelError
+from lexicons.fileio import dumps_json
 from polyglot_groc.config import RunConfig
 from polyglot_groc.elmo.bilm import ElmoModel, ElmoOptions, copy_forward_lstm_into, elmo_prefix_compatible
 from polyglot_groc.model.bundle import ModelBundle
@@ -324,7 +324,7 @@ def finetune_converted(bundle: ModelBundle, cfg: RunConfig, run_dir: Path, *,
     record = {**converted_record(bundle, corpus, cfg), **dict(report or {})}
     log.info("converted model before finetuning: valid perplexity %s",
              ", ".join(f"{k} {v:.4g}" for k, v in record["valid_perplexity"].items()))
-    trainer.metrics_lines.append(json.dumps(record))
+    trainer.metrics_lines.append(dumps_json(record))
     atomic_write_text(Path(run_dir) / "metrics.jsonl", "\n".join(trainer.metrics_lines) + "\n")
     if hooks is not None:
         hooks.on_eval(record)
