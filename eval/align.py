@@ -7,6 +7,9 @@ Every algorithm exists once here and reproduces MUSE's numbers (facebookresearch
 * exact k-nearest-neighbour search with faiss ``IndexFlatIP`` on CPU, in query batches, so a
   200k x 200k vocabulary pair never needs its full similarity matrix (MUSE's CPU fallback and
   its CSLS scoring hold ``batch x vocab`` blocks; we keep only ``batch x k``);
+* CSLS rankings without MUSE's full searches: a target's ``r_S`` is computed only where it can
+  change a top list, with certified bounds elsewhere (:class:`NeighbourhoodMeans`), so the
+  exact mode returns the full search's answer at a fraction of its cost;
 * zero vectors stay zero instead of turning into NaN when rows are L2-normalised;
 * bad input (dimension mismatch, out-of-range pair indices, no pair covered) raises
   :class:`~eval.errors.EvalInputError` instead of an ``assert`` or a silent NaN.
@@ -46,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "AlignmentResult",
+    "NeighbourhoodMeans",
     "align",
     "build_dictionary",
     "csls_topk",
@@ -62,12 +66,16 @@ __all__ = [
 Method = Literal["csls", "nn"]
 KnnMode = Literal["exact", "approximate"]
 KNN_MODES: tuple[str, ...] = ("exact", "approximate")
-# IVF parameters of the approximate mode: about 4 sqrt(n) cells (faiss's usual advice), at least
-# APPROX_MIN_PER_LIST keys per cell, k-means trained on up to APPROX_TRAIN_PER_LIST keys per cell.
-APPROX_LISTS_PER_SQRT = 4.0
-APPROX_MIN_PER_LIST = 39
-APPROX_TRAIN_PER_LIST = 40
-APPROX_NPROBE = 64
+# Pruned CSLS ranking (NeighbourhoodMeans): r is lower-bounded from a strided sample of this
+# fraction of the neighbours (exact mode; the approximate mode samples fewer), and computed
+# exactly only for keys whose bound reaches a top list.  Fractions measured at 200k x 200k,
+# d=300 (benchmarks/align_scale.py): a 10% sample left ~33 candidate keys per query.
+BOUND_FRACTION = 0.1
+APPROX_BOUND_FRACTION = 0.05
+BOUND_SLACK = 1e-5  # float32 rounding between two faiss searches of the same inner products
+PRUNE_MIN_KEYS = 20_000  # fewer keys: one full search is cheaper than the bookkeeping
+FULL_SEARCH_FRACTION = 0.5  # once this share of r is exact, finish the rest in one search
+RESCORE_FLOATS = 1 << 24  # floats per (rows, depth, d) gather when rescoring candidates
 Build = Literal["S2T", "T2S", "S2T|T2S", "S2T&T2S"]
 METHODS: tuple[str, ...] = ("csls", "nn")
 BUILDS: tuple[str, ...] = ("S2T", "T2S", "S2T|T2S", "S2T&T2S")
@@ -283,46 +291,20 @@ def _topk_inner(
     return scores, ids
 
 
-def _topk_approximate(queries: np.ndarray, keys: np.ndarray, k: int, batch_size: int) -> np.ndarray:
-    """Approximate top-``k`` inner products with a faiss IVF index; returns scores ``(q, k)``.
-
-    The keys are clustered into ``nlist ~ 4 sqrt(m)`` cells (k-means trained on a sample of at
-    most ``APPROX_TRAIN_PER_LIST * nlist`` keys) and each query scans the ``nprobe`` nearest
-    cells.  Missed neighbours are filled with the worst score found, so a mean over ``k`` stays
-    defined; the parameters are logged so a result can be reproduced.
-    """
-    m, d = keys.shape
-    nlist = int(min(max(1, round(APPROX_LISTS_PER_SQRT * math.sqrt(m))), max(1, m // APPROX_MIN_PER_LIST)))
-    nprobe = min(nlist, APPROX_NPROBE)
-    started = time.perf_counter()
-    quantizer = faiss.IndexFlatIP(d)
-    index = faiss.IndexIVFFlat(quantizer, d, nlist, faiss.METRIC_INNER_PRODUCT)
-    n_train = min(m, APPROX_TRAIN_PER_LIST * nlist)
-    # A fixed stride sample keeps training deterministic without a random generator.
-    train = keys[:: max(1, m // n_train)][:n_train]
-    index.train(np.ascontiguousarray(train))
-    index.add(keys)
-    index.nprobe = nprobe
-    logger.info(
-        "approximate knn: faiss IndexIVFFlat(inner product) nlist=%d nprobe=%d trained on %d of %d keys (%.1fs)",
-        nlist,
-        nprobe,
-        n_train,
-        m,
-        time.perf_counter() - started,
-    )
-    n = queries.shape[0]
-    scores = np.empty((n, k), dtype=np.float32)
-    for start in range(0, n, batch_size):
+def _exact_means(queries: np.ndarray, index: faiss.Index, k: int, batch_size: int) -> np.ndarray:
+    """Mean of the ``k`` best inner products of each query row in ``index``; ``(q,)`` float32."""
+    out = np.empty(queries.shape[0], dtype=np.float32)
+    for start in range(0, queries.shape[0], batch_size):
         batch = np.ascontiguousarray(queries[start : start + batch_size])  # (b, d)
-        found, ids = index.search(batch, k)
-        # faiss marks missing neighbours with id -1 and score -inf-like values; use the worst real one.
-        missing = ids < 0
-        if missing.any():
-            worst = np.where(missing, np.inf, found).min(axis=1, keepdims=True)  # (b, 1)
-            found = np.where(missing, np.where(np.isfinite(worst), worst, 0.0), found)
-        scores[start : start + batch.shape[0]] = found
-    return scores
+        found, _ = index.search(batch, k)  # (b, k)
+        out[start : start + batch.shape[0]] = found.mean(axis=1, dtype=np.float64)
+    return out
+
+
+def _flat_index(rows: np.ndarray) -> faiss.Index:
+    index = faiss.IndexFlatIP(rows.shape[1])
+    index.add(np.ascontiguousarray(rows, dtype=np.float32))
+    return index
 
 
 def mean_knn_similarity(
@@ -332,16 +314,14 @@ def mean_knn_similarity(
     batch_size: int = DEFAULT_BATCH_SIZE,
     *,
     assume_normalized: bool = False,
-    knn_mode: KnnMode = "exact",
 ) -> np.ndarray:
     """Mean cosine of each query row to its ``k`` nearest key rows: ``r`` in CSLS, ``(n_queries,)``.
 
     MUSE's ``get_nn_avg_dist(emb=keys, query=queries, knn=k)``: exact search with faiss
     ``IndexFlatIP`` on L2-normalised rows, queries in batches of ``batch_size`` so memory stays
     ``O(batch_size * k)`` beyond the two matrices and the index.  Set ``assume_normalized`` when
-    both inputs already have unit rows to skip the normalised copies.  ``knn_mode="approximate"``
-    searches a faiss IVF index instead (see :func:`_topk_approximate`): the neighbourhood means
-    are slightly underestimated where a true neighbour is missed.
+    both inputs already have unit rows to skip the normalised copies.  This is the full search;
+    CSLS retrieval itself computes ``r`` only where it can matter (:class:`NeighbourhoodMeans`).
     """
     q = _matrix("queries", queries)
     kk = _matrix("keys", keys)
@@ -353,20 +333,232 @@ def mean_knn_similarity(
     batch_size = _positive("batch_size", batch_size)
     if not assume_normalized:
         q, kk = _unit_rows(q), _unit_rows(kk)
-    _check_knn_mode(knn_mode)
     started = time.perf_counter()
-    if knn_mode == "approximate":
-        scores = _topk_approximate(q, kk, k, batch_size)
-    else:
-        scores, _ = _topk_inner(q, kk, k, batch_size)
+    means = _exact_means(q, _flat_index(kk), k, batch_size)
     logger.debug(
-        "mean %d-nn similarity of %d queries over %d keys in %.1fs",
-        k,
-        q.shape[0],
-        kk.shape[0],
+        "mean %d-nn similarity of %d queries over %d keys in %.1fs", k, q.shape[0], kk.shape[0],
         time.perf_counter() - started,
     )
-    return scores.mean(axis=1, dtype=np.float64).astype(np.float32)  # (n_queries,)
+    return means  # (n_queries,)
+
+
+class NeighbourhoodMeans:
+    """CSLS neighbourhood means ``r`` of every row of ``keys`` over ALL rows of ``neighbours``, on demand.
+
+    ``r(y)`` is the mean cosine of key ``y`` to its ``knn`` nearest neighbour rows (MUSE's
+    ``get_nn_avg_dist``).  Ranking keys for a query ``x`` by ``CSLS = 2 cos(x, y) - r(y) - r(x)``
+    needs ``r(y)`` only for keys that can reach the top, so instead of one full
+    ``keys x neighbours`` search (MUSE does two per evaluation) this object keeps, per key, either
+    its exact ``r`` or a LOWER bound of it: the mean of its ``knn`` best cosines over a strided
+    sample of the neighbours (a subset's top-``knn`` mean cannot exceed the full one).  A lower
+    bound on ``r`` is an upper bound on every score, so :meth:`topk` can certify a top-``k`` list
+    once the ``k``-th best exact score is at least the best bound left outside the list, computing
+    exact ``r`` only for the keys whose bound reached the list.
+
+    ``knn_mode="exact"`` certifies (the result equals the full search's, up to float32 ties);
+    ``"approximate"`` bounds with a smaller sample and re-ranks a single candidate round of depth
+    ``k + max(5, k // 2)`` with exact ``r`` -- no guarantee, far fewer exact ``r``.  Both log
+    their parameters.  Exact values accumulate, so one object serves every ranking made under one
+    mapping (evaluation, criterion and dictionary induction).  Below ``PRUNE_MIN_KEYS`` keys (or
+    with ``prune=False``) the full search is simply done once: it is cheaper than bookkeeping.
+    ``keys`` ``(m, d)`` and ``neighbours`` ``(n, d)`` must have unit rows; ``values`` gives an
+    already computed exact ``r`` ``(m,)``.
+    """
+
+    def __init__(
+        self,
+        keys: np.ndarray,
+        neighbours: np.ndarray,
+        knn: int = 10,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        *,
+        knn_mode: KnnMode = "exact",
+        values: np.ndarray | None = None,
+        prune: bool | None = None,
+    ) -> None:
+        _check_knn_mode(knn_mode)
+        self.keys = _matrix("keys", keys)  # (m, d)
+        self.neighbours = _matrix("neighbours", neighbours)  # (n, d)
+        if self.keys.shape[1] != self.neighbours.shape[1]:
+            raise EvalInputError(
+                f"keys have dimension {self.keys.shape[1]} but neighbours {self.neighbours.shape[1]}; "
+                "map both into one space first"
+            )
+        m, n = self.keys.shape[0], self.neighbours.shape[0]
+        self.knn = min(_positive("knn", knn), n)
+        self.batch_size = _positive("batch_size", batch_size)
+        self.knn_mode: KnnMode = knn_mode
+        self.value = np.zeros(m, dtype=np.float32)  # (m,) exact r where self.exact, else a lower bound
+        self.exact = np.zeros(m, dtype=bool)  # (m,)
+        if values is not None:
+            given = _check_r("values", values, m)
+            assert given is not None
+            self.value[:], self.exact[:] = given, True
+        fraction = BOUND_FRACTION if knn_mode == "exact" else APPROX_BOUND_FRACTION
+        self.sample_size = max(self.knn, math.ceil(fraction * n))
+        # Pruning needs a sample much smaller than the neighbours, and enough keys to pay off.
+        self.prune = (m >= PRUNE_MIN_KEYS and self.sample_size < n // 2) if prune is None else bool(prune)
+        self.prune = self.prune and self.sample_size < n
+        self._index: faiss.Index | None = None  # all neighbours, built on first exact r
+        self._bounded = False
+        self.exact_computed = 0  # keys whose r this object searched exactly (for the logs and benchmarks)
+
+    def _neighbour_index(self) -> faiss.Index:
+        if self._index is None:
+            self._index = _flat_index(self.neighbours)
+        return self._index
+
+    def compute_exact(self, ids: np.ndarray) -> None:
+        """Make ``r`` exact for the key rows ``ids`` (any order, repeats allowed)."""
+        todo = np.unique(np.asarray(ids, dtype=np.int64))
+        todo = todo[~self.exact[todo]]
+        if todo.size == 0:
+            return
+        self.value[todo] = _exact_means(self.keys[todo], self._neighbour_index(), self.knn, self.batch_size)
+        self.exact[todo] = True
+        self.exact_computed += int(todo.size)
+
+    def full(self) -> np.ndarray:
+        """Exact ``r`` of every key, ``(m,)``: one full search of the keys not yet exact."""
+        self.compute_exact(np.flatnonzero(~self.exact))
+        return self.value
+
+    def _ensure_bounds(self) -> None:
+        if self._bounded:
+            return
+        self._bounded = True
+        todo = np.flatnonzero(~self.exact)
+        if todo.size == 0:
+            return
+        stride = max(1, self.neighbours.shape[0] // self.sample_size)
+        sample = self.neighbours[::stride][: self.sample_size]  # (s, d) a fixed, deterministic subset
+        started = time.perf_counter()
+        bound = _exact_means(self.keys[todo], _flat_index(sample), self.knn, self.batch_size)
+        # Two faiss searches can round the same inner products differently; the slack keeps the
+        # lower bound a bound.
+        self.value[todo] = bound - np.float32(BOUND_SLACK)
+        logger.info(
+            "CSLS %s mode: r lower bounds of %d keys from %d of %d neighbours (stride %d) in %.1fs",
+            self.knn_mode, todo.size, sample.shape[0], self.neighbours.shape[0], stride,
+            time.perf_counter() - started,
+        )
+
+    def _augmented_keys(self) -> np.ndarray:
+        """``[key, r(key), 1]`` rows ``(m, d + 2)``: one inner product gives a biased, thresholded score."""
+        return np.hstack([self.keys, self.value[:, None], np.ones((self.keys.shape[0], 1), dtype=np.float32)])
+
+    def _candidates(
+        self, queries: np.ndarray, threshold: np.ndarray, query_scale: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every (query row, key) whose current score bound reaches the query's ``threshold``.
+
+        ``[s q, -1, -t] . [key, r, 1] = s <q, key> - r - t``, so one faiss range search with
+        radius 0 finds them all.  Returns ``(rows (P,), keys (P,))`` int64.
+        """
+        index = faiss.IndexFlatIP(self.keys.shape[1] + 2)
+        index.add(self._augmented_keys())
+        rows: list[np.ndarray] = []
+        keys: list[np.ndarray] = []
+        for start in range(0, queries.shape[0], self.batch_size):
+            batch = queries[start : start + self.batch_size]  # (b, d)
+            augmented = np.hstack([
+                np.float32(query_scale) * batch,
+                np.full((batch.shape[0], 1), -1.0, dtype=np.float32),
+                -threshold[start : start + batch.shape[0], None],
+            ]).astype(np.float32)  # (b, d + 2)
+            # faiss keeps scores strictly above the radius; the slack keeps the threshold's own keys.
+            lims, _, found = index.range_search(augmented, -BOUND_SLACK)
+            rows.append(start + np.repeat(np.arange(batch.shape[0]), np.diff(lims).astype(np.int64)))
+            keys.append(found.astype(np.int64))
+        return np.concatenate(rows), np.concatenate(keys)
+
+    def _best_of_pairs(
+        self, queries: np.ndarray, rows: np.ndarray, keys: np.ndarray, k: int, query_scale: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-``k`` per query row among its candidate keys (``rows``/``keys`` ``(P,)`` pairs)."""
+        scores = np.empty(rows.shape[0], dtype=np.float32)  # (P,)
+        step = max(1, RESCORE_FLOATS // queries.shape[1])
+        for start in range(0, rows.shape[0], step):
+            r, c = rows[start : start + step], keys[start : start + step]
+            cos = np.einsum("pd,pd->p", queries[r], self.keys[c])  # (p,)
+            scores[start : start + step] = query_scale * cos - self.value[c]
+        order = np.lexsort((-scores, rows))  # by row, best first within a row
+        rows, keys, scores = rows[order], keys[order], scores[order]
+        first = np.searchsorted(rows, np.arange(queries.shape[0]))  # (q,) where each row's run starts
+        rank = np.arange(rows.shape[0]) - first[rows]  # (P,) position within the row's run
+        keep = rank < k
+        out_scores = np.full((queries.shape[0], k), -np.inf, dtype=np.float32)
+        out_ids = np.full((queries.shape[0], k), -1, dtype=np.int64)
+        out_scores[rows[keep], rank[keep]] = scores[keep]
+        out_ids[rows[keep], rank[keep]] = keys[keep]
+        return out_scores, out_ids
+
+    def topk(self, queries: np.ndarray, k: int, query_scale: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` keys by ``query_scale * <q, key> - r(key)`` per query row (unit rows ``(q, d)``).
+
+        Returns ``(scores (q, k) float32, ids (q, k) int64)``, best first, with exact ``r`` in
+        every returned score.  Exact mode: the ``k`` best keys by bound get exact ``r``; the worst
+        of their exact scores is a floor under each query's true ``k``-th best, so only keys whose
+        bound reaches that floor can be in the top ``k`` -- one range search finds them, they get
+        exact ``r``, and the answer is the best ``k`` among them.  Approximate mode: one round of
+        depth ``k + max(5, k // 2)`` by bound, re-ranked with exact ``r``.
+        """
+        m = self.keys.shape[0]
+        k = min(k, m)
+        if not self.prune:
+            return _topk_inner(queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale)
+        self._ensure_bounds()
+        started, exact_before = time.perf_counter(), self.exact_computed
+        depth = min(m, k + max(5, k // 2)) if self.knn_mode == "approximate" else k
+        _, found = _topk_inner(queries, self.keys, depth, self.batch_size, key_bias=self.value, query_scale=query_scale)
+        self.compute_exact(found)
+        rows = np.repeat(np.arange(queries.shape[0]), depth)  # (q * depth,)
+        if self.knn_mode == "exact":
+            floor, _ = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)
+            rows, candidates = self._candidates(queries, floor[:, -1], query_scale)  # (P,), (P,)
+            unique = np.unique(candidates)
+            if (self.exact.sum() + np.count_nonzero(~self.exact[unique])) > FULL_SEARCH_FRACTION * m:
+                # The bounds were too loose to pay off: finish r in one search and rank plainly.
+                scores, ids = _topk_inner(
+                    queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale
+                )
+                self._log_topk(k, queries.shape[0], exact_before, started, int(unique.size))
+                return scores, ids
+            self.compute_exact(unique)
+            scores, ids = self._best_of_pairs(queries, rows, candidates, k, query_scale)
+        else:
+            scores, ids = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)
+        self._log_topk(k, queries.shape[0], exact_before, started, rows.shape[0])
+        return scores, ids
+
+    def _log_topk(self, k: int, n_queries: int, exact_before: int, started: float, pairs: int) -> None:
+        logger.info(
+            "CSLS %s top-%d of %d queries over %d keys: %d candidate pairs, exact r for %d more keys "
+            "(%d of %d now) in %.1fs",
+            self.knn_mode, k, n_queries, self.keys.shape[0], pairs, self.exact_computed - exact_before,
+            int(self.exact.sum()), self.keys.shape[0], time.perf_counter() - started,
+        )
+
+
+def _means(
+    r: np.ndarray | NeighbourhoodMeans | None,
+    name: str,
+    keys: np.ndarray,
+    neighbours: np.ndarray,
+    knn: int,
+    batch_size: int,
+    knn_mode: KnnMode,
+) -> NeighbourhoodMeans:
+    """Wrap ``r`` (None: compute on demand; an array: exact values) for ``keys`` over ``neighbours``."""
+    if isinstance(r, NeighbourhoodMeans):
+        if r.keys.shape[0] != keys.shape[0] or r.neighbours.shape[0] != neighbours.shape[0]:
+            raise EvalInputError(
+                f"{name} was computed for {r.keys.shape[0]} x {r.neighbours.shape[0]} words but there are "
+                f"{keys.shape[0]} x {neighbours.shape[0]}; recompute it for this mapping"
+            )
+        return r
+    values = _check_r(name, r, keys.shape[0])
+    return NeighbourhoodMeans(keys, neighbours, knn, batch_size, knn_mode=knn_mode, values=values)
 
 
 def nn_topk(
@@ -402,51 +594,41 @@ def csls_topk(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     assume_normalized: bool = False,
-    r_src: np.ndarray | None = None,
-    r_tgt: np.ndarray | None = None,
+    r_src: np.ndarray | NeighbourhoodMeans | None = None,
+    r_tgt: np.ndarray | NeighbourhoodMeans | None = None,
     knn_mode: KnnMode = "exact",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k_top`` targets by CSLS for each query row (``src_rows``, default all rows).
 
-    ``CSLS(Wx, y) = 2 cos(Wx, y) - r_T(Wx) - r_S(y)``; ``r_S`` is computed over ALL rows of
-    ``src_mapped`` and ``r_T`` over all rows of ``tgt``, as in MUSE.  Precomputed neighbourhood
-    means can be passed (``r_src``: ``(n_src,)`` = ``r_T`` of every source row, ``r_tgt``:
-    ``(n_tgt,)`` = ``r_S`` of every target row) to share them between calls on one mapping.
-    The score matrix is never materialised: faiss returns only the ``k_top`` best per batch.
+    ``CSLS(Wx, y) = 2 cos(Wx, y) - r_T(Wx) - r_S(y)``; ``r_S`` is over ALL rows of
+    ``src_mapped`` and ``r_T`` over all rows of ``tgt``, as in MUSE.  Neighbourhood means can be
+    passed to share them between calls on one mapping (``r_src``: ``r_T`` of every source row,
+    ``r_tgt``: ``r_S`` of every target row), as arrays of exact values or as
+    :class:`NeighbourhoodMeans`, which compute ``r_S`` only for the targets that can reach a
+    query's top ``k_top`` (certified in ``knn_mode="exact"``).  The score matrix is never
+    materialised: faiss returns only the best few per query.
 
     Returns ``(indices (q, k_top) int64, scores (q, k_top) float32)``, best first.
     """
+    _check_knn_mode(knn_mode)
     src, tgt_m = _two_matrices(src_mapped, tgt)
     rows = _rows(src_rows, src.shape[0])
     k_top = _clip_k("k_top", _positive("k_top", k_top), tgt_m.shape[0])
     knn = _positive("knn", knn)
     batch_size = _positive("batch_size", batch_size)
-    r_src_all = _check_r("r_src", r_src, src.shape[0])
-    r_tgt_all = _check_r("r_tgt", r_tgt, tgt_m.shape[0])
     if not assume_normalized:
         src, tgt_m = _unit_rows(src), _unit_rows(tgt_m)
     queries = src if rows is None else src[rows]  # (q, d)
-    if r_tgt_all is None:
-        # The one full search: r_S of every target over all mapped source words.
-        r_tgt_all = mean_knn_similarity(
-            tgt_m, src, knn, batch_size, assume_normalized=True, knn_mode=knn_mode
-        )  # (n_tgt,)
-    if r_src_all is None:
-        # Only the queries' own r_T: a search of q rows, exact in both modes.
+    means_tgt = _means(r_tgt, "r_tgt", tgt_m, src, knn, batch_size, knn_mode)
+    scores, ids = means_tgt.topk(queries, k_top)
+    if r_src is None:
+        # Only the queries' own r_T: a search of q rows.
         r_query = mean_knn_similarity(queries, tgt_m, knn, batch_size, assume_normalized=True)  # (q,)
     else:
-        r_query = r_src_all if rows is None else r_src_all[rows]
-    scores, ids = _topk_inner(queries, tgt_m, k_top, batch_size, key_bias=r_tgt_all, query_scale=2.0)
-    if knn_mode == "approximate" and r_tgt is None:
-        # Re-rank the candidates with their EXACT r_S: one search of only the candidate targets
-        # (at most q * k_top rows, not all targets), so the reported CSLS scores are exact and
-        # only a target missing from the approximate top-k_top can change a ranking.
-        candidates, where = np.unique(ids, return_inverse=True)  # (c,), (q * k_top,)
-        r_exact = mean_knn_similarity(tgt_m[candidates], src, knn, batch_size, assume_normalized=True)  # (c,)
-        cos = np.einsum("qd,qkd->qk", queries, tgt_m[ids])  # (q, k_top)
-        scores = (2.0 * cos - r_exact[where.reshape(ids.shape)]).astype(np.float32)
-        order = np.argsort(-scores, axis=1, kind="stable")
-        scores, ids = np.take_along_axis(scores, order, axis=1), np.take_along_axis(ids, order, axis=1)
+        means_src = _means(r_src, "r_src", src, tgt_m, knn, batch_size, knn_mode)
+        query_rows = np.arange(src.shape[0]) if rows is None else rows
+        means_src.compute_exact(query_rows)
+        r_query = means_src.value[query_rows]
     scores -= r_query[:, None]
     return ids, scores
 
@@ -454,22 +636,6 @@ def csls_topk(
 # --------------------------------------------------------------------------------------------
 # dictionary induction
 # --------------------------------------------------------------------------------------------
-
-
-def _best_targets(
-    queries: np.ndarray,
-    keys: np.ndarray,
-    method: str,
-    r_keys: np.ndarray | None,
-    batch_size: int,
-) -> np.ndarray:
-    """Index of the best key for each query row under ``method``; ``(q,)`` int64."""
-    if method == "csls":
-        # r of the query is constant per row and cannot change its argmax, so it is not needed.
-        _, ids = _topk_inner(queries, keys, 1, batch_size, key_bias=r_keys, query_scale=2.0)
-    else:
-        _, ids = _topk_inner(queries, keys, 1, batch_size)
-    return ids[:, 0]
 
 
 def build_dictionary(
@@ -482,8 +648,8 @@ def build_dictionary(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     assume_normalized: bool = False,
-    r_src: np.ndarray | None = None,
-    r_tgt: np.ndarray | None = None,
+    r_src: np.ndarray | NeighbourhoodMeans | None = None,
+    r_tgt: np.ndarray | NeighbourhoodMeans | None = None,
     knn_mode: KnnMode = "exact",
 ) -> np.ndarray:
     """Induce a dictionary from the current mapping, as MUSE's ``build_dictionary``; ``(n, 2)`` int64.
@@ -500,9 +666,12 @@ def build_dictionary(
     are returned sorted by (source, target); MUSE's confidence order only matters for its
     ``dico_max_size`` / ``dico_threshold`` options, which the toolkit does not use.
     ``r_src`` / ``r_tgt`` (CSLS neighbourhood means over all words, see :func:`csls_topk`) may be
-    passed to reuse them; S2T needs only ``r_tgt``, T2S only ``r_src``.
+    passed to reuse them; S2T needs only ``r_tgt``, T2S only ``r_src``.  The best target under
+    CSLS is found among ALL targets without computing ``r`` for all of them (exact in
+    ``knn_mode="exact"``: see :class:`NeighbourhoodMeans`).
     """
     _check_method(method)
+    _check_knn_mode(knn_mode)
     if build not in BUILDS:
         raise EvalInputError(f"unknown dictionary build {build!r}; use one of {', '.join(BUILDS)}")
     src, tgt_m = _two_matrices(src_mapped, tgt)
@@ -511,30 +680,34 @@ def build_dictionary(
     if max_rank is not None and (isinstance(max_rank, bool) or max_rank < 0):
         raise EvalInputError(f"max_rank={max_rank!r}; pass a positive rank, or 0/None for all words")
     limit = int(max_rank) if max_rank else max(src.shape[0], tgt_m.shape[0])
-    r_src_all = _check_r("r_src", r_src, src.shape[0])
-    r_tgt_all = _check_r("r_tgt", r_tgt, tgt_m.shape[0])
     if not assume_normalized:
         src, tgt_m = _unit_rows(src), _unit_rows(tgt_m)
     started = time.perf_counter()
+
+    def best(queries: np.ndarray, keys: np.ndarray, r: np.ndarray | NeighbourhoodMeans | None, name: str) -> np.ndarray:
+        """Row of the best key for each query, ``(q,)``; the query's own r cannot change an argmax.
+
+        ``r`` of a key is taken over all words of the other side, whose first rows are the queries.
+        """
+        if method == "nn":
+            return _topk_inner(queries, keys, 1, batch_size)[1][:, 0]
+        neighbours = src if keys is tgt_m else tgt_m
+        return _means(r, name, keys, neighbours, knn, batch_size, knn_mode).topk(queries, 1)[1][:, 0]
 
     n_tgt = tgt_m.shape[0]
     codes: list[np.ndarray] = []  # each pair encoded as src * n_tgt + tgt for set operations
     sizes: dict[str, int] = {}
     if "S2T" in build:
         n_q = min(limit, src.shape[0])
-        if method == "csls" and r_tgt_all is None:
-            r_tgt_all = mean_knn_similarity(tgt_m, src, knn, batch_size, assume_normalized=True, knn_mode=knn_mode)
-        best = _best_targets(src[:n_q], tgt_m, method, r_tgt_all, batch_size)  # (n_q,)
-        keep = best < limit
-        codes.append(np.arange(n_q, dtype=np.int64)[keep] * n_tgt + best[keep])
+        targets = best(src[:n_q], tgt_m, r_tgt, "r_tgt")  # (n_q,)
+        keep = targets < limit
+        codes.append(np.arange(n_q, dtype=np.int64)[keep] * n_tgt + targets[keep])
         sizes["S2T"] = int(keep.sum())
     if "T2S" in build:
         n_q = min(limit, n_tgt)
-        if method == "csls" and r_src_all is None:
-            r_src_all = mean_knn_similarity(src, tgt_m, knn, batch_size, assume_normalized=True, knn_mode=knn_mode)
-        best = _best_targets(tgt_m[:n_q], src, method, r_src_all, batch_size)  # (n_q,) source rows
-        keep = best < limit
-        codes.append(best[keep] * n_tgt + np.arange(n_q, dtype=np.int64)[keep])
+        sources = best(tgt_m[:n_q], src, r_src, "r_src")  # (n_q,) source rows
+        keep = sources < limit
+        codes.append(sources[keep] * n_tgt + np.arange(n_q, dtype=np.int64)[keep])
         sizes["T2S"] = int(keep.sum())
 
     if build == "S2T|T2S":
@@ -566,7 +739,7 @@ def mean_csls_criterion(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     assume_normalized: bool = False,
-    r_tgt: np.ndarray | None = None,
+    r_tgt: np.ndarray | NeighbourhoodMeans | None = None,
     knn_mode: KnnMode = "exact",
 ) -> float:
     """MUSE's unsupervised model-selection criterion ``mean_cosine-csls_knn_10-S2T-10000``.
@@ -837,7 +1010,8 @@ def align(
     best_criterion = -math.inf
     dico = seed
     mapped_unit: np.ndarray | None = None
-    r_tgt: np.ndarray | None = None
+    r_tgt: NeighbourhoodMeans | None = None
+    r_src: NeighbourhoodMeans | None = None
     for iteration in range(n_refinement + 1):
         started = time.perf_counter()
         if iteration > 0:
@@ -851,6 +1025,7 @@ def align(
                 knn=knn,
                 batch_size=batch_size,
                 assume_normalized=True,
+                r_src=r_src if method == "csls" else None,
                 r_tgt=r_tgt if method == "csls" else None,
                 knn_mode=knn_mode,
             )
@@ -859,9 +1034,10 @@ def align(
                 break
         w = procrustes(src_m[dico[:, 0]], tgt_m[dico[:, 1]])  # (d, d)
         mapped_unit = _unit_rows(src_m @ w.T)  # (n_src, d)
-        # r_S of every target under this mapping: used by the criterion and by the next
-        # iteration's S2T induction, so it is computed once per mapping.
-        r_tgt = mean_knn_similarity(tgt_unit, mapped_unit, knn, batch_size, assume_normalized=True, knn_mode=knn_mode)
+        # r_S of the targets and r_T of the sources under this mapping, computed where a ranking
+        # needs them and shared by the criterion and the next iteration's induction.
+        r_tgt = NeighbourhoodMeans(tgt_unit, mapped_unit, knn, batch_size, knn_mode=knn_mode)
+        r_src = NeighbourhoodMeans(mapped_unit, tgt_unit, knn, batch_size, knn_mode=knn_mode)
         criterion = mean_csls_criterion(
             mapped_unit,
             tgt_unit,

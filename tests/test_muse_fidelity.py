@@ -13,8 +13,9 @@ import torch
 from scipy.stats import spearmanr
 from typer.testing import CliRunner
 
-from eval.align import translation_precision
+from eval.align import NeighbourhoodMeans, build_dictionary, csls_topk, translation_precision
 from eval.baselines import char_ngram_precision, identical_precision, split_by_identical
+from eval.errors import EvalInputError
 from eval.similarity import read_word_pairs, word_similarity
 from eval.vectors import read_vec, write_vec
 from polyglot_groc.cli import app
@@ -82,16 +83,67 @@ def test_baselines_and_identical_split() -> None:
 
 
 def test_approximate_csls_within_tolerance_of_exact() -> None:
+    # 20k targets: above PRUNE_MIN_KEYS, so the approximate mode really prunes (bounds from a 5%
+    # sample, one re-ranked candidate round) instead of falling back to the full search.
     rng = np.random.default_rng(1)
-    n, d = 4000, 32
+    n, d = 20_000, 24
     src = rng.standard_normal((n, d)).astype(np.float32)
-    tgt = src + 1.2 * rng.standard_normal((n, d)).astype(np.float32)
-    q = rng.choice(n, 300, replace=False)
+    tgt = src + 1.0 * rng.standard_normal((n, d)).astype(np.float32)
+    q = rng.choice(n, 400, replace=False)
     pairs = np.stack([q, q], axis=1)
     exact = translation_precision(src, tgt, pairs)
     approx = translation_precision(src, tgt, pairs, knn_mode="approximate")
+    assert 20.0 < exact["precision_at_1"] < 95.0  # a task where ranking errors would show
     for k in (1, 5, 10):
-        assert abs(exact[f"precision_at_{k}"] - approx[f"precision_at_{k}"]) <= 2.0
+        assert abs(exact[f"precision_at_{k}"] - approx[f"precision_at_{k}"]) <= 1.0
+
+
+def _noisy_translations(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unit rows; target i is a noisy copy of source i (the align_scale benchmark's data, smaller)."""
+    rng = np.random.default_rng(seed)
+    src = rng.standard_normal((n, d)).astype(np.float32)
+    tgt = src + 1.5 * rng.standard_normal((n, d)).astype(np.float32)
+    return _unit(src), _unit(tgt)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_pruned_csls_equals_full_search() -> None:
+    src, tgt = _noisy_translations(8000, 64, seed=3)
+    queries = np.arange(0, 8000, 200)
+    full = NeighbourhoodMeans(tgt, src, 10, prune=False)
+    pruned = NeighbourhoodMeans(tgt, src, 10, prune=True)
+    ids_full, scores_full = csls_topk(src, tgt, 10, 10, queries, r_tgt=full, assume_normalized=True)
+    ids_pruned, scores_pruned = csls_topk(src, tgt, 10, 10, queries, r_tgt=pruned, assume_normalized=True)
+    np.testing.assert_array_equal(ids_pruned, ids_full)
+    np.testing.assert_allclose(scores_pruned, scores_full, atol=1e-5)
+    assert pruned.exact.sum() < 0.5 * 8000  # the bounds spared most of the full search
+    # every exact value equals the full search's, and every other value is a lower bound
+    np.testing.assert_allclose(pruned.value[pruned.exact], full.value[pruned.exact], atol=1e-6)
+    assert (pruned.value[~pruned.exact] <= full.value[~pruned.exact]).all()
+
+
+def test_pruned_dictionary_induction_equals_full_search() -> None:
+    src, tgt = _noisy_translations(8000, 64, seed=4)
+    for build in ("S2T", "T2S", "S2T&T2S"):
+        r_src, r_tgt = NeighbourhoodMeans(src, tgt, prune=True), NeighbourhoodMeans(tgt, src, prune=True)
+        pruned = build_dictionary(src, tgt, build=build, max_rank=200, assume_normalized=True, r_src=r_src, r_tgt=r_tgt)
+        full = build_dictionary(
+            src, tgt, build=build, max_rank=200, assume_normalized=True,
+            r_src=NeighbourhoodMeans(src, tgt, prune=False), r_tgt=NeighbourhoodMeans(tgt, src, prune=False),
+        )
+        np.testing.assert_array_equal(pruned, full)
+        assert full.shape[0] > 100
+        assert r_src.exact.sum() + r_tgt.exact.sum() < 8000
+
+
+def test_neighbourhood_means_rejects_a_stale_object() -> None:
+    src, tgt = _noisy_translations(300, 8, seed=5)
+    stale = NeighbourhoodMeans(tgt[:200], src)
+    with pytest.raises(EvalInputError, match="r_tgt was computed for 200 x 300 words"):
+        csls_topk(src, tgt, 5, r_tgt=stale)
 
 
 def _rotation_files(tmp_path: Path) -> np.ndarray:
