@@ -131,3 +131,20 @@ def test_compile_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch, capl
     chars = torch.from_numpy(Charset.from_words(LONG, 20).encode(LONG))
     assert torch.equal(fn(chars), enc._encode(chars))
     assert "torch.compile is unavailable" in caplog.text
+
+
+def test_cli_precision_and_compile_flags_reach_the_config(tmp_path: Path, tiny_data: Path) -> None:
+    bad = CliRunner().invoke(app, ["train", "--data", str(tiny_data), "--out", str(tmp_path / "bad"),
+                                   "--precision", "fp16", "--max-steps", "1"])
+    assert bad.exit_code == 2 and "train.precision='fp16'" in bad.output
+    assert not (tmp_path / "bad").exists()
+    out = tmp_path / "run"
+    res = CliRunner().invoke(app, ["train", "--data", str(tiny_data), "--out", str(out), "--model", "lookup",
+                                   "--precision", "bf16", "--no-compile", "--max-steps", "1", "--device", "cpu",
+                                   "--set", "model.d=16", "--set", "model.prefix.hidden=16",
+                                   "--set", "train.batch_size=2", "--set", "train.bptt=5"])
+    assert res.exit_code == 0, res.output
+    from polyglot_groc.config import load_config
+
+    cfg = load_config(out / "config.toml", [])
+    assert cfg.train.precision == "bf16" and cfg.train.compile is False

@@ -164,6 +164,10 @@ def train_command(
     lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage", help="Fraction in [0, 1]")] = None,
     threads: Annotated[int | None, typer.Option("--threads", help="CPU threads [default: config, 0=torch's]")] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
+    precision: Annotated[str | None, typer.Option(
+        "--precision", help="fp32 | tf32 | bf16 (train.precision; loss stays fp32)")] = None,
+    compile_: Annotated[bool | None, typer.Option(
+        "--compile/--no-compile", help="torch.compile the char encoder (train.compile)")] = None,
     init_input: Annotated[Path | None, typer.Option(
         "--init-input", help="Initialise the input table from a .vec file (seed 003)")] = None,
     freeze_input: Annotated[bool, typer.Option("--freeze-input", help="Keep the input table fixed")] = False,
@@ -178,7 +182,8 @@ def train_command(
     """Train a language model (mono- or polyglot) and write a run directory."""
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
-           threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie)
+           threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie,
+           precision, compile_)
 
 
 @cli_errors
@@ -188,7 +193,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            schedule: str | None, lexicon: list[str] | None, no_relations: bool, no_definitions: bool,
            lexicon_coverage: float | None, threads: int | None, device: str | None, overwrite: bool,
            resume: Path | None, log_every: int, tensorboard: bool, verbose: bool, init_input: Path | None = None,
-           freeze_input: bool = False, untie: bool = False) -> None:
+           freeze_input: bool = False, untie: bool = False, precision: str | None = None,
+           compile_: bool | None = None) -> None:
     from langpairs.registry import parse_lang_spec
     from lexicons.errors import ConfigError
     from polyglot_groc.training.data import language_registry
@@ -219,6 +225,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
            "model.lexicon.use_definitions": False if no_definitions else None,
            "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device,
+           "train.precision": precision, "train.compile": compile_,
            "model.init_input": str(init_input) if init_input else None,
            "model.freeze_input": True if freeze_input else None},
     )
