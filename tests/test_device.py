@@ -127,9 +127,10 @@ def test_compile_falls_back_with_a_warning(monkeypatch: pytest.MonkeyPatch, capl
 
     monkeypatch.setattr(device.torch, "compile", broken)
     enc, _ = _encoders("padded", "padded")
-    fn = device.maybe_compile(enc._encode)
     chars = torch.from_numpy(Charset.from_words(LONG, 20).encode(LONG))
-    assert torch.equal(fn(chars), enc._encode(chars))
+    eager = enc.encode_fn(chars)
+    enc.use_compiler(device.maybe_compile)
+    assert torch.equal(enc.encode_fn(chars), eager)
     assert "torch.compile is unavailable" in caplog.text
 
 

@@ -11,7 +11,7 @@ import torch
 from polyglot_groc.config import MODEL_KINDS
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.charset import Charset
-from polyglot_groc.model.kinds import REGISTRY
+from polyglot_groc.model.kinds import REGISTRY, build_parts
 from polyglot_groc.model.lm import count_parameters, parameter_split
 from polyglot_groc.model.vocab import Vocab
 from tests.conftest import small_run_config
@@ -34,6 +34,17 @@ def _bundle(kind: str, counts: dict[str, Counter[str]], langs: str = "en,fr", ex
 
 def test_registry_matches_config_kinds() -> None:
     assert set(REGISTRY) == set(MODEL_KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted(REGISTRY))
+def test_registry_traits_match_the_built_model(kind: str) -> None:
+    # build_bundle decides <unk> and lexicon compilation from the traits before the model exists;
+    # they must agree with what the kind then builds.
+    traits = REGISTRY[kind]
+    parts = build_parts(small_run_config(kind, "en", EXTRA).model, 40, 30)
+    assert parts.compositional_output == traits.composes_output
+    assert traits.uses_lexicon == (kind == "groc-lex")
+    assert not traits.uses_lexicon or traits.composes_output
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -33,6 +33,7 @@ from polyglot_groc.analysis.caches import (
     unigram_cache_logprob,
 )
 from polyglot_groc.model.bundle import ModelBundle
+from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.screen import screened_logits
 from polyglot_groc.training.data import load_corpus
 
@@ -211,7 +212,7 @@ def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
     """
     if not 0.0 <= coverage <= 1.0 or math.isnan(coverage):
         raise CoverageError(f"--lexicon-coverage {coverage} is outside [0, 1]; e.g. 0.5 keeps half the entries")
-    if bundle.model.kind != "groc-lex":
+    if not kind(bundle.model.kind).uses_lexicon:
         raise CoverageError(f"--lexicon-coverage needs a groc-lex run; this run is {bundle.model.kind}")
     from polyglot_groc.model.lexforms import compile_forms
 

@@ -20,6 +20,7 @@ from polyglot_groc.config import RunConfig, from_dict, to_dict
 from polyglot_groc.model.charset import Charset, check_word_lengths
 from polyglot_groc.model.checkpoint import load_checkpoint
 from polyglot_groc.model.embedder import LexiconForms
+from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lm import LanguageModel
 from polyglot_groc.model.vocab import Vocab
 
@@ -60,11 +61,11 @@ class ModelBundle:
         all_words = list(self.vocab.words) + list(self.extra_words)
         check_word_lengths(all_words)
         chars = torch.from_numpy(self.charset.encode(all_words))  # (V + extra, L)
-        forms = self.forms
-        if self.model.kind == "groc-lex" and forms is None:
-            raise ModelError("a groc-lex model needs compiled lexicon forms; pass --lexicon SPEC")
+        uses_lexicon = kind(self.model.kind).uses_lexicon
+        if uses_lexicon and self.forms is None:
+            raise ModelError(f"a {self.model.kind} model needs compiled lexicon forms; pass --lexicon SPEC")
         lang_ids = {lang: torch.from_numpy(self.vocab.lang_ids(lang)) for lang in self.vocab.langs}
-        self.model.set_words(chars, forms if self.model.kind == "groc-lex" else None, lang_ids)
+        self.model.set_words(chars, self.forms if uses_lexicon else None, lang_ids)
 
     # ----------------------------------------------------------------------------------------
     def with_new_words(self, new_words: Mapping[str, Sequence[str]]) -> ModelBundle:

@@ -18,6 +18,9 @@ from polyglot_groc.config import SurfaceConfig
 from polyglot_groc.model.activations import activation
 from polyglot_groc.model.charset import PAD
 
+#: Encodes a chunk of char rows ``(N, L)`` into surface vectors ``(N, d)``.
+EncodeFn = Callable[[torch.Tensor], torch.Tensor]
+
 
 class Highway(nn.Module):
     """y = g * x + (1 - g) * f(W_t x), g = sigmoid(W_g x); AllenNLP's layout (one Linear, 2D outputs).
@@ -52,7 +55,11 @@ class SurfaceEncoder(nn.Module):
         self.proj = nn.Linear(self.n_filters, d)
         self.d = d
         #: What encodes a chunk: ``_encode``, or its ``torch.compile``d version (train.compile).
-        self.encode_fn: Callable[[torch.Tensor], torch.Tensor] = self._encode
+        self.encode_fn: EncodeFn = self._encode
+
+    def use_compiler(self, compiler: Callable[[EncodeFn], EncodeFn]) -> None:
+        """Encode chunks with ``compiler(eager encoder)``, e.g. ``model.device.maybe_compile``."""
+        self.encode_fn = compiler(self._encode)
 
     def impl_for(self, device: torch.device) -> str:
         """The encoder implementation used on ``device`` (``cfg.impl`` unless it is "auto").

@@ -41,6 +41,7 @@ from polyglot_groc.model.device import (
 )
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.init_input import init_input_table
+from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
 from polyglot_groc.model.prefix import State, detach_state
@@ -133,7 +134,7 @@ def place_model(model: LanguageModel, t: Any, device: torch.device) -> torch.dev
     model.autocast_dtype = torch.bfloat16 if t.precision == "bf16" else None
     surface = getattr(model.input_embedder, "surface", None)
     if t.compile and surface is not None:
-        surface.encode_fn = maybe_compile(surface._encode)
+        surface.use_compiler(maybe_compile)
     log.info("training on %s, precision %s%s", device_name(device), t.precision, ", compiled" if t.compile else "")
     return device
 
@@ -153,12 +154,13 @@ def seed_everything(seed: int) -> None:
 
 def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     """Vocabulary, lexicon forms and a freshly initialised model for ``cfg``."""
-    add_unk = cfg.model.kind != "groc" and cfg.model.kind != "groc-lex" and cfg.data.vocab_mode == "open"
+    traits = kind(cfg.model.kind)
+    add_unk = not traits.composes_output and cfg.data.vocab_mode == "open"
     vocab = build_vocab(corpus, cfg.data.vocab_mode, add_unk)
     forms: LexiconForms | None = None
     extra: tuple[str, ...] = ()
     info: dict[str, Any] = {}
-    if cfg.model.kind == "groc-lex":
+    if traits.uses_lexicon:
         forms, extra, info = compile_forms(cfg.model.lexicon, vocab)
     bundle = ModelBundle.create(cfg, vocab, forms=forms, extra_words=extra, lexicon_info=info)
     if cfg.model.init_input:

@@ -23,6 +23,7 @@ groc-lex       char-CNN + r + d      the same function             computed
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from lexicons.errors import ConfigError
 from polyglot_groc.config import ModelConfig
@@ -31,27 +32,42 @@ from polyglot_groc.model.kinds.base import DotScorer, KindParts
 
 Builder = Callable[[ModelConfig, int, int], KindParts]
 
-#: kind name -> builder(cfg, n_chars, n_words). ``lookup`` is the historical name of ``tied``.
-REGISTRY: dict[str, Builder] = {
-    "untied": lookup.build_untied,
-    "tied": lookup.build_tied,
-    "lookup": lookup.build_tied,
-    "bilinear": lookup.build_bilinear,
-    "deep-residual": lookup.build_deep_residual,
-    "adaptive": adaptive.build,
-    "conv": conv.build,
-    "elmo": compositional.build_elmo,
-    "groc": compositional.build_groc,
-    "groc-lex": compositional.build_groc,
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind's builder and the traits the code around the model must know BEFORE building it."""
+
+    build: Builder
+    #: Output words are composed from their spelling: an open vocabulary needs no ``<unk>`` row.
+    composes_output: bool = False
+    #: The embedder reads lexicon forms (WordNet relatives and definition words): compile them.
+    uses_lexicon: bool = False
+
+
+#: kind name -> Kind. ``lookup`` is the historical name of ``tied``.
+REGISTRY: dict[str, Kind] = {
+    "untied": Kind(lookup.build_untied),
+    "tied": Kind(lookup.build_tied),
+    "lookup": Kind(lookup.build_tied),
+    "bilinear": Kind(lookup.build_bilinear),
+    "deep-residual": Kind(lookup.build_deep_residual),
+    "adaptive": Kind(adaptive.build),
+    "conv": Kind(conv.build),
+    "elmo": Kind(compositional.build_elmo),
+    "groc": Kind(compositional.build_groc, composes_output=True),
+    "groc-lex": Kind(compositional.build_groc, composes_output=True, uses_lexicon=True),
 }
 
 
-def build_parts(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
+def kind(name: str) -> Kind:
     try:
-        builder = REGISTRY[cfg.kind]
+        return REGISTRY[name]
     except KeyError as exc:
-        raise ConfigError(f"unknown model kind {cfg.kind!r}; use one of {', '.join(REGISTRY)}") from exc
-    return builder(cfg, n_chars, n_words)
+        raise ConfigError(f"unknown model kind {name!r}; use one of {', '.join(REGISTRY)}") from exc
 
 
-__all__ = ["REGISTRY", "DotScorer", "KindParts", "build_parts"]
+def build_parts(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
+    return kind(cfg.kind).build(cfg, n_chars, n_words)
+
+
+__all__ = ["REGISTRY", "DotScorer", "Kind", "KindParts", "build_parts", "kind"]
