@@ -195,7 +195,7 @@ class LanguageModel(nn.Module):
         # The prefix runs under autocast on CUDA; oneDNN has no bf16 LSTM with projections, so
         # on CPU it stays fp32 (the encoder, the costly part there, is still autocast).
         with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast and dev.type == "cuda"):
-            h, state = self.prefix(x.float() if dev.type != "cuda" else x, state)  # (B, T, d)
+            h, h_raw, state = self.prefix.forward_with_raw(x.float() if dev.type != "cuda" else x, state)  # (B, T, d)
         # The logits' log-softmax and the loss run in fp32 whatever the precision.
         logits = self.scorer(h.float(), tables.ids, tables.e_out.float(), tables.bias.float())  # (B, T, V_l)
         loss = None
@@ -207,7 +207,7 @@ class LanguageModel(nn.Module):
             loss = nll / n_tok
             nll_sum = nll.detach()
         return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None,
-                        hidden=h, hidden_raw=self.prefix.last_raw)
+                        hidden=h, hidden_raw=h_raw)
 
     def embed_words(self, ids: torch.Tensor, side: str = "input") -> torch.Tensor:
         """Embeddings of arbitrary word ids for export.  (n,) -> (n, d)

@@ -37,8 +37,6 @@ class LSTMPrefix(nn.Module):
         self.drop_in = LockedDropout(place(cfg.input_dropout))
         self.drop_between = LockedDropout(place(cfg.layer_dropout))
         self.drop_out = LockedDropout(place(cfg.output_dropout))
-        #: The top layer's output before its dropout, from the last forward (for TAR).
-        self.last_raw: torch.Tensor | None = None
         for p in self.layers.parameters():
             nn.init.uniform_(p, -init_range, init_range)
 
@@ -51,6 +49,14 @@ class LSTMPrefix(nn.Module):
 
     def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         """(B, T, d) -> (B, T, d); dropout on the input, between layers and on the output."""
+        out, _, new_state = self.forward_with_raw(x, state)
+        return out, new_state
+
+    def forward_with_raw(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, torch.Tensor, State]:
+        """:meth:`forward`, plus the top layer's output BEFORE its dropout (what TAR penalises).
+
+        Returns ``(out (B, T, d), raw (B, T, d), state)``.
+        """
         new_state: State = []
         h = self.drop_in(x)
         for i, (layer, s) in enumerate(zip(self.layers, state, strict=True)):
@@ -58,8 +64,7 @@ class LSTMPrefix(nn.Module):
             new_state.append((hn, cn))
             if i < len(self.layers) - 1:
                 h = self.drop_between(h)
-        self.last_raw = h  # (B, T, d)
-        return self.drop_out(h), new_state
+        return self.drop_out(h), h, new_state
 
 
 def detach_state(state: State) -> State:
