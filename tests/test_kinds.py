@@ -155,3 +155,27 @@ def test_polyglot_training_and_checkpoint_reload(kind: str, tmp_path: Path) -> N
     a = tr.model(x, None, "fr", tr.model.init_state(1), return_logits=True).logits
     b = loaded.model(x, None, "fr", loaded.model.init_state(1), return_logits=True).logits
     assert a is not None and b is not None and torch.equal(a, b)
+
+
+def test_adaptive_lookup_is_masked_not_selected_and_edges_are_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    from polyglot_groc.model.kinds.adaptive import AdaptiveEmbedder, AdaptiveScorer
+
+    torch.manual_seed(0)
+    emb = AdaptiveEmbedder(20, 8, (0.25, 0.6), 2.0, 0.1)
+    ids = torch.tensor([0, 19, 5, 12, 4, 13, 0])
+    expected = []
+    for i in ids.tolist():  # the definition, word by word
+        b = 0 if i < 5 else 1 if i < 12 else 2
+        expected.append(emb.projs[b](emb.tables[b][i - int(emb.starts[b])]))
+    assert torch.allclose(emb(ids), torch.stack(expected), atol=1e-6)
+    scorer = AdaptiveScorer(emb, 8)
+    screen = torch.tensor([1, 3, 6, 7, 15])
+    assert scorer.band_edges(screen) == [0, 2, 4, 5]
+
+    def no_search(*args: object, **kwargs: object) -> None:
+        raise AssertionError("band edges were recomputed (a host sync per step on GPU)")
+
+    monkeypatch.setattr(torch, "searchsorted", no_search)
+    h = torch.randn(2, 3, 8)
+    logp = scorer(h, screen, emb(screen), torch.zeros(5))  # (2, 3, 5)
+    assert torch.allclose(logp.exp().sum(-1), torch.ones(2, 3), atol=1e-5)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.weak import WeakIdKeyDictionary
 
 from lexicons.errors import ConfigError
 from polyglot_groc.config import ModelConfig
@@ -58,12 +59,14 @@ class AdaptiveEmbedder(nn.Module):
         return torch.bucketize(ids, self.starts, right=True) - 1
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:  # (n,) -> (n, d)
-        band = self.band_of(ids)
+        band = self.band_of(ids)  # (n,)
         out = torch.zeros(ids.shape[0], self.d, device=ids.device, dtype=self.tables[0].dtype)
         for b in range(self.n_bands):  # a loop over the few bands, not over words
-            sel = (band == b).nonzero().squeeze(1)
-            if sel.numel():
-                out = out.index_put((sel,), self.projs[b](self.tables[b][ids[sel] - self.starts[b]]))
+            # Every id is looked up in every band (clamped) and masked, instead of selecting the
+            # band's ids with nonzero(): a data-dependent shape would sync the GPU every step.
+            local = (ids - self.starts[b]).clamp(0, self.tables[b].shape[0] - 1)  # (n,)
+            vectors = self.projs[b](self.tables[b][local])  # (n, d)
+            out = out + vectors * (band == b).unsqueeze(1).to(vectors.dtype)
         return out
 
 
@@ -74,13 +77,24 @@ class AdaptiveScorer(nn.Module):
         super().__init__()
         self.embedder = [embedder]  # a plain list: the embedder's parameters belong to the input side
         self.clusters = nn.Linear(d, max(embedder.n_bands - 1, 1), bias=False)
+        # Band edges within each scored-id tensor, read to the host once per tensor (the screen
+        # keeps one per language) instead of once per step, which would sync the GPU.
+        self._edges: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+    def band_edges(self, ids: torch.Tensor) -> list[int]:
+        """Positions in the sorted ``ids`` where each band starts, plus ``len(ids)``."""
+        edges = self._edges.get(ids)
+        if edges is None:
+            edges = torch.searchsorted(ids, self.embedder[0].starts).tolist() + [ids.numel()]
+            self._edges[ids] = edges
+        return list(edges)
 
     def forward(self, h: torch.Tensor, ids: torch.Tensor, e_out: torch.Tensor,
                 bias: torch.Tensor) -> torch.Tensor:  # (B, T, d) ... -> (B, T, V_l) log-probs
         emb = self.embedder[0]
         scores = F.linear(h, e_out)  # (B, T, V_l)
         # Sorted ids: band b occupies scores[..., edge[b]:edge[b+1]].
-        edge = torch.searchsorted(ids, emb.starts).tolist() + [ids.numel()]
+        edge = self.band_edges(ids)
         tails = [b for b in range(1, emb.n_bands) if edge[b + 1] > edge[b]]
         cluster = self.clusters(h)[..., [b - 1 for b in tails]]  # (B, T, n_used_tails)
         n0 = edge[1]
