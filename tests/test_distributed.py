@@ -92,6 +92,38 @@ def test_two_gloo_processes_match_one_process(tmp_path: Path) -> None:
     assert json.loads((run / "metrics.jsonl").read_text())["step"] == 4
 
 
+def _cli_worker(rank: int, port: int, out: str, data: str) -> None:
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
+                      LOCAL_RANK=str(rank))
+    res = CliRunner().invoke(app, ["train", "--data", data, "--out", str(Path(out) / "run"), "--model", "lookup",
+                                   "--max-steps", "2", "--threads", "1", "--device", "cpu",
+                                   "--set", "model.d=16", "--set", "model.prefix.hidden=16",
+                                   "--set", "train.batch_size=4", "--set", "train.bptt=5",
+                                   "--set", "train.eval_every=2"])
+    (Path(out) / f"cli{rank}.json").write_text(json.dumps({"code": res.exit_code, "output": res.output}))
+    torch.distributed.destroy_process_group()
+
+
+def test_train_command_under_two_processes_lets_rank_0_own_the_run_dir(tmp_path: Path, tiny_data: Path) -> None:
+    # Every rank runs the same command line; only rank 0 may take the run lock, check and write
+    # the directory, else rank 1 would find it "in use" (or "already exists") and fail the job.
+    mp.start_processes(_cli_worker, args=(_free_port(), str(tmp_path), str(tiny_data)), nprocs=2,
+                       start_method="spawn")
+    outputs = [json.loads((tmp_path / f"cli{rank}.json").read_text()) for rank in (0, 1)]
+    assert [o["code"] for o in outputs] == [0, 0], outputs
+    assert '"steps": 2' in outputs[0]["output"] and outputs[1]["output"].strip() == ""
+    run = tmp_path / "run"
+    assert json.loads((run / "result.json").read_text())["steps"] == 2
+    from polyglot_groc.training.runlock import RunLock
+
+    with RunLock(run, "check"):  # released: a later --resume or evaluate can take it
+        pass
+
+
 def test_batch_must_divide_over_processes() -> None:
     check_world(20, 4)
     with pytest.raises(ConfigError, match="does not divide over 3 processes"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -258,14 +259,19 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
     from lexicons.errors import InputError
     from lexicons.fileio import dumps_json
     from polyglot_groc.model.checkpoint import atomic_write_text
+    from polyglot_groc.training.distributed import world_from_env
     from polyglot_groc.training.trainer import Trainer, run_dir_has_content
 
     out = Path(out)
-    if payload is None and not overwrite and run_dir_has_content(out):
+    # Under torchrun only rank 0 owns the run directory (lock, checks, result.json, output);
+    # the other ranks train beside it and write nothing.
+    main_rank = world_from_env()[0] == 0
+    if main_rank and payload is None and not overwrite and run_dir_has_content(out):
         # Checked before taking the lock, so a refused run leaves not even a lock file behind.
         raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
     clean = ("config.toml", "metrics.jsonl", "curves.png") if payload is None else ()
-    with locked_run_dir(out, "resume" if payload is not None else "train", clean):
+    owner = locked_run_dir(out, "resume" if payload is not None else "train", clean)
+    with owner if main_rank else contextlib.nullcontext():
         hooks = RichHooks(out, log_every, tensorboard)
         if payload is not None:
             from polyglot_groc.analysis.curves import read_metrics
@@ -280,11 +286,14 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
         summary = result.to_dict()
         if trainer.bundle.lexicon_info:
             summary["lexicon"] = trainer.bundle.lexicon_info
-        atomic_write_text(out / "result.json", dumps_json(summary, indent=2) + "\n")
-    print_json(summary)
+        if main_rank:
+            atomic_write_text(out / "result.json", dumps_json(summary, indent=2) + "\n")
+    if main_rank:
+        print_json(summary)
     if result.diverged:
-        err_console.print("error: training diverged; lower train.lr or train.clip (last.pt is the last good state)",
-                          highlight=False, markup=False)
+        if main_rank:
+            err_console.print("error: training diverged; lower train.lr or train.clip (last.pt is the last good state)",
+                              highlight=False, markup=False)
         raise typer.Exit(code=EXIT_DIVERGED)
 
 
