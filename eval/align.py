@@ -400,6 +400,8 @@ class NeighbourhoodMeans:
         self.prune = (m >= PRUNE_MIN_KEYS and self.sample_size < n // 2) if prune is None else bool(prune)
         self.prune = self.prune and self.sample_size < n
         self._index: faiss.Index | None = None  # all neighbours, built on first exact r
+        # (key, queries, scores, ids) of the last topk call; see topk.
+        self._memo: tuple[tuple[object, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
         self._bounded = False
         self.exact_computed = 0  # keys whose r this object searched exactly (for the logs and benchmarks)
 
@@ -497,40 +499,61 @@ class NeighbourhoodMeans:
         """Top-``k`` keys by ``query_scale * <q, key> - r(key)`` per query row (unit rows ``(q, d)``).
 
         Returns ``(scores (q, k) float32, ids (q, k) int64)``, best first, with exact ``r`` in
-        every returned score.  Exact mode: the ``2k`` best keys by bound get exact ``r``; the
-        ``k``-th best of their exact scores is a floor under each query's true ``k``-th best, so only keys whose
-        bound reaches that floor can be in the top ``k`` -- one range search finds them, they get
-        exact ``r``, and the answer is the best ``k`` among them.  Approximate mode: one round of
-        depth ``k + max(5, k // 2)`` by bound, re-ranked with exact ``r``.
+        every returned score.  Exact mode: the ``2k`` best keys by bound get exact ``r``.  A row
+        whose ``k``-th best exact score is at least the last listed bound is done (every key
+        outside the list is bounded below it).  For the other rows that score is a floor under
+        the true ``k``-th best, so only keys whose bound reaches it can be in the top ``k``: one
+        range search finds them, they get exact ``r``, and the answer is the best ``k`` among
+        them.  Approximate mode: one round of depth ``k + max(5, k // 2)`` by bound, re-ranked
+        with exact ``r``.  The last answer is memoised: the refinement's criterion and the next
+        induction ask the same question of one mapping (``queries`` must not change in place).
         """
         m = self.keys.shape[0]
         k = min(k, m)
+        key = (queries.__array_interface__["data"][0], queries.shape, queries.strides, k, query_scale)
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[2].copy(), self._memo[3].copy()
         if not self.prune:
-            return _topk_inner(queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale)
+            scores, ids = _topk_inner(
+                queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale
+            )
+        else:
+            scores, ids = self._pruned_topk(queries, k, query_scale)
+        # The memo holds `queries` itself, so its memory cannot be reused by another array.
+        self._memo = (key, queries, scores.copy(), ids.copy())
+        return scores, ids
+
+    def _pruned_topk(self, queries: np.ndarray, k: int, query_scale: float) -> tuple[np.ndarray, np.ndarray]:
+        m = self.keys.shape[0]
         self._ensure_bounds()
         started, exact_before = time.perf_counter(), self.exact_computed
         # Exact mode: the first round's depth sets the floor; 2k by bound nearly always holds the
         # true k best (a floor of k alone drew ~25% more candidates at 200k x 200k).
         depth = min(m, k + max(5, k // 2)) if self.knn_mode == "approximate" else min(m, 2 * k)
-        _, found = _topk_inner(queries, self.keys, depth, self.batch_size, key_bias=self.value, query_scale=query_scale)
+        bounds, found = _topk_inner(
+            queries, self.keys, depth, self.batch_size, key_bias=self.value, query_scale=query_scale
+        )  # (q, depth) upper bounds, best first
         self.compute_exact(found)
         rows = np.repeat(np.arange(queries.shape[0]), depth)  # (q * depth,)
-        if self.knn_mode == "exact":
-            floor, _ = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)
-            rows, candidates = self._candidates(queries, floor[:, -1], query_scale)  # (P,), (P,)
-            unique = np.unique(candidates)
-            if (self.exact.sum() + np.count_nonzero(~self.exact[unique])) > FULL_SEARCH_FRACTION * m:
-                # The bounds were too loose to pay off: finish r in one search and rank plainly.
-                scores, ids = _topk_inner(
-                    queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale
-                )
-                self._log_topk(k, queries.shape[0], exact_before, started, int(unique.size))
-                return scores, ids
-            self.compute_exact(unique)
-            scores, ids = self._best_of_pairs(queries, rows, candidates, k, query_scale)
-        else:
-            scores, ids = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)
-        self._log_topk(k, queries.shape[0], exact_before, started, rows.shape[0])
+        scores, ids = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)  # exact, in the list
+        pairs = rows.shape[0]
+        if self.knn_mode == "exact" and depth < m:
+            pending = np.flatnonzero(scores[:, -1] < bounds[:, -1])  # rows a key outside the list may beat
+            if pending.size:
+                sub = queries[pending]
+                cand_rows, candidates = self._candidates(sub, scores[pending, -1], query_scale)  # (P,), (P,)
+                pairs += cand_rows.shape[0]
+                unique = np.unique(candidates)
+                if self.exact.sum() + np.count_nonzero(~self.exact[unique]) > FULL_SEARCH_FRACTION * m:
+                    # The bounds were too loose to pay off: finish r in one search and rank plainly.
+                    scores[pending], ids[pending] = _topk_inner(
+                        sub, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale
+                    )
+                else:
+                    self.compute_exact(unique)
+                    scores[pending], ids[pending] = self._best_of_pairs(sub, cand_rows, candidates, k, query_scale)
+            logger.debug("%d of %d rows needed the range search", pending.size, queries.shape[0])
+        self._log_topk(k, queries.shape[0], exact_before, started, pairs)
         return scores, ids
 
     def _log_topk(self, k: int, n_queries: int, exact_before: int, started: float, pairs: int) -> None:
