@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, SupportsFloat
 
 import numpy as np
 
@@ -22,8 +22,13 @@ class Scorer(Protocol):
 
     def init_state(self, batch_size: int) -> Any: ...
 
-    def score(self, inputs: np.ndarray, targets: np.ndarray, state: Any) -> tuple[float, int, Any]:
-        """Return (summed NLL in nats, number of target tokens, next state)."""
+    def score(self, inputs: np.ndarray, targets: np.ndarray, state: Any) -> tuple[SupportsFloat, int, Any]:
+        """Return (summed NLL in nats, number of target tokens, next state).
+
+        The NLL may be any number that adds to a float and converts with ``float()`` -- e.g. a
+        0-d GPU tensor: the loop only adds them up and converts once at the end, so a scorer on
+        an accelerator is not forced to synchronise with the host after every window.
+        """
         ...
 
 
@@ -55,15 +60,16 @@ def perplexity(scorer: Scorer, streams: np.ndarray, bptt: int,
         raise EvalInputError(f"bptt={bptt} must be positive")
     b, n = streams.shape
     state = scorer.init_state(b)
-    total_nll, total_tok = 0.0, 0
+    total_nll: Any = 0.0  # stays a device number if the scorer returns one; read once below
+    total_tok = 0
     for start in range(0, n - 1, bptt):
         length = min(bptt, n - 1 - start)
         inputs = streams[:, start : start + length]
         targets = streams[:, start + 1 : start + 1 + length]
         nll, tok, state = scorer.score(inputs, targets, state)
-        total_nll += nll
+        total_nll = total_nll + nll
         total_tok += tok
         if progress is not None:
             progress(tok)
-    mean = total_nll / total_tok
+    mean = float(total_nll) / total_tok
     return PerplexityResult(math.exp(mean) if mean < 700 else math.inf, mean, total_tok, b, bptt)

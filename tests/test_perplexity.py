@@ -45,3 +45,38 @@ def test_uniform_model_has_vocabulary_size_perplexity_and_bptt_does_not_matter()
 def test_too_short_stream_is_an_error() -> None:
     with pytest.raises(EvalInputError, match="batch size"):
         perplexity(BigramScorer(np.ones((2, 2))), np.zeros((4, 1), dtype=np.int64), 5)
+
+
+class DeviceNumber:
+    """Stands for a 0-d accelerator tensor: adding is free, float() is a host sync (counted)."""
+
+    syncs = 0
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __add__(self, other: object) -> DeviceNumber:
+        return DeviceNumber(self.value + (other.value if isinstance(other, DeviceNumber) else float(other)))  # type: ignore[arg-type]
+
+    __radd__ = __add__
+
+    def __float__(self) -> float:
+        DeviceNumber.syncs += 1
+        return self.value
+
+
+class DeviceBigramScorer(BigramScorer):
+    def score(self, inputs: np.ndarray, targets: np.ndarray, state: int) -> tuple[DeviceNumber, int, int]:  # type: ignore[override]
+        nll, tok, state = super().score(inputs, targets, state)
+        return DeviceNumber(nll), tok, state
+
+
+def test_device_side_nll_is_read_once_per_evaluation_not_per_window() -> None:
+    table = np.array([[0.5, 0.5], [0.25, 0.75]])
+    stream = np.random.default_rng(1).integers(0, 2, size=(2, 41))
+    plain = perplexity(BigramScorer(table), stream, bptt=4)
+    DeviceNumber.syncs = 0
+    scorer = DeviceBigramScorer(table)
+    lazy = perplexity(scorer, stream, bptt=4)
+    assert scorer.windows == 10 and DeviceNumber.syncs == 1
+    assert lazy.perplexity == pytest.approx(plain.perplexity, rel=1e-12)

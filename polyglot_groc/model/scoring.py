@@ -23,12 +23,13 @@ class ModelScorer:
     def init_state(self, batch_size: int) -> State:
         return self.model.init_state(batch_size)
 
-    def score(self, inputs: np.ndarray, targets: np.ndarray, state: State) -> tuple[float, int, State]:
+    def score(self, inputs: np.ndarray, targets: np.ndarray, state: State) -> tuple[torch.Tensor, int, State]:
         dev = self.model.device
         with torch.no_grad():
             out = self.model(torch.from_numpy(inputs).to(dev), torch.from_numpy(targets).to(dev),
                              self.lang if self.screen else None, state)
-        return float(out.nll_sum), out.n_tokens, out.state
+        # The 0-d NLL stays on the device: eval.perplexity sums it there and reads it once.
+        return out.nll_sum, out.n_tokens, out.state
 
 
 def evaluate_streams(model: LanguageModel, streams: Mapping[str, np.ndarray], bptt: int, screen: bool = True,
