@@ -918,9 +918,9 @@ class WnLexicon:
                 if data is not None:
                     return data
             data = self._build_data(lex)
-            data.tokenize_definitions()
             # Write only if the database did not change while it was read (else the key is stale).
             if locked and _db_identity(self.wn_dir) == identity:
+                data.tokenize_definitions()  # every gloss, once, so that cached lookups need no NLTK
                 try:
                     path = _write_cache_db(prefix, data, key)
                 except (OSError, sqlite3.Error) as exc:
