@@ -154,6 +154,9 @@ def coverage(
     if not lang_list:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
     service = LexiconService(_lexicon(backend, lang_list, specs, wn_dir, tsv, nltk_data))
+    load = getattr(service.lexicon, "load", None)
+    if callable(load):
+        load()  # bulk lookups: read each wordnet (or its cache) into memory once, not row by row
     rows = []
     for lang in lang_list:
         counts = _read_tokens(_train_file(data, lang))
