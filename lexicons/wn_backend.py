@@ -408,23 +408,24 @@ def _write_cache_db(path_prefix: Path, data: _LexData, key: str) -> Path:
     return final
 
 
-def _open_cache_db(path: Path, key: str, spec: str) -> _LexData:
-    """Cache-backed data from ``path``; ``ValueError`` when it is damaged or not this lexicon's."""
+def _open_cache_db(path: Path, key: str, spec: str) -> tuple[_LexData, sqlite3.Connection]:
+    """Cache-backed data from ``path`` and its connection; ``ValueError`` when the file is damaged
+    or not this lexicon's."""
     crc = path.name[: -len(_CACHE_SUFFIX)].rsplit("-", 1)[-1]
     if f"{_file_crc(path):08x}" != crc:
         raise ValueError("checksum mismatch")
+    # immutable: the file never changes after its rename, so SQLite needs no locks or journal.
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
     try:
-        # immutable: the file never changes after its rename, so SQLite needs no locks or journal.
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
         meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
         if meta.get("format") != str(_CACHE_FORMAT) or meta.get("key") != key or meta.get("spec") != spec:
-            conn.close()
             raise ValueError("written for another database, lexicon or format")
         n, n_lemmas = int(meta["num_synsets"]), int(meta["num_lemmas"])
         rules = {pos: [(r[0], r[1]) for r in rows] for pos, rows in json.loads(meta["morphy_rules"]).items()}
-    except (sqlite3.Error, KeyError, TypeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"unreadable: {exc}") from exc
-    return _LexData(
+    except (sqlite3.Error, KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        conn.close()
+        raise ValueError(str(exc) if isinstance(exc, ValueError) else f"unreadable: {exc}") from exc
+    data = _LexData(
         spec=spec, lang=meta["lang"],
         synset_pos=_CachedColumn(conn, "synsets", "pos", n),
         synset_ili=_CachedColumn(conn, "synsets", "ili", n),
@@ -439,6 +440,7 @@ def _open_cache_db(path: Path, key: str, spec: str) -> _LexData:
         morphy_rules=rules,
         definition_tokens=_CachedColumn(conn, "synsets", "tokens", n),
     )
+    return data, conn
 
 
 # --------------------------------------------------------------------------------------------
@@ -706,6 +708,7 @@ class WnLexicon:
         self._ili_defs: dict[str, str] | None = None
         self._gloss_tokens: dict[tuple[str, int], list[str]] = {}
         self._lock = threading.Lock()
+        self._cache_conns: list[sqlite3.Connection] = []
 
     # -- protocol ---------------------------------------------------------------------------
 
@@ -835,8 +838,11 @@ class WnLexicon:
         return list(dict.fromkeys(k for d in self._lexicons_for(lang) for k in d.lemmas))
 
     def close(self) -> None:
-        """Close the read-only database connection (loaded data stays usable)."""
+        """Close the read-only database connection (loaded data stays usable; data read row by row
+        from the disk cache does not, so call :meth:`load` first to keep using it)."""
         self._conn.close()
+        for conn in self._cache_conns:
+            conn.close()
 
     def __enter__(self) -> WnLexicon:
         return self
@@ -894,12 +900,13 @@ class WnLexicon:
         """The cache-backed data, or None (missing; damaged: then warned about and removed)."""
         for path in sorted(prefix.parent.glob(f"{prefix.name}-*{_CACHE_SUFFIX}")):
             try:
-                data = _open_cache_db(path, key, lex.spec)
-            except (OSError, ValueError) as exc:
+                data, conn = _open_cache_db(path, key, lex.spec)
+            except (OSError, ValueError, sqlite3.Error) as exc:
                 logger.warning("damaged wordnet cache %s (%s); rebuilding it", path, exc)
                 path.unlink(missing_ok=True)
                 continue
             logger.info("loaded %s from the cache %s", lex.spec, path)
+            self._cache_conns.append(conn)
             return data
         return None
 
