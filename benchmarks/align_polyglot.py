@@ -29,7 +29,7 @@ GroC+lex), for each model:
    side) the all-pairs-composed figure beside it, where unseen words are composed from their
    characters (the same two figures as ``polyglot-groc similarity --run``).
 
-Runs: ``--groc RUN --lookup RUN [--elmo RUN] [--groc-lex RUN]``, or ``--work DIR`` of
+Runs: ``--groc RUN --lookup RUN [--elmo RUN] [--groc-lex RUN]`` (at least one of them), or ``--work DIR`` of
 ``benchmarks/polyglot_table.py``, whose runs are ``<work>/runs/<kind>_<a>+<b>_<steps>steps``
 (languages sorted); ``--steps N`` picks the step budget when several exist. That script trains
 lookup and ELMo on two languages only with ``--baseline-polyglot``.
@@ -130,10 +130,9 @@ def resolve_runs(args: argparse.Namespace) -> dict[str, Path]:
         elif len(candidates) > 1:
             raise SystemExit(f"error: several {kind} runs on {pair} in {root}: "
                              f"{', '.join(c.name for c in candidates)}; pass --steps N or --{kind} RUN")
-    missing = [k for k in ("groc", "lookup") if k not in runs]
-    if missing:
+    if not runs:  # one model is enough to set beside the baselines; GroC vs lookup needs both
         where = f" (none found as {args.work}/runs/<kind>_{pair}_<steps>steps)" if args.work else ""
-        raise SystemExit(f"error: pass --{' and --'.join(missing)} RUN or --work DIR{where}")
+        raise SystemExit(f"error: pass --groc and/or --lookup RUN, or --work DIR{where}")
     return runs
 
 
@@ -443,6 +442,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         faiss.omp_set_num_threads(args.threads)
     runs = resolve_runs(args)
     files, notes = wordsim_files(args, root)
+    notes += [f"no {k} run: groc_vs_lookup has no comparison" for k in ("groc", "lookup") if k not in runs]
 
     models: dict[str, Any] = {}
     for label, run in runs.items():
