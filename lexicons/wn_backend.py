@@ -27,16 +27,18 @@ lexicon through ILI, like ``wn``'s own cross-lingual traversal.
 
 Compiled cache: with ``cache_dir`` (the CLI's ``lexicon lookup`` and ``coverage`` pass
 ``$POLYGLOT_GROC_CACHE/wordnets``), each lexicon's bulk-loaded data, with every definition
-already tokenised, is written once to ``<cache_dir>/<spec>-<db>-<key>.wnlex`` (marshal,
-checksummed, atomic, under a file lock; :mod:`lexicons.cache`) and later processes load that file
-instead of querying and rebuilding (a warm ``lexicon lookup`` then needs neither the database
-scan nor NLTK).  The key is the database's identity (resolved path, size, mtime and inode of
-``wn.db`` and of its WAL file), the lexicon's row, id, version and language, the loader and the
-``wn``, NLTK, Python and cache-format versions: re-importing a wordnet or upgrading a tokeniser
-gives a new key, so a stale file is never read (older files of the same lexicon and database are
-removed when a new one is written).  Lookup settings (``lemmatize``, gloss lexicons, and the
-service's limits) are applied after loading, so they need no key of their own.  The cached data
-is exactly what a fresh build gives, so every lookup is identical with or without the cache.
+already tokenised, is written once to ``<cache_dir>/<spec>-<db>-<key>-<crc32>.wnlex``, an SQLite
+file (one row per synset, one per index key; written to a temp file and renamed, under a file
+lock, :mod:`lexicons.cache`).  Later processes check its crc32 and read only the rows a lookup
+touches, so a warm ``lexicon lookup`` needs neither the database scan nor NLTK nor ``wn``;
+:meth:`WnLexicon.load` reads it all into memory for bulk use.  The key is the database's
+identity (resolved path, size, mtime and inode of ``wn.db`` and of its WAL file), the lexicon's
+row, id, version and language, the loader and the ``wn``, NLTK, Python and cache-format
+versions: re-importing a wordnet or upgrading a tokeniser gives a new key, so a stale file is
+never read (older files of the same lexicon and database are removed when a new one is
+written).  Lookup settings (``lemmatize``, gloss lexicons, and the service's limits) are applied
+after loading, so they need no key of their own.  The cached data is exactly what a fresh build
+gives, so every lookup is identical with or without the cache.
 
 ``wn`` keeps its data directory in a process-global setting; :func:`wn_data_dir` switches it
 only around calls into ``wn`` and restores it, so this module is not thread-safe for ``wn``
