@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,3 +100,23 @@ def test_cli_lookup_uses_the_cache(wn_dir: Path, tmp_path: Path, monkeypatch: py
     assert json.loads(cold.stdout) == json.loads(warm.stdout)
     assert json.loads(warm.stdout)["related"] == ["canis familiaris", "chiot", "chien de chasse"]
     assert len(_cache_files(tmp_path / "c" / "wordnets")) == 2  # fr, and en for its glosses
+
+
+def test_warm_cli_lookup_imports_no_heavy_module(wn_dir: Path, tmp_path: Path) -> None:
+    # What keeps a warm `lexicon lookup` well under a second: no numpy, torch, NLTK or wn import.
+    root = Path(__file__).resolve().parent.parent
+    code = (
+        "import sys\n"
+        "from polyglot_groc.cli import app\n"
+        "try:\n"
+        f"    app(['lexicon', 'lookup', 'dog', '--lang', 'en', '--json', '--wn-dir', {str(wn_dir)!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('numpy', 'torch', 'nltk', 'wn', 'scipy', 'faiss') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "POLYGLOT_GROC_CACHE": str(tmp_path / "c"),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
+                           check=True) for _ in range(2)]
+    assert '"related"' in runs[1].stdout
+    assert runs[1].stdout.strip().splitlines()[-1] == "[]", runs[1].stdout[-300:]
