@@ -14,7 +14,13 @@ GroC+lex), for each model:
    the evaluation dictionary), exactly as ``polyglot-groc align --run`` does.
 3. Word-translation P@1/5/10 with ``nn`` and ``csls`` retrieval
    (:func:`eval.align.translation_precision`) on ``<src>-<tgt>.5000-6500.txt``, with the
-   dictionary's found / not-found / unique-source counts (:func:`eval.align.pairs_to_indices`).
+   dictionary's found / not-found / unique-source counts (:func:`eval.align.pairs_to_indices`),
+   beside the identical-string and character 3-gram baselines on the same scored words, each
+   split into words whose gold includes the identical string and words whose gold does not
+   (:func:`polyglot_groc.analysis.alignment_report.evaluate_with_baselines`). ``table`` gathers
+   them: one row per model / retrieval / baseline, ``same_evaluated_words`` (a digest of the
+   scored words per model) and, per model, whether its CSLS P@k beats the character n-gram
+   baseline on the non-identical words.
    A dictionary none of whose pairs is in the vocabularies is recorded (``error`` beside the
    counts), not fatal: the rest of the benchmark still runs.
 4. Word similarity (Spearman rho, :func:`eval.similarity.word_similarity`) on every file in
@@ -23,7 +29,7 @@ GroC+lex), for each model:
    side) the all-pairs-composed figure beside it, where unseen words are composed from their
    characters (the same two figures as ``polyglot-groc similarity --run``).
 
-Runs: ``--groc RUN --lookup RUN [--elmo RUN] [--groc-lex RUN]``, or ``--work DIR`` of
+Runs: ``--groc RUN --lookup RUN [--elmo RUN] [--groc-lex RUN]`` (at least one of them), or ``--work DIR`` of
 ``benchmarks/polyglot_table.py``, whose runs are ``<work>/runs/<kind>_<a>+<b>_<steps>steps``
 (languages sorted); ``--steps N`` picks the step budget when several exist. That script trains
 lookup and ELMo on two languages only with ``--baseline-polyglot``.
@@ -124,10 +130,9 @@ def resolve_runs(args: argparse.Namespace) -> dict[str, Path]:
         elif len(candidates) > 1:
             raise SystemExit(f"error: several {kind} runs on {pair} in {root}: "
                              f"{', '.join(c.name for c in candidates)}; pass --steps N or --{kind} RUN")
-    missing = [k for k in ("groc", "lookup") if k not in runs]
-    if missing:
+    if not runs:  # one model is enough to set beside the baselines; GroC vs lookup needs both
         where = f" (none found as {args.work}/runs/<kind>_{pair}_<steps>steps)" if args.work else ""
-        raise SystemExit(f"error: pass --{' and --'.join(missing)} RUN or --work DIR{where}")
+        raise SystemExit(f"error: pass --groc and/or --lookup RUN, or --work DIR{where}")
     return runs
 
 
@@ -322,6 +327,44 @@ def groc_vs_lookup(models: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def results_table(models: dict[str, Any]) -> dict[str, Any]:
+    """P@k of every model beside both baselines, all and on non-identical-gold words, per model's
+    scored words; ``same_evaluated_words`` says whether every model was scored on the same words
+    (then the baselines, which depend only on the words and the vocabularies, are one set)."""
+    rows: list[dict[str, Any]] = []
+    digests: dict[str, Any] = {}
+    verdict: dict[str, Any] = {}
+    for label, rec in models.items():
+        ali = rec.get("alignment") or {}
+        prec, base, dico = ali.get("precision"), ali.get("baselines"), ali.get("eval_dictionary") or {}
+        if not prec or not base:
+            continue
+        digests[label] = dico.get("scored_source_sha256")
+        entries = [(label, "csls", prec["csls"]), (label, "nn", prec["nn"]),
+                   ("identical string", "-", base["identical_string"]), ("char 3-gram", "-", base["char_ngram"])]
+        for name, method, res in entries:
+            non_id = res.get("non_identical_gold") or {}
+            rows.append({
+                "words_of": label, "model": name, "retrieval": method, "n_queries": res.get("n_queries"),
+                **{f"p_at_{k}": _round(res.get(f"precision_at_{k}"), 2) for k in KS},
+                "n_non_identical": non_id.get("n_queries"),
+                **{f"non_identical_p_at_{k}": _round(non_id.get(f"precision_at_{k}"), 2) for k in KS},
+            })
+        ngram = (base["char_ngram"].get("non_identical_gold") or {})
+        model = prec["csls"].get("non_identical_gold") or {}
+        verdict[label] = {
+            f"p_at_{k}": {"model_csls": _round(model.get(f"precision_at_{k}"), 2),
+                          "char_ngram": _round(ngram.get(f"precision_at_{k}"), 2),
+                          "model_beats_char_ngram": (model[f"precision_at_{k}"] > ngram[f"precision_at_{k}"])
+                          if model.get(f"precision_at_{k}") is not None
+                          and ngram.get(f"precision_at_{k}") is not None else None}
+            for k in KS}
+    values = [d for d in digests.values() if d]
+    return {"rows": rows, "scored_source_sha256": digests,
+            "same_evaluated_words": bool(values) and len(values) == len(digests) and len(set(values)) == 1,
+            "non_identical_model_vs_char_ngram": verdict}
+
+
 # -- main --------------------------------------------------------------------------------------------
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -399,6 +442,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         faiss.omp_set_num_threads(args.threads)
     runs = resolve_runs(args)
     files, notes = wordsim_files(args, root)
+    notes += [f"no {k} run: groc_vs_lookup has no comparison" for k in ("groc", "lookup") if k not in runs]
 
     models: dict[str, Any] = {}
     for label, run in runs.items():
@@ -413,6 +457,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         err = (rec.get("alignment") or {}).get("error")
         if err:
             notes.append(f"{label}: {err}")
+    table = results_table(models)
+    if len(table["scored_source_sha256"]) > 1 and not table["same_evaluated_words"]:
+        notes.append("the models were scored on different test words (their vocabularies differ): compare "
+                     "each with the baselines on its own words, or pass --eval-words FILE")
     if args.side == "output":
         notes.append("lookup and ELMo output embeddings are tables: only their vocabularies are evaluated; "
                      "'all_pairs_composed' is given for GroC, whose output side composes any word")
@@ -430,6 +478,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "models": models,
         "groc_vs_lookup": groc_vs_lookup(models),
+        "table": table,
         "thesis": THESIS_CLAIM,
         "timings": {"total_s": _round(time.monotonic() - started, 1), "peak_rss_mib": _round(peak_rss_mib(), 1)},
         "notes": list(dict.fromkeys(notes)),

@@ -351,6 +351,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-minutes", type=float, default=180.0, help="Safety cap per training run (0: none)")
     ap.add_argument("--kinds", default="lookup,elmo,groc,groc-lex", help="Model kinds to train")
+    ap.add_argument("--settings", default="mono,EN+tgt,rel+tgt",
+                    help="Language settings to train per target (e.g. EN+tgt for the alignment runs only)")
     ap.add_argument("--baseline-polyglot", action="store_true",
                     help="Also train lookup and elmo EN+tgt / rel+tgt (Table 5.2's other columns)")
     ap.add_argument("--lexicon", nargs="+", default=None, metavar="SPEC",
@@ -395,6 +397,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     if not kinds or any(k not in ("lookup", "elmo", "groc", "groc-lex") for k in kinds):
         raise SystemExit(f"error: --kinds {args.kinds!r}: choose from lookup,elmo,groc,groc-lex")
+    wanted = {x.strip() for x in args.settings.split(",") if x.strip()}
+    if not wanted or wanted - {"mono", "EN+tgt", "rel+tgt"}:
+        raise SystemExit(f"error: --settings {args.settings!r}: choose from mono,EN+tgt,rel+tgt")
     filters = parse_filters(args.filters)
     if args.memory_pair:
         memory_pair = [x.strip() for x in args.memory_pair.split(",") if x.strip()]
@@ -440,6 +445,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if tgt != "en":
             settings.append(("EN+tgt", tuple(sorted({"en", tgt}))))
         settings.append(("rel+tgt", tuple(sorted({RELATED[tgt], tgt}))))
+        settings = [s for s in settings if s[0] in wanted]
         for kind in kinds:
             for name, langs in settings:
                 if kind in ("lookup", "elmo") and name != "mono" and not args.baseline_polyglot:

@@ -37,12 +37,17 @@ def _gold_by_query(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return queries, inverse.reshape(-1)
 
 
-def _precision(best_rank: np.ndarray, ks: Sequence[int], name: str) -> dict[str, object]:
+def _precision(best_rank: np.ndarray, ks: Sequence[int], name: str, queries: np.ndarray | None = None
+               ) -> dict[str, object]:
+    """P@k from each query's best gold rank; with ``queries``, also ``best_rank`` and ``queries``
+    (as :func:`eval.align.translation_precision` with ``return_ranks``) for a split by query."""
     result: dict[str, object] = {"method": name, "n_queries": int(best_rank.shape[0])}
     for k in ks:
         correct = int((best_rank < k).sum())
         result[f"precision_at_{k}"] = 100.0 * correct / max(1, best_rank.shape[0])
         result[f"correct_at_{k}"] = correct
+    if queries is not None:
+        result["best_rank"], result["queries"] = best_rank, queries
     return result
 
 
@@ -57,12 +62,15 @@ def _best_rank(top: np.ndarray, pairs: np.ndarray, inverse: np.ndarray, n_querie
 
 
 def identical_precision(
-    pairs: np.ndarray, src_words: Sequence[str], tgt_words: Sequence[str], ks: Sequence[int] = (1, 5, 10)
+    pairs: np.ndarray, src_words: Sequence[str], tgt_words: Sequence[str], ks: Sequence[int] = (1, 5, 10),
+    return_ranks: bool = False,
 ) -> dict[str, object]:
     """P@k of translating each test word to the identical target string (one candidate, so P@k is flat).
 
     ``pairs`` ``(n, 2)`` are row indices into ``src_words`` / ``tgt_words`` (as from
     :func:`eval.align.pairs_to_indices`); a query whose string is not a target word is a miss.
+    ``return_ranks`` adds each query's best gold rank (``best_rank``; a huge number for a miss)
+    and the query rows (``queries``), as :func:`eval.align.translation_precision` does.
     """
     arr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if arr.shape[0] == 0:
@@ -71,7 +79,7 @@ def identical_precision(
     tgt_index = {w: i for i, w in reversed(list(enumerate(tgt_words)))}
     guess = np.fromiter((tgt_index.get(src_words[q], -1) for q in queries), dtype=np.int64, count=len(queries))
     best = _best_rank(guess[:, None], arr, inverse, len(queries))
-    return _precision(best, ks, "identical_string")
+    return _precision(best, ks, "identical_string", queries if return_ranks else None)
 
 
 def split_by_identical(
@@ -125,8 +133,10 @@ def char_ngram_precision(
     tgt_words: Sequence[str],
     ks: Sequence[int] = (1, 5, 10),
     n: int = 3,
+    return_ranks: bool = False,
 ) -> dict[str, object]:
-    """P@k of the nearest target words by character n-gram cosine (see the module docstring)."""
+    """P@k of the nearest target words by character n-gram cosine (see the module docstring);
+    ``return_ranks`` as in :func:`identical_precision`."""
     arr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if arr.shape[0] == 0:
         raise EvalInputError("no test pairs for the character n-gram baseline")
@@ -142,6 +152,6 @@ def char_ngram_precision(
         order = np.argsort(-np.take_along_axis(block, part, axis=1), axis=1, kind="stable")
         top[start : start + block.shape[0]] = np.take_along_axis(part, order, axis=1)
     best = _best_rank(top, arr, inverse, len(queries))
-    result = _precision(best, ks, f"char_{n}gram")
+    result = _precision(best, ks, f"char_{n}gram", queries if return_ranks else None)
     logger.info("char %d-gram baseline over %d targets: P@1 %.2f", n, len(tgt_words), result["precision_at_1"])
     return result

@@ -38,13 +38,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from lexicons.errors import CheckpointError, ConfigError, InputError, LexiconError
 from lexicons.fileio import atomic_write
 from lexicons.protocol import Lexicon, normalize_lang
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "CompiledForms",
@@ -109,6 +110,8 @@ class CompiledForms:
     settings: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        import numpy as np  # lazily: `lexicon lookup` needs no numpy
+
         v = self.related_ids.shape[0] if self.related_ids.ndim == 2 else -1
         checks = [
             (self.related_ids, np.int64),
@@ -152,6 +155,8 @@ class CompiledForms:
 
     def to_state(self) -> dict[str, Any]:
         """Plain dict (numpy arrays, lists, strings, numbers) for a checkpoint."""
+        import numpy as np  # lazily: `lexicon lookup` needs no numpy
+
         # Copies: the stored arrays are read-only, which torch.as_tensor warns about.
         state: dict[str, Any] = {name: np.array(getattr(self, name), copy=True) for name in _ARRAYS}
         state.update(
@@ -168,6 +173,8 @@ class CompiledForms:
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> CompiledForms:
         """Inverse of :meth:`to_state`; arrays may be numpy arrays or CPU torch tensors."""
+        import numpy as np  # lazily: `lexicon lookup` needs no numpy
+
         try:
             if int(state.get("format", -1)) != FORMAT_VERSION:
                 raise CheckpointError(
@@ -328,6 +335,8 @@ class LexiconService:
         return hashlib.sha256(blob).hexdigest()[:32]
 
     def _compile(self, words: list[str], langs: list[tuple[str, ...]], key: str, vfp: str) -> CompiledForms:
+        import numpy as np  # lazily: `lexicon lookup` needs no numpy
+
         lexicon = self.lexicon
         lex_langs = set(lexicon.languages())
         v = len(words)
@@ -402,6 +411,8 @@ class LexiconService:
 
     @staticmethod
     def _pack(lists: list[list[str]], table: dict[str, int], width: int) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np  # lazily: `lexicon lookup` needs no numpy
+
         rows: list[int] = []
         cols: list[int] = []
         vals: list[int] = []
@@ -428,6 +439,8 @@ class LexiconService:
         return self.cache_dir / f"lexforms-{key}.npz", self.cache_dir / f"lexforms-{key}.json"
 
     def _load(self, key: str) -> CompiledForms | None:
+        import numpy as np  # lazily: `lexicon lookup` needs no numpy
+
         paths = self._paths(key)
         if paths is None or not paths[1].is_file() or not paths[0].is_file():
             return None
@@ -447,6 +460,8 @@ class LexiconService:
         return forms
 
     def _save(self, key: str, forms: CompiledForms) -> None:
+        import numpy as np  # lazily: `lexicon lookup` needs no numpy
+
         paths = self._paths(key)
         if paths is None:
             return
@@ -470,10 +485,14 @@ def open_lexicon(
     wn_dir: Path | str | None = None,
     nltk_data: Path | str | None = None,
     tsv: Path | str | Sequence[Path | str] | None = None,
+    cache_dir: Path | str | None = None,
 ) -> Lexicon:
     """Build a backend by name: ``"wn"`` (default), ``"nltk"`` or ``"tsv"``.
 
     Empty values (``specs=()``, ``wn_dir=""``) mean "not given", so config defaults pass through.
+    ``cache_dir`` keeps the wn backend's loaded wordnets on disk (:class:`WnLexicon`; e.g.
+    :func:`lexicons.cache.default_cache_root` ``/ "wordnets"``); the other backends load fast
+    and ignore it.
     With ``langs`` and no ``specs``, the wn backend selects the installed wordnets of those
     languages and skips languages that have none (their words get surface forms only).
     """
@@ -481,8 +500,9 @@ def open_lexicon(
         from lexicons.wn_backend import WnLexicon
 
         if specs:
-            return WnLexicon(specs, wn_dir=wn_dir or None)
-        return WnLexicon(langs=list(langs) if langs else None, wn_dir=wn_dir or None, missing_ok=True)
+            return WnLexicon(specs, wn_dir=wn_dir or None, cache_dir=cache_dir or None)
+        return WnLexicon(langs=list(langs) if langs else None, wn_dir=wn_dir or None, missing_ok=True,
+                         cache_dir=cache_dir or None)
     if backend == "nltk":
         from lexicons.nltk_backend import NltkLexicon
 

@@ -25,6 +25,21 @@ pointing at it (lexicons may store only one direction).  A lexicon without any s
 (e.g. an expand-style OMW lexicon from ``wn.download``) borrows the structure of the English
 lexicon through ILI, like ``wn``'s own cross-lingual traversal.
 
+Compiled cache: with ``cache_dir`` (the CLI's ``lexicon lookup`` and ``coverage`` pass
+``$POLYGLOT_GROC_CACHE/wordnets``), each lexicon's bulk-loaded data, with every definition
+already tokenised, is written once to ``<cache_dir>/<spec>-<db>-<key>-<crc32>.wnlex``, an SQLite
+file (one row per synset, one per index key; written to a temp file and renamed, under a file
+lock, :mod:`lexicons.cache`).  Later processes check its crc32 and read only the rows a lookup
+touches, so a warm ``lexicon lookup`` needs neither the database scan nor NLTK nor ``wn``;
+:meth:`WnLexicon.load` reads it all into memory for bulk use.  The key is the database's
+identity (resolved path, size, mtime and inode of ``wn.db`` and of its WAL file), the lexicon's
+row, id, version and language, the loader and the ``wn``, NLTK, Python and cache-format
+versions: re-importing a wordnet or upgrading a tokeniser gives a new key, so a stale file is
+never read (older files of the same lexicon and database are removed when a new one is
+written).  Lookup settings (``lemmatize``, gloss lexicons, and the service's limits) are applied
+after loading, so they need no key of their own.  The cached data is exactly what a fresh build
+gives, so every lookup is identical with or without the cache.
+
 ``wn`` keeps its data directory in a process-global setting; :func:`wn_data_dir` switches it
 only around calls into ``wn`` and restores it, so this module is not thread-safe for ``wn``
 writes (reads through SQLite are).
@@ -32,16 +47,24 @@ writes (reads through SQLite are).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import marshal
 import os
+import re
 import sqlite3
+import sys
+import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+import zlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
+from lexicons.cache import cache_lock
 from lexicons.errors import InputError, LexiconError, LexiconMissingError
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
@@ -60,6 +83,9 @@ WN_DIR_ENV = "POLYGLOT_GROC_WN_DIR"
 _DB_FILENAME = "wn.db"
 _IMPORT_HINT = "run `polyglot-groc lexicon import` (offline, from POLYGLOT_GROC_DATA) to install wordnets"
 _MORPHY_POS = ("n", "v", "a", "r")
+#: Bumped whenever the cached lexicon data changes layout or meaning for the same database.
+_CACHE_FORMAT = 1
+_CACHE_SUFFIX = ".wnlex"
 
 Loader = Literal["auto", "sql", "api"]
 
@@ -101,24 +127,45 @@ def _pos_group(pos: str) -> str:
 
 @dataclass
 class _LexData:
-    """One lexicon as dense lists indexed by a synset number, plus dict indexes from forms."""
+    """One lexicon as dense sequences indexed by a synset number, plus mappings from forms.
+
+    Built in memory (lists and dicts) from the database, or backed by a cache file (see
+    :class:`_CachedColumn`), whose rows are read on demand: the lookup code is the same for both.
+    """
 
     spec: str
     lang: str
-    synset_pos: list[str] = field(default_factory=list)
-    synset_ili: list[str | None] = field(default_factory=list)
-    members: list[tuple[str, ...]] = field(default_factory=list)
-    hyponyms: list[tuple[int, ...]] = field(default_factory=list)
-    definitions: list[str | None] = field(default_factory=list)
-    has_relations: bool = False
-    lemma_index: dict[str, tuple[int, ...]] = field(default_factory=dict)  # lemma as written
-    lower_index: dict[str, tuple[int, ...]] = field(default_factory=dict)  # lemma, lower-cased
-    form_index: dict[str, tuple[int, ...]] = field(default_factory=dict)  # other forms, lower-cased
-    ili_index: dict[str, int] = field(default_factory=dict)
+    synset_pos: Sequence[str]
+    synset_ili: Sequence[str | None]
+    members: Sequence[tuple[str, ...]]
+    hyponyms: Sequence[tuple[int, ...]]
+    definitions: Sequence[str | None]
+    has_relations: bool
+    lemmas: Sequence[str]  # distinct lemmas as written, in entry order
+    lower_index: Mapping[str, tuple[int, ...]]  # lemma, lower-cased
+    form_index: Mapping[str, tuple[int, ...]]  # other forms, lower-cased
+    ili_index: Mapping[str, int]  # ILI id -> first synset with it
+    # wn.morphy's suffix rules (part of speech -> (suffix, replacement)), taken from wn when the
+    # lexicon is read, so that a process loading the cache need not import wn.
+    morphy_rules: Mapping[str, Sequence[tuple[str, str]]]
+    # tokenize_gloss of each definition, joined by spaces (tokens hold no whitespace, so split()
+    # gives them back), None where there is none; filled for the on-disk cache, so a process that
+    # loads it never imports NLTK.  None: tokenise lazily.
+    definition_tokens: Sequence[str | None] | None = None
 
     @property
     def num_synsets(self) -> int:
         return len(self.synset_pos)
+
+    def gloss_tokens(self, synset: int) -> list[str]:
+        """The tokens of the synset's own definition (``[]`` where it has none)."""
+        if self.definition_tokens is not None:
+            return (self.definition_tokens[synset] or "").split()
+        text = self.definitions[synset]
+        return tokenize_gloss(text) if text else []
+
+    def tokenize_definitions(self) -> None:
+        self.definition_tokens = [" ".join(tokenize_gloss(t)) if t else None for t in self.definitions]
 
 
 @dataclass
@@ -145,28 +192,32 @@ def _ordered_index(rows: list[tuple[str, str, int, int]]) -> dict[str, tuple[int
 
 
 def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
-    data = _LexData(spec=spec, lang=lang)
     number: dict[Any, int] = {}
+    synset_pos: list[str] = []
+    synset_ili: list[str | None] = []
+    members: list[tuple[str, ...]] = []
+    definitions: list[str | None] = []
+    ili_index: dict[str, int] = {}
     for key, pos, ili in raw.synsets:
         number[key] = len(number)
-        data.synset_pos.append(pos or "")
-        data.synset_ili.append(ili or None)
-        data.members.append(tuple(dict.fromkeys(display_lemma(m) for m in raw.members.get(key, ()))))
-        data.definitions.append(raw.definitions.get(key) or None)
-        if ili and ili not in data.ili_index:
-            data.ili_index[ili] = number[key]
+        synset_pos.append(pos or "")
+        synset_ili.append(ili or None)
+        members.append(tuple(dict.fromkeys(display_lemma(m) for m in raw.members.get(key, ()))))
+        definitions.append(raw.definitions.get(key) or None)
+        if ili and ili not in ili_index:
+            ili_index[ili] = number[key]
     hyponyms: list[list[int]] = [[] for _ in number]
     inverse: list[list[int]] = [[] for _ in number]
+    has_relations = False
     for source, target, rel_type in raw.relations:
         s, t = number.get(source), number.get(target)
         if s is None or t is None:
             continue  # relation into another lexicon: not part of this one's structure
-        data.has_relations = True
+        has_relations = True
         if rel_type == "hyponym":
             hyponyms[s].append(t)
         else:  # hypernym: source is the hyponym of target
             inverse[t].append(s)
-    data.hyponyms = [tuple(dict.fromkeys(h + i)) for h, i in zip(hyponyms, inverse, strict=True)]
 
     # Index keys can gather several entries: case variants ("north" / "North") and parts of
     # speech.  Order their synsets by part of speech (in entry order), then sense rank (WN-LMF 1.4
@@ -184,10 +235,16 @@ def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
             lemma_rows.append((lemma, group, rank, s))
             lower_rows.append((lemma.lower(), group, rank, s))
             form_rows.extend((display_lemma(form).lower(), group, rank, s) for form in forms)
-    data.lemma_index = _ordered_index(lemma_rows)
-    data.lower_index = _ordered_index(lower_rows)
-    data.form_index = _ordered_index(form_rows)
-    return data
+    from wn.morphy import DETACHMENT_RULES
+
+    return _LexData(
+        spec=spec, lang=lang, synset_pos=synset_pos, synset_ili=synset_ili, members=members,
+        hyponyms=[tuple(dict.fromkeys(h + i)) for h, i in zip(hyponyms, inverse, strict=True)],
+        definitions=definitions, has_relations=has_relations,
+        lemmas=tuple(dict.fromkeys(row[0] for row in lemma_rows)),
+        lower_index=_ordered_index(lower_rows), form_index=_ordered_index(form_rows), ili_index=ili_index,
+        morphy_rules={pos: [(rule[0], rule[1]) for rule in rules] for pos, rules in DETACHMENT_RULES.items()},
+    )
 
 
 def _synset_key(data: _LexData, synset: int) -> tuple[str, str | int]:
@@ -195,6 +252,197 @@ def _synset_key(data: _LexData, synset: int) -> tuple[str, str | int]:
     ili = data.synset_ili[synset]
     # Specs contain ':', so the "ili" tag cannot collide with a spec.
     return ("ili", ili) if ili else (data.spec, synset)
+
+
+# --------------------------------------------------------------------------------------------
+# Compiled cache of one lexicon's data: an SQLite file read row by row
+# --------------------------------------------------------------------------------------------
+
+# Index kinds in the cache's ``idx`` table.
+_LOWER, _FORM, _ILI = 0, 1, 2
+_CACHE_SCHEMA = """
+CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE synsets (id INTEGER PRIMARY KEY, pos TEXT NOT NULL, ili TEXT, members BLOB NOT NULL,
+                      hyponyms BLOB NOT NULL, definition TEXT, tokens TEXT);
+CREATE TABLE lemmas (id INTEGER PRIMARY KEY, lemma TEXT NOT NULL);
+CREATE TABLE idx (kind INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL);
+"""
+
+
+class _CachedColumn(Sequence[Any]):
+    """One column of a cache table, read row by row on demand: a lookup touches a few rows, so a
+    warm process never loads the whole lexicon.  ``decode`` turns a stored value back into the
+    in-memory one (marshal for tuples)."""
+
+    def __init__(self, conn: sqlite3.Connection, table: str, column: str, n: int,
+                 decode: Callable[[Any], Any] | None = None) -> None:
+        self._conn, self._n, self._decode = conn, n, decode
+        self._sql = f"SELECT {column} FROM {table} WHERE id = ?"
+        self._all = f"SELECT {column} FROM {table} ORDER BY id"
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._n))]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        value = self._conn.execute(self._sql, (i,)).fetchone()[0]
+        return value if self._decode is None else self._decode(value)
+
+    def __iter__(self) -> Iterator[Any]:
+        for (value,) in self._conn.execute(self._all):
+            yield value if self._decode is None else self._decode(value)
+
+    def materialize(self) -> list[Any]:
+        return list(self)
+
+
+class _CachedIndex(Mapping[str, Any]):
+    """One index (lower-cased lemmas, other forms or ILI ids) of the cache, read key by key."""
+
+    def __init__(self, conn: sqlite3.Connection, kind: int, decode: Callable[[Any], Any] | None = None) -> None:
+        self._conn, self._kind, self._decode = conn, kind, decode
+
+    def __getitem__(self, key: str) -> Any:
+        row = self._conn.execute("SELECT value FROM idx WHERE kind = ? AND key = ?", (self._kind, key)).fetchone()
+        if row is None:
+            raise KeyError(key)
+        return row[0] if self._decode is None else self._decode(row[0])
+
+    def __iter__(self) -> Iterator[str]:
+        for (key,) in self._conn.execute("SELECT key FROM idx WHERE kind = ? ORDER BY rowid", (self._kind,)):
+            yield key
+
+    def __len__(self) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM idx WHERE kind = ?", (self._kind,)).fetchone()[0])
+
+    def materialize(self) -> dict[str, Any]:
+        rows = self._conn.execute("SELECT key, value FROM idx WHERE kind = ? ORDER BY rowid", (self._kind,))
+        return dict(rows) if self._decode is None else {k: self._decode(v) for k, v in rows}
+
+
+def _materialize(data: _LexData) -> _LexData:
+    """An in-memory copy of cache-backed data (one scan per table): for bulk use, where per-row
+    reads would cost more than loading everything once."""
+    values = {f.name: getattr(data, f.name) for f in fields(_LexData)}
+    for name, value in values.items():
+        if isinstance(value, _CachedColumn | _CachedIndex):
+            values[name] = value.materialize()
+    return _LexData(**values)
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "none"
+
+
+def _db_identity(wn_dir: Path) -> list[list[int] | None]:
+    """What changes whenever the database does: size, mtime and inode of wn.db and its WAL file."""
+    db = _db_path(wn_dir)
+    out: list[list[int] | None] = []
+    for path in (db, db.with_name(db.name + "-wal")):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            out.append(None)
+            continue
+        out.append([st.st_size, st.st_mtime_ns, st.st_ino])
+    return out
+
+
+def _file_crc(path: Path) -> int:
+    with path.open("rb") as fh:
+        crc = 0
+        while chunk := fh.read(1 << 22):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def _write_cache_db(path_prefix: Path, data: _LexData, key: str) -> Path:
+    """Write ``data`` to ``<path_prefix>-<crc32>.wnlex`` atomically (temp file, fsync, rename).
+
+    The file's crc32 is in its name, so one rename publishes file and checksum together and a
+    damaged file (bit flips, truncation) is detected before SQLite reads it.
+    """
+    assert data.definition_tokens is not None
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path_prefix.name}.", suffix=".tmp", dir=path_prefix.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        conn = sqlite3.connect(tmp)
+        try:
+            conn.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + _CACHE_SCHEMA)
+            meta = {"format": str(_CACHE_FORMAT), "key": key, "spec": data.spec, "lang": data.lang,
+                    "has_relations": json.dumps(data.has_relations), "num_synsets": str(data.num_synsets),
+                    "num_lemmas": str(len(data.lemmas)),
+                    "morphy_rules": json.dumps({k: list(v) for k, v in data.morphy_rules.items()})}
+            conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
+            conn.executemany(
+                "INSERT INTO synsets VALUES (?, ?, ?, ?, ?, ?, ?)",
+                zip(range(data.num_synsets), data.synset_pos, data.synset_ili, map(marshal.dumps, data.members),
+                    map(marshal.dumps, data.hyponyms), data.definitions, data.definition_tokens, strict=True),
+            )
+            conn.executemany("INSERT INTO lemmas VALUES (?, ?)", enumerate(data.lemmas))
+            for kind, index in ((_LOWER, data.lower_index), (_FORM, data.form_index)):
+                conn.executemany("INSERT INTO idx VALUES (?, ?, ?)",
+                                 ((kind, k, marshal.dumps(v)) for k, v in index.items()))
+            conn.executemany("INSERT INTO idx VALUES (?, ?, ?)", ((_ILI, k, v) for k, v in data.ili_index.items()))
+            conn.execute("CREATE UNIQUE INDEX idx_key ON idx (kind, key)")
+            conn.commit()
+        finally:
+            conn.close()
+        with tmp.open("rb+") as fh:
+            os.fsync(fh.fileno())
+        final = path_prefix.with_name(f"{path_prefix.name}-{_file_crc(tmp):08x}{_CACHE_SUFFIX}")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return final
+
+
+def _open_cache_db(path: Path, key: str, spec: str) -> tuple[_LexData, sqlite3.Connection]:
+    """Cache-backed data from ``path`` and its connection; ``ValueError`` when the file is damaged
+    or not this lexicon's."""
+    crc = path.name[: -len(_CACHE_SUFFIX)].rsplit("-", 1)[-1]
+    if f"{_file_crc(path):08x}" != crc:
+        raise ValueError("checksum mismatch")
+    # immutable: the file never changes after its rename, so SQLite needs no locks or journal.
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+    try:
+        meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
+        if meta.get("format") != str(_CACHE_FORMAT) or meta.get("key") != key or meta.get("spec") != spec:
+            raise ValueError("written for another database, lexicon or format")
+        n, n_lemmas = int(meta["num_synsets"]), int(meta["num_lemmas"])
+        rules = {pos: [(r[0], r[1]) for r in rows] for pos, rows in json.loads(meta["morphy_rules"]).items()}
+    except (sqlite3.Error, KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        conn.close()
+        raise ValueError(str(exc) if isinstance(exc, ValueError) else f"unreadable: {exc}") from exc
+    data = _LexData(
+        spec=spec, lang=meta["lang"],
+        synset_pos=_CachedColumn(conn, "synsets", "pos", n),
+        synset_ili=_CachedColumn(conn, "synsets", "ili", n),
+        members=_CachedColumn(conn, "synsets", "members", n, marshal.loads),
+        hyponyms=_CachedColumn(conn, "synsets", "hyponyms", n, marshal.loads),
+        definitions=_CachedColumn(conn, "synsets", "definition", n),
+        has_relations=bool(json.loads(meta["has_relations"])),
+        lemmas=_CachedColumn(conn, "lemmas", "lemma", n_lemmas),
+        lower_index=_CachedIndex(conn, _LOWER, marshal.loads),
+        form_index=_CachedIndex(conn, _FORM, marshal.loads),
+        ili_index=_CachedIndex(conn, _ILI),
+        morphy_rules=rules,
+        definition_tokens=_CachedColumn(conn, "synsets", "tokens", n),
+    )
+    return data, conn
 
 
 # --------------------------------------------------------------------------------------------
@@ -400,6 +648,8 @@ class WnLexicon:
             definition in their own language; default: the English lexicons among the selected
             ones, else the first English lexicon installed.
         lemmatize: for English, fall back to Morphy's suffix rules when a word has no entry.
+        cache_dir: keep each lexicon's loaded data here (see the module docstring); ``None``: no
+            disk cache (every process loads from the database, and tokenises glosses lazily).
         loader: ``"sql"`` reads ``wn``'s tables directly, ``"api"`` uses ``wn``'s object API,
             ``"auto"`` picks SQL when the schema is one this ``wn`` release knows.
         missing_ok: with ``langs``, skip languages without an installed wordnet instead of
@@ -416,12 +666,14 @@ class WnLexicon:
         lemmatize: bool = True,
         loader: Loader = "auto",
         missing_ok: bool = False,
+        cache_dir: Path | str | None = None,
     ) -> None:
         if specs is not None and langs is not None:
             raise InputError("give wordnet lexicons either by specs or by langs, not both")
         if loader not in ("auto", "sql", "api"):
             raise InputError(f"unknown wn loader {loader!r}; use 'auto', 'sql' or 'api'")
         self.wn_dir = Path(wn_dir).expanduser() if wn_dir is not None else default_wn_dir()
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else None
         self.lemmatize = lemmatize
         self._conn = _connect_ro(self.wn_dir)
         installed = _list_installed(self._conn)
@@ -450,15 +702,15 @@ class WnLexicon:
             if not gloss:
                 gloss = [x for x in installed if normalize_lang(x.language) == "en"][:1]
         self._gloss = list(dict.fromkeys(gloss))
-        if loader == "auto":
-            loader = "sql" if _schema_is_known(self._conn) else "api"
-            if loader == "api":
-                logger.warning("unknown wn database schema; loading lexicons through wn's (slow) API")
-        self._loader = loader
+        # "auto" is resolved on the first database read (checking the schema imports wn, which a
+        # process that loads everything from the cache does not need).
+        self._loader_requested: Loader = loader
+        self._loader: Loader = loader
         self._data: dict[str, _LexData] = {}
         self._ili_defs: dict[str, str] | None = None
         self._gloss_tokens: dict[tuple[str, int], list[str]] = {}
         self._lock = threading.Lock()
+        self._cache_conns: list[sqlite3.Connection] = []
 
     # -- protocol ---------------------------------------------------------------------------
 
@@ -567,9 +819,13 @@ class WnLexicon:
         return pairs
 
     def load(self) -> None:
-        """Bulk-load every selected lexicon now (otherwise it happens on first lookup)."""
+        """Bulk-load every selected lexicon now (otherwise it happens on first lookup); data from
+        the disk cache is read into memory, which bulk use (compiling a vocabulary) wants."""
         for lex in self._chosen + self._gloss:
-            self._get(lex)
+            data = self._get(lex)
+            if isinstance(data.synset_pos, _CachedColumn):
+                with self._lock:
+                    self._data[lex.spec] = _materialize(data)
 
     def synset_count(self, lang: str) -> int:
         """Number of synsets of the selected lexicons in ``lang``."""
@@ -577,15 +833,18 @@ class WnLexicon:
 
     def lemma_count(self, lang: str) -> int:
         """Number of distinct lemmas of the selected lexicons in ``lang``."""
-        return len({k for d in self._lexicons_for(lang) for k in d.lemma_index})
+        return len({k for d in self._lexicons_for(lang) for k in d.lemmas})
 
     def lemmas(self, lang: str) -> list[str]:
         """Every lemma of the selected lexicons in ``lang``, in lexicon order (for benchmarks)."""
-        return list(dict.fromkeys(k for d in self._lexicons_for(lang) for k in d.lemma_index))
+        return list(dict.fromkeys(k for d in self._lexicons_for(lang) for k in d.lemmas))
 
     def close(self) -> None:
-        """Close the read-only database connection (loaded data stays usable)."""
+        """Close the read-only database connection (loaded data stays usable; data read row by row
+        from the disk cache does not, so call :meth:`load` first to keep using it)."""
         self._conn.close()
+        for conn in self._cache_conns:
+            conn.close()
 
     def __enter__(self) -> WnLexicon:
         return self
@@ -605,16 +864,81 @@ class WnLexicon:
         with self._lock:
             data = self._data.get(lex.spec)
             if data is None:
-                try:
-                    if self._loader == "sql":
-                        raw = _read_sql(self._conn, lex)
-                    else:
-                        raw = _read_api(self.wn_dir, lex)
-                except sqlite3.Error as exc:
-                    raise LexiconError(f"cannot read lexicon {lex.spec!r} from {str(self.wn_dir)!r}: {exc}") from exc
-                data = _build(lex.spec, normalize_lang(lex.language), raw)
-                logger.info("loaded %s: %d synsets, %d lemmas", lex.spec, data.num_synsets, len(data.lemma_index))
+                data = self._build_data(lex) if self.cache_dir is None else self._cached_data(lex, self.cache_dir)
                 self._data[lex.spec] = data
+        return data
+
+    def _build_data(self, lex: _Installed) -> _LexData:
+        """Read one lexicon from the database and index it."""
+        if self._loader == "auto":
+            self._loader = "sql" if _schema_is_known(self._conn) else "api"
+            if self._loader == "api":
+                logger.warning("unknown wn database schema; loading lexicons through wn's (slow) API")
+        try:
+            raw = _read_sql(self._conn, lex) if self._loader == "sql" else _read_api(self.wn_dir, lex)
+        except sqlite3.Error as exc:
+            raise LexiconError(f"cannot read lexicon {lex.spec!r} from {str(self.wn_dir)!r}: {exc}") from exc
+        data = _build(lex.spec, normalize_lang(lex.language), raw)
+        logger.info("loaded %s: %d synsets, %d lemmas", lex.spec, data.num_synsets, len(data.lemmas))
+        return data
+
+    def _cache_prefix(self, lex: _Installed, identity: list[list[int] | None], cache_dir: Path) -> tuple[Path, str]:
+        """``(cache file name without its checksum, key)`` of ``lex`` for the database state ``identity``."""
+        db = str(_db_path(self.wn_dir).resolve())
+        payload = {
+            "format": _CACHE_FORMAT, "python": list(sys.version_info[:2]), "marshal": marshal.version,
+            "db": db, "db_state": identity, "lexicon": [lex.rowid, lex.id, lex.version, lex.language],
+            "loader": self._loader_requested, "wn": _dist_version("wn"), "nltk": _dist_version("nltk"),
+        }
+        key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
+        return cache_dir / f"{self._cache_stem(lex)}-{key}", key
+
+    def _cache_stem(self, lex: _Installed) -> str:
+        """File name prefix shared by every cache of ``lex`` from this database (one lock per stem)."""
+        db = str(_db_path(self.wn_dir).resolve())
+        return f"{re.sub(r'[^A-Za-z0-9._+-]+', '_', lex.spec)}-{hashlib.sha256(db.encode()).hexdigest()[:8]}"
+
+    def _read_cached(self, prefix: Path, key: str, lex: _Installed) -> _LexData | None:
+        """The cache-backed data, or None (missing; damaged: then warned about and removed)."""
+        for path in sorted(prefix.parent.glob(f"{prefix.name}-*{_CACHE_SUFFIX}")):
+            try:
+                data, conn = _open_cache_db(path, key, lex.spec)
+            except (OSError, ValueError, sqlite3.Error) as exc:
+                logger.warning("damaged wordnet cache %s (%s); rebuilding it", path, exc)
+                path.unlink(missing_ok=True)
+                continue
+            logger.info("loaded %s from the cache %s", lex.spec, path)
+            self._cache_conns.append(conn)
+            return data
+        return None
+
+    def _cached_data(self, lex: _Installed, cache_dir: Path) -> _LexData:
+        """The lexicon's data from the cache, else built from the database and cached (once, under
+        a file lock, so concurrent processes do not build it twice)."""
+        identity = _db_identity(self.wn_dir)
+        prefix, key = self._cache_prefix(lex, identity, cache_dir)
+        data = self._read_cached(prefix, key, lex)
+        if data is not None:
+            return data
+        stem = self._cache_stem(lex)
+        with cache_lock(cache_dir / f"{stem}.lock") as locked:
+            if locked:  # another process may have built it while we waited
+                data = self._read_cached(prefix, key, lex)
+                if data is not None:
+                    return data
+            data = self._build_data(lex)
+            # Write only if the database did not change while it was read (else the key is stale).
+            if locked and _db_identity(self.wn_dir) == identity:
+                data.tokenize_definitions()  # every gloss, once, so that cached lookups need no NLTK
+                try:
+                    path = _write_cache_db(prefix, data, key)
+                except (OSError, sqlite3.Error) as exc:
+                    logger.warning("could not write the wordnet cache in %s: %s", cache_dir, exc)
+                else:
+                    logger.info("cached %s in %s", lex.spec, path)
+                    for old in cache_dir.glob(f"{stem}-*{_CACHE_SUFFIX}"):
+                        if old != path:  # an earlier state of the same database: never valid again
+                            old.unlink(missing_ok=True)
         return data
 
     def _lexicons_for(self, lang: str) -> list[_LexData]:
@@ -644,8 +968,6 @@ class WnLexicon:
     def _morphy(data: _LexData, low: str, base: tuple[int, ...]) -> tuple[int, ...]:
         """NLTK's ``wordnet.synsets`` order: per part of speech, the word's own synsets, then those
         of its irregular base forms if it has any, else of its Morphy suffix-rule base forms."""
-        from wn.morphy import DETACHMENT_RULES
-
         irregular = data.form_index.get(low, ())
         found: list[int] = []
         for pos in _MORPHY_POS:
@@ -654,7 +976,7 @@ class WnLexicon:
             if exceptions:
                 found.extend(exceptions)
                 continue
-            for suffix, repl, _system in DETACHMENT_RULES.get(pos, []):
+            for suffix, repl in data.morphy_rules.get(pos, []):
                 if low.endswith(suffix) and len(suffix) < len(low):
                     candidate = low[: -len(suffix)] + repl
                     found.extend(
@@ -688,18 +1010,20 @@ class WnLexicon:
         key = (data.spec, synset)
         tokens = self._gloss_tokens.get(key)
         if tokens is None:
-            text = data.definitions[synset]
+            source, s = data, synset
             ili = data.synset_ili[synset]
-            if not text and ili:
+            if not data.definitions[synset] and ili:
                 for lex in self._gloss:
                     gloss = self._get(lex)
                     g = gloss.ili_index.get(ili)
                     if g is not None and gloss.definitions[g]:
-                        text = gloss.definitions[g]
+                        source, s = gloss, g
                         break
-                else:
-                    text = self._ili_definitions().get(ili)
-            tokens = tokenize_gloss(text) if text else []
+            if source.definitions[s]:
+                tokens = source.gloss_tokens(s)  # pre-tokenised when loaded from the cache
+            else:
+                text = self._ili_definitions().get(ili) if ili else None
+                tokens = tokenize_gloss(text) if text else []
             self._gloss_tokens[key] = tokens
         return tokens
 

@@ -49,6 +49,8 @@ MINI_ILI = LEXICON_DATA / "mini-ili.tsv"
 def _no_user_wn_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     # Defaults must never resolve to ~/.wn_data in tests: point them at an empty folder.
     monkeypatch.setenv("POLYGLOT_GROC_WN_DIR", str(tmp_path_factory.mktemp("default-wn")))
+    # Nor to the user's ~/.cache/polyglot-groc (compiled lexicon forms, cached wordnets).
+    monkeypatch.setenv("POLYGLOT_GROC_CACHE", str(tmp_path_factory.mktemp("default-cache")))
 
 
 def install_wordnets(wn_dir: Path, *files: Path) -> Path:

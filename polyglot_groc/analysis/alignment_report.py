@@ -8,6 +8,7 @@ cannot score on the latter).  Test pairs that cannot be scored are counted by re
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -65,17 +66,23 @@ def evaluate_with_baselines(
     if eval_words is not None:
         stats["dropped_reasons"]["source word not in --eval-words"] = stats["not_in_eval_words"]
     queries, identical = split_by_identical(indices, src_words, tgt_words)
+    # Which words were scored, in one line: equal digests = two results on the same test words.
+    scored = "\n".join(sorted({src_words[q] for q in queries.tolist()}))
+    stats["scored_source_sha256"] = hashlib.sha256(scored.encode("utf-8")).hexdigest()[:16]
     precision: dict[str, Any] = {}
     for method in ("nn", "csls"):
         res = translation_precision(mapped, target, indices, method=method, knn_mode=knn_mode,  # type: ignore[arg-type]
                                     return_ranks=True)
         split = _split_precision(res, queries, identical)
         precision[method] = {**res, **split}
-    baselines = {
-        "identical_string": identical_precision(indices, src_words, tgt_words, KS),
-        "char_ngram": char_ngram_precision(indices, src_words, tgt_words, KS),
-        "identical_gold_share": float(identical.mean()),
-    }
+    # The baselines are split like the model, so "non_identical_gold" compares all three on the
+    # words that copying cannot translate.
+    baselines: dict[str, Any] = {}
+    for name, baseline in (("identical_string", identical_precision), ("char_ngram", char_ngram_precision)):
+        res = baseline(indices, src_words, tgt_words, KS, return_ranks=True)
+        split = _split_precision(res, queries, identical)  # pops the ranks: JSON keeps numbers only
+        baselines[name] = {**res, **split}
+    baselines["identical_gold_share"] = float(identical.mean())
     return stats, precision, baselines
 
 
@@ -102,4 +109,7 @@ def summary_lines(stats: dict[str, Any], precision: dict[str, Any], baselines: d
     for part in ("identical_gold", "non_identical_gold"):
         if csls[part]["n_queries"]:
             lines.append(row(f"model csls, {part} ({csls[part]['n_queries']})", csls[part]))
+    part_res = baselines["char_ngram"].get("non_identical_gold")
+    if part_res and part_res["n_queries"]:
+        lines.append(row(f"baseline char 3-grams, non_identical_gold ({part_res['n_queries']})", part_res))
     return lines

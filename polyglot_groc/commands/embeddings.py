@@ -10,9 +10,8 @@ import logging
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 import typer
 
 from lexicons.fileio import dumps_json
@@ -25,6 +24,9 @@ from polyglot_groc.commands._common import (
     print_json,
     setup_logging,
 )
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where used: the CLI imports this module for every command
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +224,8 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         result["eval_dictionary"]["path"] = str(eval_dict)
         for line in summary_lines(result["eval_dictionary"], result["precision"], result["baselines"]):
             err_console.print(line)
+    import numpy as np
+
     # All files or none: a failed write (disk full, read-only) removes the ones written before it.
     # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
     outputs: list[tuple[str, Callable[[Path], None]]] = [
@@ -253,6 +257,8 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
 def _lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,
                   specs: list[str] | None, wn_dir: Path | None = None) -> np.ndarray:
     """Seed pairs: words of the two languages that share a synset (ILI) in the lexicon."""
+    import numpy as np
+
     from lexicons.errors import InputError
     from lexicons.service import open_lexicon
 

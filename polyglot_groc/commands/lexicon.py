@@ -38,9 +38,13 @@ def _split(value: str | None) -> list[str]:
 def _lexicon(
     backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None, nltk_data: Path | None
 ):  # type: ignore[no-untyped-def]
+    from lexicons.cache import default_cache_root
     from lexicons.service import open_lexicon
 
-    return open_lexicon(backend, specs=_split(specs) or None, langs=langs, wn_dir=wn_dir, nltk_data=nltk_data, tsv=tsv)
+    # The wordnets' loaded data is cached on disk: only the first call after an import reads the
+    # whole database (and tokenises every gloss); later calls load one file.
+    return open_lexicon(backend, specs=_split(specs) or None, langs=langs, wn_dir=wn_dir, nltk_data=nltk_data,
+                        tsv=tsv, cache_dir=default_cache_root() / "wordnets")
 
 
 @app.command("info")
@@ -150,6 +154,9 @@ def coverage(
     if not lang_list:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
     service = LexiconService(_lexicon(backend, lang_list, specs, wn_dir, tsv, nltk_data))
+    load = getattr(service.lexicon, "load", None)
+    if callable(load):
+        load()  # bulk lookups: read each wordnet (or its cache) into memory once, not row by row
     rows = []
     for lang in lang_list:
         counts = _read_tokens(_train_file(data, lang))

@@ -8,23 +8,19 @@ words get the English gloss of the ILI-linked synset where their wordnet has non
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
+from lexicons.cache import default_cache_root
 from polyglot_groc.config import LexiconConfig
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.vocab import Vocab
 
 log = logging.getLogger(__name__)
 
-CACHE_ENV = "POLYGLOT_GROC_CACHE"
-
-
 def default_cache_dir() -> Path:
     """``$POLYGLOT_GROC_CACHE/lexforms`` or ``~/.cache/polyglot-groc/lexforms``."""
-    root = os.environ.get(CACHE_ENV) or str(Path.home() / ".cache" / "polyglot-groc")
-    return Path(root).expanduser() / "lexforms"
+    return default_cache_root() / "lexforms"
 
 
 def compile_forms(cfg: LexiconConfig, vocab: Vocab,
