@@ -36,11 +36,16 @@ def main() -> None:
     ap.add_argument("--lexicon", nargs="+", default=None, metavar="SPEC")
     ap.add_argument("--coverages", default=",".join(map(str, COVERAGES)))
     ap.add_argument("--skip-train-row", action="store_true", help="only the inference row (one training)")
+    ap.add_argument("--filters", default=None, help="char-CNN as width:n,... (default: the config's)")
+    ap.add_argument("--eval-batch-size", type=int, default=10, help="parallel streams when scoring test")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra config overrides for every model")
     add_output_args(ap)
     args = ap.parse_args()
 
     from polyglot_groc.analysis.crossdomain import evaluate_open
     from polyglot_groc.config import load_config
+    from polyglot_groc.model.bundle import load_bundle
     from polyglot_groc.training.trainer import Trainer
 
     os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
@@ -54,24 +59,34 @@ def main() -> None:
         f"train.threads={args.threads}", f"train.seed={args.seed}", 'model.kind="groc-lex"',
         'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={json.dumps(args.wn_dir)}",
         f"model.lexicon.specs={json.dumps(list(args.lexicon or []))}", "model.lexicon.extra_cap=0",
+        f"model.prefix.dropout={args.dropout}", f"train.output_update_prob={args.output_update_prob}",
+        f"train.eval_batch_size={args.eval_batch_size}", *args.set,
     ]
+    if args.filters:
+        pairs = (p.split(":") for p in args.filters.split(","))
+        common.append("model.surface.filters=[" + ", ".join(f"[{w}, {n}]" for w, n in pairs) + "]")
 
     def test_ppl(run: Path, coverage: float | None) -> float:
-        res = evaluate_open(run, root, "test", n_streams=10, lexicon_coverage=coverage)
+        res = evaluate_open(run, root, "test", n_streams=args.eval_batch_size, lexicon_coverage=coverage)
         return float(res["languages"]["en"]["perplexity"])
 
     full = args.work / "full"
-    Trainer(load_config(None, common), full, overwrite=True).fit()
+    trained = {"1.0": Trainer(load_config(None, common), full, overwrite=True).fit()}
     inference = {str(c): test_ppl(full, c) for c in [*covs, 1.0]}
     train_row: dict[str, float] = {}
     if not args.skip_train_row:
         for c in covs:
             run = args.work / f"train-{c}"
-            Trainer(load_config(None, [*common, f"model.lexicon.coverage={c}"]), run, overwrite=True).fit()
+            trained[str(c)] = Trainer(load_config(None, [*common, f"model.lexicon.coverage={c}"]), run,
+                                      overwrite=True).fit()
             train_row[str(c)] = test_ppl(run, None)
         train_row["1.0"] = inference["1.0"]
     result: dict[str, Any] = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
                               "inference": inference, "train": train_row,
+                              "training": {c: {"steps": r.steps, "best_valid_ppl": r.best_valid.get("en"),
+                                               "train_seconds": round(r.train_seconds, 1),
+                                               "lexicon": load_bundle(r.run_dir)[0].lexicon_info}
+                                           for c, r in trained.items()},
                               "elapsed_s": round(time.monotonic() - t0, 1)}
     emit(result, args.name or "coverage_ablation", save=not args.no_save)
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from polyglot_groc.analysis.crossdomain import CacheSettings, evaluate_open
 from polyglot_groc.cli import app
-from polyglot_groc.model.bundle import load_bundle
+from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.training.finetune import finetune_run
 from polyglot_groc.training.trainer import Trainer
 from tests.conftest import TINY, small_run_config
@@ -113,6 +113,68 @@ def test_finetune_extends_vocabulary_keeping_trained_rows(runs: dict[str, Path])
         assert torch.equal(q[: p.shape[0]], p) if q.shape != p.shape else torch.equal(q, p)
     res = runner.invoke(app, ["evaluate", str(out), "--data", str(runs["other"]), "--checkpoint", "last"])
     assert res.exit_code == 0 and _json(res)["languages"]["en"]["oov_rate"] == 0.0
+
+
+def _resumed_optimizer(run: Path, out: Path) -> tuple[dict, dict, ModelBundle, ModelBundle]:
+    """The run's saved Adam state and the state a finetuning Trainer starts from (vocabulary grown)."""
+    from polyglot_groc.training.finetune import extend_bundle, extend_optimizer_state
+
+    old, payload = load_bundle(run)
+    new = extend_bundle(old, {"en": ["zebra", "kettle"]})
+    state = extend_optimizer_state(payload["optimizer"], old, new)
+    trainer = Trainer(new.cfg, out, bundle=new, optimizer_state=state)
+    opt = trainer.make_optimizer()
+    started = {name: opt.state[p] for (name, _), p in zip(new.model.named_parameters(),
+                                                           trainer.trainable_parameters(), strict=True)}
+    saved = {name: payload["optimizer"]["state"][i] for i, (name, _) in enumerate(old.model.named_parameters())}
+    return saved, started, old, new
+
+
+def test_finetune_resume_optimizer_groc_state_is_unchanged(runs: dict[str, Path]) -> None:
+    saved, started, old, new = _resumed_optimizer(runs["groc"], runs["root"] / "groc-opt")
+    assert len(new.vocab) == len(old.vocab) + 2 and set(saved) == set(started)
+    for name, st in saved.items():  # GroC has no word-indexed parameter: every moment bit-identical
+        assert set(st) == set(started[name])
+        for key, value in st.items():
+            assert torch.equal(started[name][key], value), (name, key)
+
+
+def test_finetune_resume_optimizer_lookup_extends_state(runs: dict[str, Path]) -> None:
+    saved, started, old, new = _resumed_optimizer(runs["lookup"], runs["root"] / "lookup-opt")
+    n_old, n_new = len(old.vocab), len(new.vocab)
+    params = dict(new.model.named_parameters())
+    grown = 0
+    for name, st in saved.items():
+        for key in ("exp_avg", "exp_avg_sq"):
+            value, now = st[key], started[name][key]
+            assert now.shape == params[name].shape
+            if value.shape != now.shape:  # a word-indexed table: old rows kept, new rows zero
+                grown += 1
+                assert value.shape[0] == n_old and now.shape[0] == n_new
+                assert torch.equal(now[:n_old], value) and not now[n_old:].any()
+            else:
+                assert torch.equal(now, value)
+        assert torch.equal(started[name]["step"], st["step"])
+    assert grown >= 2  # input and output tables at least
+    res = runner.invoke(app, ["finetune", str(runs["lookup"]), "--data", str(runs["other"]), "--out",
+                              str(runs["root"] / "lookup-ft-opt"), "--epochs", "1", "--max-steps", "1",
+                              "--resume-optimizer"])
+    assert res.exit_code == 0, res.output
+
+
+def test_finetune_resume_optimizer_without_state_exit_2(runs: dict[str, Path]) -> None:
+    from polyglot_groc.model.checkpoint import load_checkpoint, save_checkpoint
+
+    bare = runs["root"] / "groc-no-opt"
+    shutil.copytree(runs["groc"], bare)
+    payload = load_checkpoint(bare / "best.pt")
+    del payload["optimizer"]
+    save_checkpoint(bare / "best.pt", {k: v for k, v in payload.items() if k != "format_version"})
+    out = runs["root"] / "ft-no-opt"
+    res = runner.invoke(app, ["finetune", str(bare), "--data", str(runs["other"]), "--out", str(out),
+                              "--resume-optimizer"])
+    _one_line_exit_2(res, "no optimizer state")
+    assert not out.exists() or not any(p for p in out.iterdir() if not p.name.startswith(".lock"))
 
 
 def test_finetune_in_unknown_language_exit_2(runs: dict[str, Path]) -> None:

@@ -42,23 +42,28 @@ def finetune_command(
     out: Annotated[Path, typer.Option("--out", help="New run directory")],
     epochs: Annotated[int, typer.Option("--epochs", help="Epochs on the new domain (seed: 3)")] = 3,
     max_steps: Annotated[int, typer.Option("--max-steps", help="Stop after this many steps (0: epochs only)")] = 0,
-    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate (default: the run's)")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate (default: the run's; with "
+                                                           "--resume-optimizer its last, decayed one)")] = None,
+    resume_optimizer: Annotated[bool, typer.Option(
+        "--resume-optimizer", help="Continue the run's Adam state (new words' moments start at 0) "
+                                   "instead of a fresh optimizer")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Extend the vocabulary with the new domain's words and train on it (fresh optimizer)."""
-    _finetune(run, data, out, epochs, max_steps, lr, overwrite, verbose)
+    """Extend the vocabulary with the new domain's words and train on it (fresh optimizer by default)."""
+    _finetune(run, data, out, epochs, max_steps, lr, overwrite, verbose, resume_optimizer)
 
 
 @cli_errors
 def _finetune(run: Path, data: Path, out: Path, epochs: int, max_steps: int, lr: float | None, overwrite: bool,
-              verbose: bool) -> None:
+              verbose: bool, resume_optimizer: bool = False) -> None:
     from polyglot_groc.training.finetune import finetune_run
 
     setup_logging(verbose)
     # One writer per run directory, as for train and --resume; an early error leaves nothing behind.
     with locked_run_dir(Path(out), "finetune"):
-        result = finetune_run(run, data, out, epochs, overwrite=overwrite, lr=lr, max_steps=max_steps)
+        result = finetune_run(run, data, out, epochs, overwrite=overwrite, lr=lr, max_steps=max_steps,
+                              resume_optimizer=resume_optimizer)
     print_json(result.to_dict())
 
 

@@ -4,24 +4,32 @@ The vocabulary is extended with the new domain's training words (a new :class:`V
 one is immutable). Parameters indexed by word (lookup input/output tables, lookup biases) keep
 their trained rows and get freshly initialised rows for the new words, as the seed did; a GroC
 model has no such parameters for its output side and composes the new words from characters.
+
+The optimizer starts fresh unless asked (``resume_optimizer``): then the run's Adam state is
+carried over. Adam keeps per-parameter moments (``exp_avg``, ``exp_avg_sq``) and a step count;
+moments of word-indexed parameters get zero rows for the new words (as if those rows had never
+had a gradient), all other state is copied unchanged, and the learning rate continues from the
+run's last (possibly decayed) value unless ``lr`` is given.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from lexicons.errors import InputError
+from lexicons.errors import CheckpointError, InputError
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.training.data import load_corpus, unseen_words
 from polyglot_groc.training.trainer import Trainer, TrainResult
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FinetuneLanguageError", "extend_bundle", "finetune_run"]
+__all__ = ["FinetuneLanguageError", "extend_bundle", "extend_optimizer_state", "finetune_run"]
 
 
 class FinetuneLanguageError(InputError):
@@ -56,12 +64,61 @@ def extend_bundle(bundle: ModelBundle, new_words: dict[str, list[str]], seed: in
     return out
 
 
+def _trainable(bundle: ModelBundle) -> list[tuple[str, torch.Tensor]]:
+    # The order of Trainer.trainable_parameters (the optimizer's parameter indices).
+    return [(n, p) for n, p in bundle.model.named_parameters() if p.requires_grad]
+
+
+def extend_optimizer_state(state: Mapping[str, Any], old: ModelBundle, new: ModelBundle) -> dict[str, Any]:
+    """``old``'s Adam ``state_dict`` re-indexed for ``new`` = :func:`extend_bundle` (``old``).
+
+    Unchanged parameters keep their state bit for bit; a word-indexed parameter (first dimension
+    ``len(old.vocab)`` -> ``len(new.vocab)``) gets zero moment rows for the new words.
+    """
+    if not isinstance(state, Mapping) or "state" not in state or "param_groups" not in state:
+        raise CheckpointError("the checkpoint's optimizer state is not an optimizer state_dict; "
+                              "finetune without --resume-optimizer")
+    before, after = _trainable(old), _trainable(new)
+    if [n for n, _ in before] != [n for n, _ in after]:
+        raise CheckpointError("the finetuned model's parameters differ from the run's; "
+                              "finetune without --resume-optimizer")
+    n_old, n_new = len(old.vocab), len(new.vocab)
+    per_param: dict[Any, Any] = {}
+    for idx, entry in state["state"].items():
+        i = int(idx)
+        if not 0 <= i < len(before):
+            raise CheckpointError(f"optimizer state names parameter {i} of {len(before)}; "
+                                  "finetune without --resume-optimizer")
+        name, p_old = before[i]
+        p_new = after[i][1]
+        grown = p_old.shape != p_new.shape
+        if grown and not (p_old.dim() >= 1 and p_old.shape[0] == n_old and p_new.shape[0] == n_new
+                          and p_old.shape[1:] == p_new.shape[1:]):
+            raise CheckpointError(f"parameter {name} changes shape {tuple(p_old.shape)} -> "
+                                  f"{tuple(p_new.shape)}; its optimizer state cannot be carried over")
+        out: dict[str, Any] = {}
+        for key, value in entry.items():
+            if grown and isinstance(value, torch.Tensor) and value.shape == p_old.shape:
+                # (n_old, ...) -> (n_new, ...): new words' moments start at zero
+                value = torch.cat([value, value.new_zeros((n_new - n_old, *value.shape[1:]))])
+            out[key] = value
+        per_param[idx] = out
+    return {"state": per_param, "param_groups": [dict(g) for g in state["param_groups"]]}
+
+
 def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int = 3, which: str = "best",
-                 overwrite: bool = False, lr: float | None = None, max_steps: int = 0) -> TrainResult:
-    """Train ``run_dir``'s model for ``epochs`` more epochs on ``data`` (fresh optimizer) into ``out``."""
+                 overwrite: bool = False, lr: float | None = None, max_steps: int = 0,
+                 resume_optimizer: bool = False) -> TrainResult:
+    """Train ``run_dir``'s model for ``epochs`` more epochs on ``data`` into ``out``.
+
+    The optimizer is fresh unless ``resume_optimizer`` (see the module docstring).
+    """
     if epochs < 1:
         raise InputError(f"--epochs {epochs} must be at least 1")
-    bundle, _ = load_bundle(run_dir, which)
+    bundle, payload = load_bundle(run_dir, which)
+    if resume_optimizer and not isinstance(payload.get("optimizer"), Mapping):
+        raise CheckpointError(f"{run_dir}'s {which} checkpoint has no optimizer state to resume; "
+                              "finetune without --resume-optimizer")
     data = Path(data)
     present = sorted(p.name for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
     if not present:
@@ -71,12 +128,17 @@ def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int = 3, which: s
         raise FinetuneLanguageError(f"{data} holds {', '.join(present)}, which the run does not know "
                                     f"(it knows {', '.join(bundle.vocab.langs)}); finetune on one of those")
     cfg = bundle.cfg
-    train_cfg = dataclasses.replace(cfg.train, max_epochs=epochs, max_steps=max_steps, eval_every=0,
-                                    lr=lr if lr is not None else cfg.train.lr)
+    if lr is None:  # a resumed optimizer continues the run's lr schedule (decayed or not)
+        lr = float(payload.get("lr", cfg.train.lr)) if resume_optimizer else cfg.train.lr
+    train_cfg = dataclasses.replace(cfg.train, max_epochs=epochs, max_steps=max_steps, eval_every=0, lr=lr)
     data_cfg = dataclasses.replace(cfg.data, root=str(data), langs=langs, vocab_mode="open")
     new_cfg = dataclasses.replace(cfg, data=data_cfg, train=train_cfg)
     corpus = load_corpus(data_cfg, ("train", "valid"), cfg.languages)
     new_words = unseen_words(bundle.vocab, corpus, "train")
     extended = extend_bundle(bundle, new_words, seed=cfg.train.seed)
+    opt_state = extend_optimizer_state(payload["optimizer"], bundle, extended) if resume_optimizer else None
+    if opt_state is not None:
+        log.info("resuming the optimizer state of %s (lr %g)", run_dir, lr)
     extended = dataclasses.replace(extended, cfg=new_cfg)
-    return Trainer(new_cfg, out, overwrite=overwrite, corpus=corpus, bundle=extended).fit()
+    return Trainer(new_cfg, out, overwrite=overwrite, corpus=corpus, bundle=extended,
+                   optimizer_state=opt_state).fit()

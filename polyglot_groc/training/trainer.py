@@ -213,8 +213,14 @@ def evaluate_split(bundle: ModelBundle, corpus: MultilingualCorpus, split: str,
 class Trainer:
     def __init__(self, cfg: RunConfig, run_dir: Path, *, overwrite: bool = False,
                  hooks: TrainHooks | None = None, corpus: MultilingualCorpus | None = None,
-                 bundle: ModelBundle | None = None, resume: Mapping[str, Any] | None = None) -> None:
-        """``resume``: the ``last.pt`` payload of an interrupted run in ``run_dir`` (with its bundle)."""
+                 bundle: ModelBundle | None = None, resume: Mapping[str, Any] | None = None,
+                 optimizer_state: Mapping[str, Any] | None = None) -> None:
+        """``resume``: the ``last.pt`` payload of an interrupted run in ``run_dir`` (with its bundle).
+
+        ``optimizer_state``: an Adam ``state_dict`` to start from instead of a fresh optimizer
+        (``finetune --resume-optimizer``); it must match :meth:`trainable_parameters` in order and
+        shape. Its learning rate and weight decay are replaced by ``cfg.train``'s.
+        """
         self.cfg = cfg.validate()
         self.run_dir = Path(run_dir)
         self.hooks: TrainHooks = hooks or _NoHooks()
@@ -226,6 +232,7 @@ class Trainer:
         if not self.dist.is_main:
             self.hooks = _NoHooks()  # progress, curves and TensorBoard belong to rank 0
         self.resume = resume
+        self.optimizer_state = optimizer_state
         if self.dist.is_main:  # rank 0 alone writes the run directory
             if resume is None:
                 prepare_run_dir(self.run_dir, overwrite)
@@ -245,6 +252,34 @@ class Trainer:
         log.info("%d vocabulary words are longer than model.charset.max_word_len=%d and keep prefix+suffix",
                  n_cut, self.bundle.charset.max_word_len)
         self.metrics_lines: list[str] = []
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        """The optimizer's parameters, in its order (frozen ones, ``model.freeze_input``, left out)."""
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def make_optimizer(self) -> torch.optim.Optimizer:
+        """Adam over :meth:`trainable_parameters`, fresh or from ``optimizer_state``."""
+        t = self.cfg.train
+        # Frozen parameters stay out of the optimizer: no decay, no update.
+        optimizer = torch.optim.Adam(self.trainable_parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        if self.optimizer_state is not None:
+            params = self.trainable_parameters()
+            state = self.optimizer_state
+            try:
+                optimizer.load_state_dict(state)  # type: ignore[arg-type]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise CheckpointError(f"the optimizer state does not fit this model ({exc}); "
+                                      "finetune without --resume-optimizer") from exc
+            for i, p in enumerate(params):  # load_state_dict checks counts, not shapes
+                for key, value in optimizer.state.get(p, {}).items():
+                    if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != p.shape:
+                        raise CheckpointError(f"optimizer state {key} of parameter {i} has shape "
+                                              f"{tuple(value.shape)}, the parameter {tuple(p.shape)}; "
+                                              "finetune without --resume-optimizer")
+            # The run's config decides the schedule from here (finetune picks the resumed lr).
+            for g in optimizer.param_groups:
+                g["lr"], g["weight_decay"] = t.lr, t.weight_decay
+        return optimizer
 
     def _save(self, names: tuple[str, ...], optimizer: torch.optim.Optimizer, extra: Mapping[str, Any]) -> None:
         if not self.dist.is_main:
@@ -268,9 +303,7 @@ class Trainer:
         batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
                                       variable_seed=t.seed if t.bptt_mode == "variable" else None)
         steps_per_epoch = sum(windows.values())
-        # Frozen parameters (model.freeze_input) stay out of the optimizer: no decay, no update.
-        optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=t.lr,
-                                     weight_decay=t.weight_decay)
+        optimizer = self.make_optimizer()
         update_rng = np.random.default_rng(t.seed + 1)
         n_params = count_parameters(model)
         split = parameter_split(model)
