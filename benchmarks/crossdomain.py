@@ -79,6 +79,8 @@ def main() -> None:
     ap.add_argument("--filters", default=None, help="char-CNN as width:n,... (default: the config's)")
     ap.add_argument("--finetune-epochs", type=int, default=1)
     ap.add_argument("--finetune-steps", type=int, default=0, help="cap on finetuning steps (0: epochs only)")
+    ap.add_argument("--resume-optimizer", action="store_true",
+                    help="finetune with the run's Adam state (finetune --resume-optimizer) instead of a fresh one")
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--theta", type=float, default=0.5, help="seed C.4 best value")
     ap.add_argument("--lam", type=float, default=0.966, help="seed C.4 best value")
@@ -119,7 +121,7 @@ def main() -> None:
         for name, run in runs.items():
             ft = args.work / f"{name}-ft-{dom}"
             finetune_run(run, data / dom, ft, epochs=args.finetune_epochs, overwrite=True,
-                         max_steps=args.finetune_steps)
+                         max_steps=args.finetune_steps, resume_optimizer=args.resume_optimizer)
             low[dom][name] = evaluate_domain(ft, data / dom, args.theta, args.lam, args.cache_size,
                                              args.new_word_weight)
     out_dir = result_path(args.name or "crossdomain").parent

@@ -191,6 +191,7 @@ def test_tune_cache_grid_and_heatmap(runs: dict[str, Path]) -> None:
     grid = out["perplexity"]
     assert len(grid) == 5 and len(grid[0]) == 5 and out["lambdas"][0] == 0.833 and out["lambdas"][-1] == 0.966
     assert out["best"]["perplexity"] == min(min(r) for r in grid)
+    assert out["new_word_weight"] == 0.1 and out["perplexity_no_cache"] > 0
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 

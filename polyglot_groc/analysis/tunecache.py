@@ -35,9 +35,12 @@ def grid_search(scores: TokenScores, base: CacheSettings, thetas: Sequence[float
     out = np.empty((len(thetas), len(lambdas)))
     for i, th in enumerate(thetas):  # 5 x 5 grid points, each fully vectorised
         for j, la in enumerate(lambdas):
-            lp = apply_settings(scores, dataclasses.replace(base, theta=th, lam=la))
-            out[i, j] = float(np.exp(-lp.mean().item()))
+            out[i, j] = _perplexity(scores, dataclasses.replace(base, theta=th, lam=la))
     return out
+
+
+def _perplexity(scores: TokenScores, s: CacheSettings) -> float:
+    return float(np.exp(-apply_settings(scores, s).mean().item()))
 
 
 def plot_heatmap(grid: np.ndarray, thetas: Sequence[float], lambdas: Sequence[float], out: Path, title: str) -> Path:
@@ -86,7 +89,11 @@ def tune_cache(run_dir: Path, data: Path, split: str = "valid", cache: str = "ne
                            "cache_size": size, "thetas": list(thetas), "lambdas": list(lambdas),
                            "perplexity": grid.tolist(), "best": {"theta": thetas[i], "lambda": lambdas[j],
                                                                   "perplexity": float(grid[i, j])},
-                           "uniform_weight": None if scores.compositional else base.uniform_weight}
+                           "uniform_weight": None if scores.compositional else base.uniform_weight,
+                           # What the grid is relative to: the same model without a cache (no
+                           # down-weighting: it applies only with a cache), and the weight used.
+                           "perplexity_no_cache": _perplexity(scores, dataclasses.replace(base, cache="none")),
+                           "new_word_weight": new_word_weight if scores.compositional else None}
     if out_png is not None:
         plot_heatmap(grid, thetas, lambdas, out_png, f"{bundle.model.kind} + {cache} cache, {split}")
         res["png"] = str(out_png)
