@@ -272,8 +272,9 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
     clean = ("config.toml", "metrics.jsonl", "curves.png") if payload is None else ()
     owner = locked_run_dir(out, "resume" if payload is not None else "train", clean)
     with owner if main_rank else contextlib.nullcontext():
-        hooks = RichHooks(out, log_every, tensorboard)
-        if payload is not None:
+        # Progress, curves and TensorBoard belong to rank 0 too.
+        hooks = RichHooks(out, log_every, tensorboard) if main_rank else None
+        if hooks is not None and payload is not None:
             from polyglot_groc.analysis.curves import read_metrics
 
             if (out / "metrics.jsonl").is_file():
@@ -282,7 +283,8 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
         try:
             result = trainer.fit()
         finally:
-            hooks.close()
+            if hooks is not None:
+                hooks.close()
         summary = result.to_dict()
         if trainer.bundle.lexicon_info:
             summary["lexicon"] = trainer.bundle.lexicon_info

@@ -229,8 +229,6 @@ class Trainer:
         device = local_device(requested)  # under torchrun: this rank's CUDA device
         check_precision(cfg.train.precision, device)
         self.dist = distributed.setup(requested, cfg.train.batch_size)
-        if not self.dist.is_main:
-            self.hooks = _NoHooks()  # progress, curves and TensorBoard belong to rank 0
         self.resume = resume
         self.optimizer_state = optimizer_state
         if self.dist.is_main:  # rank 0 alone writes the run directory
