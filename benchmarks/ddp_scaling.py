@@ -23,7 +23,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks.common import DEFAULT_FILTERS, add_output_args, emit, parse_filters, prepare_ptb  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    DEFAULT_FILTERS,
+    add_output_args,
+    emit,
+    parse_filters,
+    prepare_ptb,
+    shared_data,
+)
 
 
 def run(procs: int, args: argparse.Namespace, corpus: Path, out: Path) -> dict[str, object]:
@@ -73,10 +80,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     ap.add_argument("--work", type=Path, default=Path("bench_out/ddp_scaling"))
     add_output_args(ap)
     args = ap.parse_args(argv)
-    data_root = os.environ.get("POLYGLOT_GROC_DATA")
-    if not data_root:
-        raise SystemExit("error: set POLYGLOT_GROC_DATA to the shared data directory (it holds PTB)")
-    corpus = prepare_ptb(Path(data_root), args.work / "ptb")
+    corpus = prepare_ptb(shared_data(), args.work / "ptb")
     counts = [int(p) for p in args.procs.split(",")]
     runs = [run(n, args, corpus, args.work / f"run_{n}") for n in counts]
     base = float(runs[0]["tokens_per_s"])  # type: ignore[arg-type]

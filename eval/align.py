@@ -75,7 +75,7 @@ APPROX_BOUND_FRACTION = 0.05
 BOUND_SLACK = 1e-5  # float32 rounding between two faiss searches of the same inner products
 PRUNE_MIN_KEYS = 20_000  # fewer keys: one full search is cheaper than the bookkeeping
 FULL_SEARCH_FRACTION = 0.5  # once this share of r is exact, finish the rest in one search
-RESCORE_FLOATS = 1 << 24  # floats per (rows, depth, d) gather when rescoring candidates
+RESCORE_FLOATS = 1 << 24  # floats per (pairs, d) gather when rescoring candidate pairs
 Build = Literal["S2T", "T2S", "S2T|T2S", "S2T&T2S"]
 METHODS: tuple[str, ...] = ("csls", "nn")
 BUILDS: tuple[str, ...] = ("S2T", "T2S", "S2T|T2S", "S2T&T2S")
@@ -396,9 +396,10 @@ class NeighbourhoodMeans:
             self.value[:], self.exact[:] = given, True
         fraction = BOUND_FRACTION if knn_mode == "exact" else APPROX_BOUND_FRACTION
         self.sample_size = max(self.knn, math.ceil(fraction * n))
-        # Pruning needs a sample much smaller than the neighbours, and enough keys to pay off.
-        self.prune = (m >= PRUNE_MIN_KEYS and self.sample_size < n // 2) if prune is None else bool(prune)
-        self.prune = self.prune and self.sample_size < n
+        # Pruning needs a sample smaller than the neighbours; by default also much smaller, and
+        # enough keys to pay off.
+        wanted = m >= PRUNE_MIN_KEYS and self.sample_size < n // 2 if prune is None else prune
+        self.prune = bool(wanted) and self.sample_size < n
         self._index: faiss.Index | None = None  # all neighbours, built on first exact r
         # (key, queries, scores, ids) of the last topk call; see topk.
         self._memo: tuple[tuple[object, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -514,14 +515,16 @@ class NeighbourhoodMeans:
         if self._memo is not None and self._memo[0] == key:
             return self._memo[2].copy(), self._memo[3].copy()
         if not self.prune:
-            scores, ids = _topk_inner(
-                queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale
-            )
+            scores, ids = self._full_topk(queries, k, query_scale)
         else:
             scores, ids = self._pruned_topk(queries, k, query_scale)
         # The memo holds `queries` itself, so its memory cannot be reused by another array.
         self._memo = (key, queries, scores.copy(), ids.copy())
         return scores, ids
+
+    def _full_topk(self, queries: np.ndarray, k: int, query_scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """Plain ranking: exact ``r`` of every key (one full search of those not yet exact)."""
+        return _topk_inner(queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale)
 
     def _pruned_topk(self, queries: np.ndarray, k: int, query_scale: float) -> tuple[np.ndarray, np.ndarray]:
         m = self.keys.shape[0]
@@ -546,9 +549,7 @@ class NeighbourhoodMeans:
                 unique = np.unique(candidates)
                 if self.exact.sum() + np.count_nonzero(~self.exact[unique]) > FULL_SEARCH_FRACTION * m:
                     # The bounds were too loose to pay off: finish r in one search and rank plainly.
-                    scores[pending], ids[pending] = _topk_inner(
-                        sub, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale
-                    )
+                    scores[pending], ids[pending] = self._full_topk(sub, k, query_scale)
                 else:
                     self.compute_exact(unique)
                     scores[pending], ids[pending] = self._best_of_pairs(sub, cand_rows, candidates, k, query_scale)
@@ -709,14 +710,15 @@ def build_dictionary(
         src, tgt_m = _unit_rows(src), _unit_rows(tgt_m)
     started = time.perf_counter()
 
-    def best(queries: np.ndarray, keys: np.ndarray, r: np.ndarray | NeighbourhoodMeans | None, name: str) -> np.ndarray:
+    def best(queries: np.ndarray, keys: np.ndarray, neighbours: np.ndarray,
+             r: np.ndarray | NeighbourhoodMeans | None, name: str) -> np.ndarray:
         """Row of the best key for each query, ``(q,)``; the query's own r cannot change an argmax.
 
-        ``r`` of a key is taken over all words of the other side, whose first rows are the queries.
+        ``r`` of a key is its mean similarity to its nearest ``neighbours`` (all words of the
+        queries' side).
         """
         if method == "nn":
             return _topk_inner(queries, keys, 1, batch_size)[1][:, 0]
-        neighbours = src if keys is tgt_m else tgt_m
         return _means(r, name, keys, neighbours, knn, batch_size, knn_mode).topk(queries, 1)[1][:, 0]
 
     n_tgt = tgt_m.shape[0]
@@ -724,13 +726,13 @@ def build_dictionary(
     sizes: dict[str, int] = {}
     if "S2T" in build:
         n_q = min(limit, src.shape[0])
-        targets = best(src[:n_q], tgt_m, r_tgt, "r_tgt")  # (n_q,)
+        targets = best(src[:n_q], tgt_m, src, r_tgt, "r_tgt")  # (n_q,)
         keep = targets < limit
         codes.append(np.arange(n_q, dtype=np.int64)[keep] * n_tgt + targets[keep])
         sizes["S2T"] = int(keep.sum())
     if "T2S" in build:
         n_q = min(limit, n_tgt)
-        sources = best(tgt_m[:n_q], src, r_src, "r_src")  # (n_q,) source rows
+        sources = best(tgt_m[:n_q], src, tgt_m, r_src, "r_src")  # (n_q,) source rows
         keep = sources < limit
         codes.append(sources[keep] * n_tgt + np.arange(n_q, dtype=np.int64)[keep])
         sizes["T2S"] = int(keep.sum())

@@ -25,7 +25,7 @@ import torch
 from lexicons.errors import CheckpointError, InputError
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.training.data import load_corpus, unseen_words
-from polyglot_groc.training.trainer import Trainer, TrainResult
+from polyglot_groc.training.trainer import Trainer, TrainResult, trainable_named_parameters
 
 log = logging.getLogger(__name__)
 
@@ -64,11 +64,6 @@ def extend_bundle(bundle: ModelBundle, new_words: dict[str, list[str]], seed: in
     return out
 
 
-def _trainable(bundle: ModelBundle) -> list[tuple[str, torch.Tensor]]:
-    # The order of Trainer.trainable_parameters (the optimizer's parameter indices).
-    return [(n, p) for n, p in bundle.model.named_parameters() if p.requires_grad]
-
-
 def extend_optimizer_state(state: Mapping[str, Any], old: ModelBundle, new: ModelBundle) -> dict[str, Any]:
     """``old``'s Adam ``state_dict`` re-indexed for ``new`` = :func:`extend_bundle` (``old``).
 
@@ -78,7 +73,7 @@ def extend_optimizer_state(state: Mapping[str, Any], old: ModelBundle, new: Mode
     if not isinstance(state, Mapping) or "state" not in state or "param_groups" not in state:
         raise CheckpointError("the checkpoint's optimizer state is not an optimizer state_dict; "
                               "finetune without --resume-optimizer")
-    before, after = _trainable(old), _trainable(new)
+    before, after = trainable_named_parameters(old.model), trainable_named_parameters(new.model)
     if [n for n, _ in before] != [n for n, _ in after]:
         raise CheckpointError("the finetuned model's parameters differ from the run's; "
                               "finetune without --resume-optimizer")

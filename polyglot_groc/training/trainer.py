@@ -146,6 +146,11 @@ def remove_temp_files(run_dir: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
+def trainable_named_parameters(model: torch.nn.Module) -> list[tuple[str, torch.nn.Parameter]]:
+    """``(name, parameter)`` of every trainable parameter, in the optimizer's order (its state's indices)."""
+    return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -253,15 +258,15 @@ class Trainer:
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         """The optimizer's parameters, in its order (frozen ones, ``model.freeze_input``, left out)."""
-        return [p for p in self.model.parameters() if p.requires_grad]
+        return [p for _, p in trainable_named_parameters(self.model)]
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         """Adam over :meth:`trainable_parameters`, fresh or from ``optimizer_state``."""
         t = self.cfg.train
         # Frozen parameters stay out of the optimizer: no decay, no update.
-        optimizer = torch.optim.Adam(self.trainable_parameters(), lr=t.lr, weight_decay=t.weight_decay)
+        params = self.trainable_parameters()
+        optimizer = torch.optim.Adam(params, lr=t.lr, weight_decay=t.weight_decay)
         if self.optimizer_state is not None:
-            params = self.trainable_parameters()
             state = self.optimizer_state
             try:
                 optimizer.load_state_dict(state)  # type: ignore[arg-type]
