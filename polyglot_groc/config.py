@@ -44,8 +44,11 @@ class SurfaceConfig:
     activation: str = "relu"
     #: Activation of the highway transform (the released GroC code uses its char activation, selu).
     highway_activation: str = "relu"
-    #: Words are encoded in chunks of this many rows to bound peak memory.
-    chunk_size: int = 4096
+    #: Words are encoded in chunks of this many rows to bound peak memory. One chunk covers a
+    #: PTB-size vocabulary: on CPU, 16384 rows encode 10k words (fwd+bwd) 12% faster than 4096
+    #: (fewer, larger conv calls per length group); the transient conv output of a chunk stays
+    #: under ~2 GiB even for the padded impl's longest bucket.
+    chunk_size: int = 16384
     #: Recompute chunk activations in backward (torch.utils.checkpoint) to trade time for memory.
     checkpoint: bool = False
     #: "grouped": one conv pass per word length (fastest on CPU); "padded": one pass over the
