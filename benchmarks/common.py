@@ -100,6 +100,22 @@ def add_output_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--no-save", action="store_true", help="print the JSON only")
 
 
+def add_device_arg(ap: argparse.ArgumentParser) -> None:
+    """``--device auto|cpu|cuda|cuda:N``: where the benchmark trains (``train.device``)."""
+    ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N (auto: CUDA when available)")
+
+
+def device_label(spec: str) -> str:
+    """The JSON's top-level ``device`` (e.g. ``cuda:NVIDIA H100``) for ``--device spec``; exits on a bad spec."""
+    from lexicons.errors import ConfigError
+    from polyglot_groc.model.device import device_name, resolve_device
+
+    try:
+        return device_name(resolve_device(spec))
+    except ConfigError as exc:
+        raise SystemExit(f"error: --device {spec}: {exc}") from exc
+
+
 #: CPU-friendly char-CNN for benchmarks (the model default is 32/32/64/128/256/512).
 DEFAULT_FILTERS = "1:32,2:32,3:64,4:64,5:64,6:64"
 

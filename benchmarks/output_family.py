@@ -23,8 +23,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from benchmarks.common import (  # noqa: E402
+    add_device_arg,
     add_output_args,
     add_ptb_training_args,
+    device_label,
     emit,
     peak_rss_mib,
     prepare_ptb,
@@ -48,6 +50,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--work", type=Path, default=Path("bench_out/output_family"))
     add_ptb_training_args(ap)
+    add_device_arg(ap)
     ap.add_argument("--size", choices=("cpu", "paper"), default="cpu")
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--filters", default="1:32,2:32,3:64,4:64,5:64,6:64", help="char-CNN of conv and groc")
@@ -60,6 +63,7 @@ def main() -> None:
         for k, v in PAPER.items():
             setattr(args, k, v)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    device = device_label(args.device)
     corpus = prepare_ptb(shared_data(), args.work / "corpus")
     filters = "[" + ", ".join(f"[{w}, {n}]" for w, n in (p.split(":") for p in args.filters.split(","))) + "]"
     common = [
@@ -67,7 +71,8 @@ def main() -> None:
         f"model.prefix.dropout={args.dropout}", f"model.surface.filters={filters}",
         f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}", f"train.lr={args.lr}",
         f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}", f"train.threads={args.threads}",
-        f"train.seed={args.seed}", f"train.eval_batch_size={args.eval_batch_size}", *args.set,
+        f"train.seed={args.seed}", f"train.eval_batch_size={args.eval_batch_size}", f'train.device="{args.device}"',
+        *args.set,
     ]
     results: dict[str, Any] = {}
     for row in args.rows.split(","):
@@ -87,7 +92,7 @@ def main() -> None:
         run_dir = args.work / "runs" / row.replace("+", "_")
         t0 = time.monotonic()
         res = Trainer(cfg, run_dir, overwrite=True).fit()
-        test = evaluate_run(run_dir, "test", batch_size=args.eval_batch_size)
+        test = evaluate_run(run_dir, "test", batch_size=args.eval_batch_size, device=args.device)
         results[row] = {
             "valid_perplexity": res.best_valid["en"], "test_perplexity": test["perplexity"]["en"],
             "n_params": res.n_params, "n_params_split": res.n_params_split,
@@ -100,6 +105,7 @@ def main() -> None:
         logging.info("%s: valid %.1f test %.1f", row, res.best_valid["en"], test["perplexity"]["en"])
     out = {
         "benchmark": "output_family",
+        "device": device,
         "config": {"size": args.size, "steps": args.steps, "batch_size": args.batch_size, "bptt": args.bptt,
                    "d": args.d, "prefix": f"2x{args.hidden} LSTM", "prefix_dropout": args.dropout, "lr": args.lr,
                    "seed": args.seed, "tokens": args.steps * args.batch_size * args.bptt, "filters": args.filters,

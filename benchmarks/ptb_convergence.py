@@ -29,6 +29,7 @@ import argparse
 import json
 import logging
 import math
+import multiprocessing
 import os
 import sys
 import time
@@ -40,7 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    add_device_arg,
     add_output_args,
+    device_label,
     emit,
     parse_filters,
     peak_rss_mib,
@@ -92,7 +95,8 @@ def common_overrides(args: argparse.Namespace, corpus: Path) -> list[str]:
         f"model.surface.filters={_toml(filters)}", f"train.batch_size={args.batch_size}",
         f"train.bptt={args.bptt}", f"train.lr={args.lr}", f"train.clip={args.clip}",
         "train.eval_every=0", f"train.threads={args.threads}", f"train.seed={args.seed}",
-        "train.eval_batch_size=10", f"train.max_minutes={args.max_minutes}", *budget,
+        "train.eval_batch_size=10", f"train.max_minutes={args.max_minutes}", f'train.device="{args.device}"',
+        *budget,
         'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={_toml(args.wn_dir)}",
         f"model.lexicon.specs={_toml(list(args.lexicon or []))}", "model.lexicon.extra_cap=0",
         *args.set,
@@ -197,7 +201,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--wn-dir", default=os.environ.get("POLYGLOT_GROC_WN_DIR", ""))
     ap.add_argument("--lexicon", nargs="+", default=None, metavar="SPEC")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--jobs", type=int, default=1, help="models trained at once (separate processes)")
+    ap.add_argument("--jobs", type=int, default=1, help="models trained at once (separate processes; on one GPU "
+                    "too, where a batch-20 LSTM leaves most of it idle)")
+    add_device_arg(ap)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--set", action="append", default=[], help="extra config overrides for every model")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=KIND;key=value;...",
@@ -227,10 +233,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for m, why in skipped.items():
         log.warning("skipping %s: %s", m, why)
     todo = [m for m in names if m not in skipped]
+    device = device_label(args.device)
     t0 = time.monotonic()
     results: dict[str, dict[str, Any]] = {}
     if args.jobs > 1:
-        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        # spawn, not fork: a forked child cannot use CUDA, and spawn behaves the same on CPU.
+        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {m: pool.submit(train_one, m, specs[m], overrides, str(args.work), args.output_update_prob)
                        for m in todo}
             results = {m: f.result() for m, f in futures.items()}
@@ -238,7 +246,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         results = {m: train_one(m, specs[m], overrides, str(args.work), args.output_update_prob) for m in todo}
     out: dict[str, Any] = {
         "benchmark": "ptb_convergence",
-        "device": "cpu",
+        "device": device,
         "config": {"prefix": f"{args.layers}x{args.hidden} LSTM", "d": args.d, "dropout": args.dropout,
                    "output_dropout": args.output_dropout, "batch_size": args.batch_size, "bptt": args.bptt,
                    "lr": args.lr, "clip": args.clip, "epochs": args.epochs,

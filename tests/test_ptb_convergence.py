@@ -17,6 +17,8 @@ def test_shortened_protocol_writes_curves_for_every_kind(tmp_path: Path) -> None
     out = main(["--work", str(tmp_path), "--models", "tied,untied,groc", "--train-lines", "60",
                 "--eval-lines", "15", "--epochs", "2", "--hidden", "16", "--d", "8", "--filters", "1:4,2:4",
                 "--batch-size", "4", "--bptt", "10", "--threads", "1", "--no-save",
+                # Two spawned workers: the path a GPU run takes (a forked child cannot use CUDA).
+                "--jobs", "2", "--device", "cpu",
                 "--variant", 'groc-lookup-bias=groc;model.output.bias="lookup"'])
     assert out["device"] == "cpu"
     # untied exists since the output-embedding family landed: every requested kind is trained.
@@ -27,3 +29,17 @@ def test_shortened_protocol_writes_curves_for_every_kind(tmp_path: Path) -> None
     # The per-word bias adds |V| parameters to the same GroC model.
     assert out["models"]["groc-lookup-bias"]["params"] > out["models"]["groc"]["params"]
     assert (tmp_path / "ptb_convergence.png").stat().st_size > 0
+
+
+def test_benchmark_device_label_names_the_device_and_rejects_bad_specs() -> None:
+    import torch
+
+    from benchmarks.common import device_label
+
+    assert device_label("cpu") == "cpu"
+    assert device_label("auto") == ("cpu" if not torch.cuda.is_available() else device_label("cuda"))
+    with pytest.raises(SystemExit, match="--device gpu0"):
+        device_label("gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit, match="--device cuda"):
+            device_label("cuda")
