@@ -16,26 +16,42 @@ from typing import IO
 from lexicons.errors import GrocError
 
 
-def atomic_write(path: Path, write: Callable[[IO[bytes]], object], mode: int | None = None) -> None:
-    """Call ``write(fileobj)`` on a temp file beside ``path``, then rename it into place.
+def write_then_rename(directory: Path, prefix: str, fill: Callable[[Path], Path], mode: int | None = None) -> Path:
+    """Create a temp file in ``directory``, let ``fill(tmp)`` write it, then rename it into place.
 
-    Readers see the old file or the new one, never half of one; on any error the temp file is
-    removed. ``mode`` sets permissions; by default the file gets what ``open()`` would give it
-    (0666 minus the umask), since mkstemp creates 0600 files.
+    ``fill`` writes the file *by path* (SQLite cannot write to a file object) and returns the
+    final path, so a name can depend on the content (e.g. its checksum). The file is fsynced
+    before the rename, so readers see the old file or the new one, never half of one; on any
+    error the temp file is removed. ``mode`` sets permissions; by default the file gets what
+    ``open()`` would give it (0666 minus the umask), since mkstemp creates 0600 files.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{prefix}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    tmp = Path(name)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
+        final = fill(tmp)
+        with tmp.open("rb+") as fh:
             os.fsync(fh.fileno())
         os.chmod(tmp, mode if mode is not None else 0o666 & ~_umask())
-        os.replace(tmp, path)
+        os.replace(tmp, final)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
+    return final
+
+
+def atomic_write(path: Path, write: Callable[[IO[bytes]], object], mode: int | None = None) -> None:
+    """Call ``write(fileobj)`` on a temp file beside ``path``, then rename it into place (see
+    :func:`write_then_rename`)."""
+    path = Path(path)
+
+    def fill(tmp: Path) -> Path:
+        with tmp.open("wb") as fh:
+            write(fh)
+        return path
+
+    write_then_rename(path.parent, path.name, fill, mode)
 
 
 def json_safe(obj: object) -> object:

@@ -55,7 +55,6 @@ import os
 import re
 import sqlite3
 import sys
-import tempfile
 import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -66,6 +65,7 @@ from typing import Any, Literal
 
 from lexicons.cache import cache_lock
 from lexicons.errors import InputError, LexiconError, LexiconMissingError
+from lexicons.fileio import write_then_rename
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
 
@@ -372,11 +372,10 @@ def _write_cache_db(path_prefix: Path, data: _LexData, key: str) -> Path:
     The file's crc32 is in its name, so one rename publishes file and checksum together and a
     damaged file (bit flips, truncation) is detected before SQLite reads it.
     """
-    assert data.definition_tokens is not None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path_prefix.name}.", suffix=".tmp", dir=path_prefix.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    tokens = data.definition_tokens
+    assert tokens is not None
+
+    def fill(tmp: Path) -> Path:
         conn = sqlite3.connect(tmp)
         try:
             conn.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + _CACHE_SCHEMA)
@@ -388,7 +387,7 @@ def _write_cache_db(path_prefix: Path, data: _LexData, key: str) -> Path:
             conn.executemany(
                 "INSERT INTO synsets VALUES (?, ?, ?, ?, ?, ?, ?)",
                 zip(range(data.num_synsets), data.synset_pos, data.synset_ili, map(marshal.dumps, data.members),
-                    map(marshal.dumps, data.hyponyms), data.definitions, data.definition_tokens, strict=True),
+                    map(marshal.dumps, data.hyponyms), data.definitions, tokens, strict=True),
             )
             conn.executemany("INSERT INTO lemmas VALUES (?, ?)", enumerate(data.lemmas))
             for kind, index in ((_LOWER, data.lower_index), (_FORM, data.form_index)):
@@ -399,15 +398,9 @@ def _write_cache_db(path_prefix: Path, data: _LexData, key: str) -> Path:
             conn.commit()
         finally:
             conn.close()
-        with tmp.open("rb+") as fh:
-            os.fsync(fh.fileno())
-        final = path_prefix.with_name(f"{path_prefix.name}-{_file_crc(tmp):08x}{_CACHE_SUFFIX}")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return final
+        return path_prefix.with_name(f"{path_prefix.name}-{_file_crc(tmp):08x}{_CACHE_SUFFIX}")
+
+    return write_then_rename(path_prefix.parent, path_prefix.name, fill, mode=0o644)
 
 
 def _open_cache_db(path: Path, key: str, spec: str) -> tuple[_LexData, sqlite3.Connection]:
