@@ -113,12 +113,25 @@ def parse_variant(text: str) -> tuple[str, tuple[str, list[str]]]:
     return name, (parts[0], parts[1:])
 
 
+#: Config keys a resumed model may change: the budget of the new session, nothing that shapes the run.
+BUDGET_KEYS = ("train.max_minutes=", "train.max_epochs=")
+
+
 def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work: str,
-              output_update_prob: float) -> dict[str, Any]:
-    """Train one model in this process; returns its curves and final figures."""
+              output_update_prob: float, resume: bool = False) -> dict[str, Any]:
+    """Train one model in this process; returns its curves and final figures.
+
+    With ``resume``, a model that finished in an earlier session (``protocol.json`` in its run
+    directory) is read back, and one stopped by the wall-clock cap continues from its ``last.pt``
+    exactly (``Trainer`` resume) under this session's budget; the rest must match the stored config.
+    """
+    import dataclasses
+
     import torch
 
+    from lexicons.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.config import load_config
+    from polyglot_groc.model.bundle import ModelBundle
     from polyglot_groc.model.checkpoint import load_checkpoint
     from polyglot_groc.model.scoring import pooled_nll
     from polyglot_groc.training.trainer import Trainer, evaluate_split
@@ -126,8 +139,21 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
     kind, extra = spec
     sparse = [f"train.output_update_prob={output_update_prob}"] if kind.startswith("groc") else []
     cfg = load_config(None, [*overrides, f'model.kind="{kind}"', *extra, *sparse])
+    run_dir = Path(work) / "runs" / name
+    done = run_dir / "protocol.json"
     t0 = time.monotonic()
-    trainer = Trainer(cfg, Path(work) / "runs" / name, overwrite=True)
+    resumed = resume and (run_dir / "last.pt").is_file()
+    if resumed:
+        stored = load_config(run_dir / "config.toml", [o for o in overrides if o.startswith(BUDGET_KEYS)])
+        if dataclasses.asdict(stored) != dataclasses.asdict(cfg):
+            raise SystemExit(f"error: {run_dir} was trained with another configuration; "
+                             "resume with the flags of the first session, or use a new --work")
+        if done.is_file():
+            return dict(json.loads(done.read_text(encoding="utf-8")))
+        payload = load_checkpoint(run_dir / "last.pt")
+        trainer = Trainer(stored, run_dir, bundle=ModelBundle.from_state(payload["bundle"]), resume=payload)
+    else:
+        trainer = Trainer(cfg, run_dir, overwrite=True)
     res = trainer.fit()
     # Final dev/test from the best checkpoint (B.1 keeps the best model on dev).
     trainer.bundle.model.load_state_dict(load_checkpoint(res.run_dir / "best.pt")["bundle"]["model_state"])
@@ -135,7 +161,7 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
     with torch.no_grad():
         valid = evaluate_split(trainer.bundle, trainer.corpus, "valid", 10, cfg.train.bptt)
         test = evaluate_split(trainer.bundle, trainer.corpus, "test", 10, cfg.train.bptt)
-    return {
+    out = {
         "kind": kind,
         "overrides": extra,
         "valid_curve": [round(r["valid_perplexity"]["en"], 2) for r in res.history],
@@ -149,9 +175,13 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
         "steps": res.steps,
         "tokens_per_s": round(res.tokens_per_s, 1),
         "train_seconds": round(res.train_seconds, 1),
-        "wall_seconds": round(time.monotonic() - t0, 1),
+        "wall_seconds": round(time.monotonic() - t0, 1),  # this session's (train_seconds spans all)
+        "resumed": resumed,
         "output_update_prob": output_update_prob if kind.startswith("groc") else 1.0,
     }
+    if res.stop_reason != "max_minutes":  # finished for good: a later --resume reads this back
+        atomic_write_bytes(done, (dumps_json(out, indent=1) + "\n").encode("utf-8"))
+    return out
 
 
 def plot(models: dict[str, dict[str, Any]], path: Path) -> None:
@@ -186,6 +216,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--lr-patience", type=int, default=4)
     ap.add_argument("--stop-patience", type=int, default=8)
     ap.add_argument("--max-minutes", type=float, default=0.0, help="wall-clock cap per model (0: none)")
+    ap.add_argument("--resume", action="store_true",
+                    help="same --work and flags as an earlier session: read back the models it finished and "
+                         "continue those its --max-minutes cap stopped (a new cap may be given)")
     # Paper configuration (seed 000 B.1-B.2) unless overridden.
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=1024)
@@ -239,11 +272,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.jobs > 1:
         # spawn, not fork: a forked child cannot use CUDA, and spawn behaves the same on CPU.
         with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {m: pool.submit(train_one, m, specs[m], overrides, str(args.work), args.output_update_prob)
+            futures = {m: pool.submit(train_one, m, specs[m], overrides, str(args.work), args.output_update_prob,
+                                      args.resume)
                        for m in todo}
             results = {m: f.result() for m, f in futures.items()}
     else:
-        results = {m: train_one(m, specs[m], overrides, str(args.work), args.output_update_prob) for m in todo}
+        results = {m: train_one(m, specs[m], overrides, str(args.work), args.output_update_prob, args.resume)
+                   for m in todo}
     out: dict[str, Any] = {
         "benchmark": "ptb_convergence",
         "device": device,

@@ -14,12 +14,13 @@ DATA = Path(os.environ.get("POLYGLOT_GROC_DATA", "/nonexistent"))
 def test_shortened_protocol_writes_curves_for_every_kind(tmp_path: Path) -> None:
     from benchmarks.ptb_convergence import main
 
-    out = main(["--work", str(tmp_path), "--models", "tied,untied,groc", "--train-lines", "60",
+    args = ["--work", str(tmp_path), "--models", "tied,untied,groc", "--train-lines", "60",
                 "--eval-lines", "15", "--epochs", "2", "--hidden", "16", "--d", "8", "--filters", "1:4,2:4",
                 "--batch-size", "4", "--bptt", "10", "--threads", "1", "--no-save",
                 # Two spawned workers: the path a GPU run takes (a forked child cannot use CUDA).
                 "--jobs", "2", "--device", "cpu",
-                "--variant", 'groc-lookup-bias=groc;model.output.bias="lookup"'])
+                "--variant", 'groc-lookup-bias=groc;model.output.bias="lookup"']
+    out = main(args)
     assert out["device"] == "cpu"
     # untied exists since the output-embedding family landed: every requested kind is trained.
     assert set(out["models"]) == {"tied", "untied", "groc", "groc-lookup-bias"}
@@ -29,6 +30,18 @@ def test_shortened_protocol_writes_curves_for_every_kind(tmp_path: Path) -> None
     # The per-word bias adds |V| parameters to the same GroC model.
     assert out["models"]["groc-lookup-bias"]["params"] > out["models"]["groc"]["params"]
     assert (tmp_path / "ptb_convergence.png").stat().st_size > 0
+    assert all((tmp_path / "runs" / m / "protocol.json").is_file() for m in out["models"])
+
+    # --resume: finished models are read back; one whose protocol.json is missing (as after the
+    # wall-clock cap) continues from last.pt, which here is already at its epoch budget.
+    (tmp_path / "runs" / "groc" / "protocol.json").unlink()
+    again = main([*args, "--resume"])
+    assert again["models"]["tied"] == out["models"]["tied"]
+    g0, g1 = out["models"]["groc"], again["models"]["groc"]
+    assert g1["resumed"] and g1["steps"] == g0["steps"] and g1["valid_curve"] == g0["valid_curve"]
+    assert g1["final_valid"] == g0["final_valid"] and g1["test"] == g0["test"]
+    with pytest.raises(SystemExit, match="another configuration"):
+        main([*args, "--resume", "--lr", "0.01"])
 
 
 def test_benchmark_device_label_names_the_device_and_rejects_bad_specs() -> None:

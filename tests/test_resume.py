@@ -146,3 +146,23 @@ def test_divergence_stops_with_flag_null_and_exit_3(tmp_path: Path, monkeypatch:
     for line in (tmp_path / "r" / "metrics.jsonl").read_text().splitlines():
         json.loads(line, parse_constant=no_constants)
     assert (tmp_path / "r" / "last.pt").exists()  # the last good state (step 2)
+
+
+def test_resuming_an_early_stopped_run_trains_nothing_more(tmp_path: Path) -> None:
+    """A run killed after it had stopped early (or resumed to collect it) stays where it stopped."""
+    from conftest import small_run_config
+
+    from polyglot_groc.model.bundle import ModelBundle
+    from polyglot_groc.model.checkpoint import load_checkpoint
+    from polyglot_groc.training.trainer import Trainer
+
+    # lr ~ 0: the second evaluation cannot improve on the first, so patience 1 stops the run there.
+    cfg = small_run_config("lookup", "en", ["train.lr=1e-30", "train.eval_every=2", "train.max_steps=40",
+                                            "train.stop_patience=1", "train.lr_patience=1"])
+    first = Trainer(cfg, tmp_path / "run").fit()
+    assert first.stop_reason == "early_stopping" and first.steps == 4
+    payload = load_checkpoint(tmp_path / "run" / "last.pt")
+    again = Trainer(cfg, tmp_path / "run", bundle=ModelBundle.from_state(payload["bundle"]), resume=payload).fit()
+    assert again.stop_reason == "early_stopping"
+    assert again.steps == first.steps and again.history == first.history
+    assert again.best_valid == first.best_valid

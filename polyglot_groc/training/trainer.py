@@ -422,8 +422,14 @@ class Trainer:
             log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
             return True
 
+        # A run that had already stopped early (killed after its last checkpoint, or resumed to
+        # collect it) must not train past the point where it stopped.
+        finished = self.resume is not None and bad_evals >= t.stop_patience
+        if finished:
+            stop_reason = "early_stopping"
+            log.info("%s had already stopped early at step %d; nothing to resume", self.run_dir, step)
         model.train()
-        while True:
+        while not finished:
             if t.max_steps and step >= t.max_steps:
                 stop_reason = "max_steps"
                 break
