@@ -118,12 +118,13 @@ BUDGET_KEYS = ("train.max_minutes=", "train.max_epochs=")
 
 
 def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work: str,
-              output_update_prob: float, resume: bool = False) -> dict[str, Any]:
+              output_update_prob: float, resume: bool = False, collect: bool = False) -> dict[str, Any]:
     """Train one model in this process; returns its curves and final figures.
 
     With ``resume``, a model that finished in an earlier session (``protocol.json`` in its run
     directory) is read back, and one stopped by the wall-clock cap continues from its ``last.pt``
     exactly (``Trainer`` resume) under this session's budget; the rest must match the stored config.
+    ``collect`` (implies ``resume``) trains nothing: an unfinished model is reported as it stands.
     """
     import dataclasses
 
@@ -142,7 +143,7 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
     run_dir = Path(work) / "runs" / name
     done = run_dir / "protocol.json"
     t0 = time.monotonic()
-    resumed = resume and (run_dir / "last.pt").is_file()
+    resumed = (resume or collect) and (run_dir / "last.pt").is_file()
     if resumed:
         stored = load_config(run_dir / "config.toml", [o for o in overrides if o.startswith(BUDGET_KEYS)])
         if dataclasses.asdict(stored) != dataclasses.asdict(cfg):
@@ -151,7 +152,12 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
         if done.is_file():
             return dict(json.loads(done.read_text(encoding="utf-8")))
         payload = load_checkpoint(run_dir / "last.pt")
+        if collect:  # stop where it stands: the resumed loop ends before its first step
+            budget = dataclasses.replace(stored.train, max_steps=int(payload["step"]))
+            stored = dataclasses.replace(stored, train=budget)
         trainer = Trainer(stored, run_dir, bundle=ModelBundle.from_state(payload["bundle"]), resume=payload)
+    elif collect:
+        raise SystemExit(f"error: --collect: {run_dir} holds no run to collect; train it first (without --collect)")
     else:
         trainer = Trainer(cfg, run_dir, overwrite=True)
     res = trainer.fit()
@@ -179,7 +185,10 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
         "resumed": resumed,
         "output_update_prob": output_update_prob if kind.startswith("groc") else 1.0,
     }
-    if res.stop_reason != "max_minutes":  # finished for good: a later --resume reads this back
+    if collect and res.stop_reason == "max_steps":  # the collection's own stop: say why the run ended
+        out["stop_reason"] = ("max_epochs" if res.epochs >= cfg.train.max_epochs else
+                              "unfinished: stopped by the wall-clock cap, collected as it stands")
+    elif res.stop_reason != "max_minutes":  # finished for good: a later --resume reads this back
         atomic_write_bytes(done, (dumps_json(out, indent=1) + "\n").encode("utf-8"))
     return out
 
@@ -219,6 +228,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--resume", action="store_true",
                     help="same --work and flags as an earlier session: read back the models it finished and "
                          "continue those its --max-minutes cap stopped (a new cap may be given)")
+    ap.add_argument("--collect", action="store_true",
+                    help="like --resume but train nothing: report unfinished models as they stand")
     # Paper configuration (seed 000 B.1-B.2) unless overridden.
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--hidden", type=int, default=1024)
@@ -273,12 +284,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         # spawn, not fork: a forked child cannot use CUDA, and spawn behaves the same on CPU.
         with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {m: pool.submit(train_one, m, specs[m], overrides, str(args.work), args.output_update_prob,
-                                      args.resume)
+                                      args.resume, args.collect)
                        for m in todo}
             results = {m: f.result() for m, f in futures.items()}
     else:
-        results = {m: train_one(m, specs[m], overrides, str(args.work), args.output_update_prob, args.resume)
-                   for m in todo}
+        results = {m: train_one(m, specs[m], overrides, str(args.work), args.output_update_prob, args.resume,
+                                     args.collect) for m in todo}
     out: dict[str, Any] = {
         "benchmark": "ptb_convergence",
         "device": device,

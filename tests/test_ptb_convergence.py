@@ -35,13 +35,21 @@ def test_shortened_protocol_writes_curves_for_every_kind(tmp_path: Path) -> None
     # --resume: finished models are read back; one whose protocol.json is missing (as after the
     # wall-clock cap) continues from last.pt, which here is already at its epoch budget.
     (tmp_path / "runs" / "groc" / "protocol.json").unlink()
-    again = main([*args, "--resume"])
+    serial = [*args, "--jobs", "1"]  # the later calls in this process: no spawn cost
+    again = main([*serial, "--resume"])
     assert again["models"]["tied"] == out["models"]["tied"]
     g0, g1 = out["models"]["groc"], again["models"]["groc"]
     assert g1["resumed"] and g1["steps"] == g0["steps"] and g1["valid_curve"] == g0["valid_curve"]
     assert g1["final_valid"] == g0["final_valid"] and g1["test"] == g0["test"]
+    # --collect trains nothing: the same figures again, and a model never trained is an error.
+    (tmp_path / "runs" / "groc" / "protocol.json").unlink()
+    collected = main([*serial, "--collect"])["models"]["groc"]
+    assert collected["steps"] == g0["steps"] and collected["valid_curve"] == g0["valid_curve"]
+    assert collected["stop_reason"] == "max_epochs" and collected["test"] == g0["test"]
+    with pytest.raises(SystemExit, match="no run to collect"):
+        main([*serial, "--collect", "--models", "groc-lex"])
     with pytest.raises(SystemExit, match="another configuration"):
-        main([*args, "--resume", "--lr", "0.01"])
+        main([*serial, "--resume", "--lr", "0.01"])
 
 
 def test_benchmark_device_label_names_the_device_and_rejects_bad_specs() -> None:
