@@ -11,6 +11,11 @@ epoch and keeps both curves:
   so a CPU run can converge; 0 keeps the full split. The closed vocabulary is then the slice's.
 * ``--jobs`` trains that many models at once in separate processes (each with ``--threads``).
 * Models whose kind this version does not have (e.g. ``untied``) are skipped with the reason.
+* ``--resume`` (same ``--work`` and flags) spans sessions or GPU leases: a model that finished
+  (``runs/<model>/protocol.json``) is read back, one the ``--max-minutes`` cap stopped continues
+  exactly from its ``last.pt`` under the new cap. ``--collect`` reports every model as it stands.
+* ``--device`` picks where to train (the JSON's ``device`` names it); ``--jobs`` workers are
+  spawned, so several models can share one GPU.
 
 The JSON (``benchmarks.common.emit``) has a top-level ``device`` and
 ``models: {name: {valid_curve, train_curve, final_valid, test, params, wall_seconds, ...}}``; a PNG
