@@ -122,6 +122,16 @@ def parse_variant(text: str) -> tuple[str, tuple[str, list[str]]]:
 BUDGET_KEYS = ("train.max_minutes=", "train.max_epochs=")
 
 
+def _what_it_computes(cfg: Any) -> dict[str, Any]:
+    """The config without the settings that change only speed or memory, not the run's result."""
+    import dataclasses
+
+    surface = dataclasses.replace(cfg.model.surface, chunk_size=0, checkpoint=False, impl="auto")
+    train = dataclasses.replace(cfg.train, threads=0, device="auto", compile=False, log_every=1)
+    return dataclasses.asdict(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, surface=surface),
+                                                  train=train))
+
+
 def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work: str,
               output_update_prob: float, resume: bool = False, collect: bool = False) -> dict[str, Any]:
     """Train one model in this process; returns its curves and final figures.
@@ -151,9 +161,10 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
     resumed = (resume or collect) and (run_dir / "last.pt").is_file()
     if resumed:
         stored = load_config(run_dir / "config.toml", [o for o in overrides if o.startswith(BUDGET_KEYS)])
-        if dataclasses.asdict(stored) != dataclasses.asdict(cfg):
+        if _what_it_computes(stored) != _what_it_computes(cfg):
             raise SystemExit(f"error: {run_dir} was trained with another configuration; "
                              "resume with the flags of the first session, or use a new --work")
+        stored = cfg  # the same run; this session's budget and execution settings (device, threads)
         if done.is_file():
             return dict(json.loads(done.read_text(encoding="utf-8")))
         payload = load_checkpoint(run_dir / "last.pt")
