@@ -131,6 +131,11 @@ def parse_filters(text: str) -> list[list[int]]:
     return pairs
 
 
+def filters_override(text: str) -> str:
+    """``--filters 1:32,2:32`` as the config override ``model.surface.filters=[[1, 32], [2, 32]]``."""
+    return f"model.surface.filters={json.dumps(parse_filters(text))}"
+
+
 def add_ptb_training_args(ap: argparse.ArgumentParser) -> None:
     """The training budget flags the PTB benchmarks share, so their budgets stay comparable."""
     ap.add_argument("--steps", type=int, default=300)

@@ -23,7 +23,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks.common import add_output_args, add_ptb_training_args, emit, prepare_ptb, shared_data  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    add_output_args,
+    add_ptb_training_args,
+    emit,
+    filters_override,
+    prepare_ptb,
+    shared_data,
+)
 
 COVERAGES = (0.0, 0.16, 0.32, 0.48, 0.64, 0.82)
 
@@ -63,8 +70,7 @@ def main() -> None:
         f"train.eval_batch_size={args.eval_batch_size}", *args.set,
     ]
     if args.filters:
-        pairs = (p.split(":") for p in args.filters.split(","))
-        common.append("model.surface.filters=[" + ", ".join(f"[{w}, {n}]" for w, n in pairs) + "]")
+        common.append(filters_override(args.filters))
 
     def test_ppl(run: Path, coverage: float | None) -> float:
         res = evaluate_open(run, root, "test", n_streams=args.eval_batch_size, lexicon_coverage=coverage)

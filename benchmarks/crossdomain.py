@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import add_output_args, emit, result_path, shared_data  # noqa: E402
+from benchmarks.common import add_output_args, emit, filters_override, result_path, shared_data  # noqa: E402
 from langpairs.crossdomain import CROSSDOMAIN_DOMAINS, prepare_crossdomain_en  # noqa: E402
 from lexicons.fileio import atomic_write_bytes  # noqa: E402
 from polyglot_groc.analysis.crossdomain import (  # noqa: E402
@@ -94,10 +94,7 @@ def main() -> None:
     manifest = prepare_crossdomain_en(shared_data(), data, args.train_tokens, args.eval_tokens, args.finetune_tokens)
     runs: dict[str, Path] = {}
     train_info: dict[str, Any] = {}
-    filters = []
-    if args.filters:
-        pairs = (p.split(":") for p in args.filters.split(","))
-        filters = ["model.surface.filters=[" + ", ".join(f"[{w}, {n}]" for w, n in pairs) + "]"]
+    filters = [filters_override(args.filters)] if args.filters else []
     for name, kind in KINDS.items():
         cfg = load_config(None, [
             f'model.kind="{kind}"', f'data.root="{data / "source"}"', 'data.langs=["en"]', 'data.vocab_mode="open"',

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import add_output_args, emit  # noqa: E402
+from benchmarks.common import add_output_args, emit, filters_override  # noqa: E402
 from polyglot_groc.config import RunConfig, load_config  # noqa: E402
 from polyglot_groc.elmo.convert import convert_elmo_bundle, converted_record, finetune_converted  # noqa: E402
 from polyglot_groc.model.bundle import load_bundle  # noqa: E402
@@ -81,17 +81,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _filters(text: str) -> str:
-    pairs = [item.split(":") for item in text.split(",") if item]
-    return "[" + ", ".join(f"[{int(w)}, {int(n)}]" for w, n in pairs) + "]"
-
-
 def base_config(args: argparse.Namespace) -> RunConfig:
     langs = ", ".join(f'"{c.strip()}"' for c in args.langs.split(",") if c.strip())
     root = str(args.data).replace("\\", "\\\\").replace('"', '\\"')
     return load_config(None, [
         f'data.root="{root}"', f"data.langs=[{langs}]", f"model.d={args.d}", f"model.prefix.hidden={args.hidden}",
-        f"model.prefix.n_layers={args.layers}", f"model.surface.filters={_filters(args.filters)}",
+        f"model.prefix.n_layers={args.layers}", filters_override(args.filters),
         f"model.surface.char_dim={args.char_dim}", f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}",
         f"train.eval_batch_size={args.eval_batch_size}", f"train.threads={args.threads}", f"train.seed={args.seed}",
         "train.max_epochs=1000000", "train.max_minutes=0.0", *args.overrides,

@@ -28,6 +28,7 @@ from benchmarks.common import (  # noqa: E402
     add_ptb_training_args,
     device_label,
     emit,
+    filters_override,
     peak_rss_mib,
     prepare_ptb,
     result_path,
@@ -65,10 +66,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     device = device_label(args.device)
     corpus = prepare_ptb(shared_data(), args.work / "corpus")
-    filters = "[" + ", ".join(f"[{w}, {n}]" for w, n in (p.split(":") for p in args.filters.split(","))) + "]"
     common = [
         f'data.root="{corpus}"', 'data.langs=["en"]', f"model.d={args.d}", f"model.prefix.hidden={args.hidden}",
-        f"model.prefix.dropout={args.dropout}", f"model.surface.filters={filters}",
+        f"model.prefix.dropout={args.dropout}", filters_override(args.filters),
         f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}", f"train.lr={args.lr}",
         f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}", f"train.threads={args.threads}",
         f"train.seed={args.seed}", f"train.eval_batch_size={args.eval_batch_size}", f'train.device="{args.device}"',
