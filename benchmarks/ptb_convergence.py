@@ -50,7 +50,7 @@ from benchmarks.common import (  # noqa: E402
     add_output_args,
     device_label,
     emit,
-    parse_filters,
+    filters_override,
     peak_rss_mib,
     prepare_ptb,
     shared_data,
@@ -88,7 +88,6 @@ def slice_ptb(full: Path, out: Path, train_lines: int, eval_lines: int) -> Path:
 
 
 def common_overrides(args: argparse.Namespace, corpus: Path) -> list[str]:
-    filters = parse_filters(args.filters)
     budget = ([f"train.max_epochs={args.epochs}", f"train.lr_patience={args.lr_patience}",
                f"train.stop_patience={args.stop_patience}"] if args.early_stopping else
               # No early stop or lr decay inside the budget: exactly --epochs epochs.
@@ -97,7 +96,7 @@ def common_overrides(args: argparse.Namespace, corpus: Path) -> list[str]:
         f"data.root={_toml(str(corpus))}", 'data.langs=["en"]', f"model.d={args.d}",
         f"model.prefix.hidden={args.hidden}", f"model.prefix.n_layers={args.layers}",
         f"model.prefix.dropout={args.dropout}", f"model.output.dropout={args.output_dropout}",
-        f"model.surface.filters={_toml(filters)}", f"train.batch_size={args.batch_size}",
+        filters_override(args.filters), f"train.batch_size={args.batch_size}",
         f"train.bptt={args.bptt}", f"train.lr={args.lr}", f"train.clip={args.clip}",
         "train.eval_every=0", f"train.threads={args.threads}", f"train.seed={args.seed}",
         "train.eval_batch_size=10", f"train.max_minutes={args.max_minutes}", f'train.device="{args.device}"',
@@ -118,16 +117,14 @@ def parse_variant(text: str) -> tuple[str, tuple[str, list[str]]]:
     return name, (parts[0], parts[1:])
 
 
-#: Config keys a resumed model may change: the budget of the new session, nothing that shapes the run.
-BUDGET_KEYS = ("train.max_minutes=", "train.max_epochs=")
-
-
 def _what_it_computes(cfg: Any) -> dict[str, Any]:
-    """The config without the settings that change only speed or memory, not the run's result."""
+    """The config without what a resumed model may change: the new session's budget (minutes, epoch
+    cap) and the settings that change only speed or memory, not the run's result."""
     import dataclasses
 
     surface = dataclasses.replace(cfg.model.surface, chunk_size=0, checkpoint=False, impl="auto")
-    train = dataclasses.replace(cfg.train, threads=0, device="auto", compile=False, log_every=1)
+    train = dataclasses.replace(cfg.train, threads=0, device="auto", compile=False, log_every=1,
+                                max_minutes=0.0, max_epochs=1)
     return dataclasses.asdict(dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, surface=surface),
                                                   train=train))
 
@@ -160,18 +157,17 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
     t0 = time.monotonic()
     resumed = (resume or collect) and (run_dir / "last.pt").is_file()
     if resumed:
-        stored = load_config(run_dir / "config.toml", [o for o in overrides if o.startswith(BUDGET_KEYS)])
-        if _what_it_computes(stored) != _what_it_computes(cfg):
+        if _what_it_computes(load_config(run_dir / "config.toml", [])) != _what_it_computes(cfg):
             raise SystemExit(f"error: {run_dir} was trained with another configuration; "
                              "resume with the flags of the first session, or use a new --work")
-        stored = cfg  # the same run; this session's budget and execution settings (device, threads)
         if done.is_file():
             return dict(json.loads(done.read_text(encoding="utf-8")))
         payload = load_checkpoint(run_dir / "last.pt")
+        # The same run, under this session's budget and execution settings (device, threads).
+        run_cfg = cfg
         if collect:  # stop where it stands: the resumed loop ends before its first step
-            budget = dataclasses.replace(stored.train, max_steps=int(payload["step"]))
-            stored = dataclasses.replace(stored, train=budget)
-        trainer = Trainer(stored, run_dir, bundle=ModelBundle.from_state(payload["bundle"]), resume=payload)
+            run_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=int(payload["step"])))
+        trainer = Trainer(run_cfg, run_dir, bundle=ModelBundle.from_state(payload["bundle"]), resume=payload)
     elif collect:
         raise SystemExit(f"error: --collect: {run_dir} holds no run to collect; train it first (without --collect)")
     else:
