@@ -84,7 +84,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks.common import add_output_args, emit, peak_rss_mib  # noqa: E402
+from benchmarks.common import BadInput, add_output_args, emit, peak_rss_mib, script_main  # noqa: E402
 
 log = logging.getLogger("align_polyglot")
 
@@ -128,11 +128,11 @@ def resolve_runs(args: argparse.Namespace) -> dict[str, Path]:
         if len(candidates) == 1:
             runs[kind] = candidates[0]
         elif len(candidates) > 1:
-            raise SystemExit(f"error: several {kind} runs on {pair} in {root}: "
+            raise BadInput(f"several {kind} runs on {pair} in {root}: "
                              f"{', '.join(c.name for c in candidates)}; pass --steps N or --{kind} RUN")
     if not runs:  # one model is enough to set beside the baselines; GroC vs lookup needs both
         where = f" (none found as {args.work}/runs/<kind>_{pair}_<steps>steps)" if args.work else ""
-        raise SystemExit(f"error: pass --groc and/or --lookup RUN, or --work DIR{where}")
+        raise BadInput(f"pass --groc and/or --lookup RUN, or --work DIR{where}")
     return runs
 
 
@@ -147,7 +147,7 @@ def wordsim_files(args: argparse.Namespace, root: Path | None) -> tuple[dict[str
             path = Path(name) if sep else Path(item)
             lang = lang if sep else path.parent.name
             if lang not in files:
-                raise SystemExit(f"error: --wordsim {item!r}: cannot tell its language; write {args.src}=FILE "
+                raise BadInput(f"--wordsim {item!r}: cannot tell its language; write {args.src}=FILE "
                                  f"or {args.tgt}=FILE, or keep it in a folder named after the language")
             files[lang].append(path)
         return files, notes
@@ -417,23 +417,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     started = time.monotonic()
     if args.src == args.tgt:
-        raise SystemExit("error: --src and --tgt must differ")
+        raise BadInput("--src and --tgt must differ")
     if args.refine < 0:
-        raise SystemExit("error: --refine must be 0 or more")
+        raise BadInput("--refine must be 0 or more")
     root = args.data_root or (Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else None)
     if root is not None and not root.is_dir():
-        raise SystemExit(f"error: data root {root} is not a folder")
+        raise BadInput(f"data root {root} is not a folder")
     dicts = root / "eval" / "dictionaries" if root is not None else None
     for attr, suffix in (("train_dict", "0-5000"), ("eval_dict", "5000-6500")):
         if getattr(args, attr) is None:
             if dicts is None:
-                raise SystemExit(f"error: pass --{attr.replace('_', '-')} FILE, or set {DATA_ENV} / --data-root")
+                raise BadInput(f"pass --{attr.replace('_', '-')} FILE, or set {DATA_ENV} / --data-root")
             setattr(args, attr, dicts / f"{args.src}-{args.tgt}.{suffix}.txt")
         if not getattr(args, attr).is_file():
-            raise SystemExit(f"error: dictionary {getattr(args, attr)} does not exist; "
+            raise BadInput(f"dictionary {getattr(args, attr)} does not exist; "
                              f"check --src/--tgt (MUSE has en-es, en-fr, en-nl and the reverse) or the path")
     if args.wordsim is None and root is None:
-        raise SystemExit(f"error: pass --wordsim FILE..., or set {DATA_ENV} / --data-root")
+        raise BadInput(f"pass --wordsim FILE..., or set {DATA_ENV} / --data-root")
     if args.threads > 0:
         import faiss
         import torch
@@ -486,4 +486,4 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

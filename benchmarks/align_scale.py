@@ -19,14 +19,20 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import faiss
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks.common import add_output_args, emit, peak_rss_mib  # noqa: E402
+from benchmarks.common import add_output_args, emit, peak_rss_mib, script_main  # noqa: E402
 from eval.align import align, build_dictionary, translation_precision  # noqa: E402
+
+
+def _at(res: dict[str, object]) -> dict[int, float]:
+    """P@1/5/10 (percent) of a :func:`translation_precision` report."""
+    return {k: round(float(cast(float, res[f"precision_at_{k}"])), 2) for k in (1, 5, 10)}
 
 
 def main(argv: list[str] | None = None) -> dict[str, object]:
@@ -103,7 +109,7 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
             "supervised_run_s": round(time.perf_counter() - started, 2),
             "supervised_refinements": args.refine,
             "supervised_best_iteration": res.best_iteration,
-            "supervised_csls_precision_at": {k: round(float(sup[f"precision_at_{k}"]), 2) for k in (1, 5, 10)},
+            "supervised_csls_precision_at": _at(sup),
         }
 
     peak = peak_rss_mib()
@@ -118,11 +124,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         "data_s": round(data_s, 2),
         "csls_precision_s": round(csls_s, 2),
         "approx_csls_precision_s": round(approx_s, 2),
-        "approx_csls_precision_at": {k: round(float(approx[f"precision_at_{k}"]), 2) for k in (1, 5, 10)},
+        "approx_csls_precision_at": _at(approx),
         "nn_precision_s": round(nn_s, 2),
         "build_dictionary_s": round(build_s, 2),
-        "csls_precision_at": {k: round(float(csls[f"precision_at_{k}"]), 2) for k in (1, 5, 10)},
-        "nn_precision_at": {k: round(float(nn[f"precision_at_{k}"]), 2) for k in (1, 5, 10)},
+        "csls_precision_at": _at(csls),
+        "nn_precision_at": _at(nn),
         "dictionary_size": int(dico.shape[0]),
         "dictionary_correct": round(correct, 4) if correct is not None else None,
         **supervised,
@@ -137,4 +143,4 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

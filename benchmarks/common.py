@@ -14,8 +14,38 @@ import json
 import os
 import resource
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+
+class BadInput(SystemExit):
+    """A benchmark's bad input: :func:`script_main` prints ``error: <message>`` (one line) and exits with
+    status 2, as the ``polyglot-groc`` CLI does. It pickles (``--jobs`` workers raise it too)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)  # args = (message,): how pickle rebuilds it
+        self.code = 2
+
+    def __str__(self) -> str:
+        return f"error: {' '.join(str(self.args[0]).split())}"
+
+
+def script_main(main: Callable[[], object]) -> NoReturn:
+    """A benchmark script's entry point: bad input (:class:`BadInput`, or the toolkit's own input
+    errors: a bad override, a missing wordnet) is one line on stderr and exit status 2."""
+    from eval.errors import EvalInputError
+    from lexicons.errors import GrocError
+
+    try:
+        rc = main()
+    except BadInput as exc:
+        print(exc, file=sys.stderr)
+        raise SystemExit(2) from None
+    except (GrocError, EvalInputError) as exc:
+        print(BadInput(str(exc)), file=sys.stderr)
+        raise SystemExit(2) from None
+    raise SystemExit(rc if isinstance(rc, int) else 0)
 
 
 def shared_data() -> Path:
@@ -113,7 +143,7 @@ def device_label(spec: str) -> str:
     try:
         return device_name(resolve_device(spec))
     except ConfigError as exc:
-        raise SystemExit(f"error: --device {spec}: {exc}") from exc
+        raise BadInput(f"--device {spec}: {exc}") from exc
 
 
 #: CPU-friendly char-CNN for benchmarks (the model default is 32/32/64/128/256/512).
@@ -125,9 +155,9 @@ def parse_filters(text: str) -> list[list[int]]:
     try:
         pairs = [[int(x) for x in item.split(":")] for item in text.split(",") if item.strip()]
     except ValueError as exc:
-        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}") from exc
+        raise BadInput(f"--filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}") from exc
     if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
-        raise SystemExit(f"error: --filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}")
+        raise BadInput(f"--filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}")
     return pairs
 
 

@@ -29,6 +29,7 @@ from benchmarks.common import (  # noqa: E402
     emit,
     filters_override,
     prepare_ptb,
+    script_main,
     shared_data,
 )
 
@@ -98,4 +99,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -26,7 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import add_output_args, emit, filters_override, result_path, shared_data  # noqa: E402
+from benchmarks.common import add_output_args, emit, filters_override, result_path, script_main, shared_data  # noqa: E402
 from langpairs.crossdomain import CROSSDOMAIN_DOMAINS, prepare_crossdomain_en  # noqa: E402
 from lexicons.fileio import atomic_write_bytes  # noqa: E402
 from polyglot_groc.analysis.crossdomain import (  # noqa: E402
@@ -186,4 +186,4 @@ def markdown_table(zero: dict[str, Any], low: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -29,6 +29,7 @@ from benchmarks.common import (  # noqa: E402
     emit,
     parse_filters,
     prepare_ptb,
+    script_main,
     shared_data,
 )
 
@@ -100,4 +101,4 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

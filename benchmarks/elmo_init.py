@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import add_output_args, emit, filters_override  # noqa: E402
+from benchmarks.common import add_output_args, emit, filters_override, script_main  # noqa: E402
 from polyglot_groc.config import RunConfig, load_config  # noqa: E402
 from polyglot_groc.elmo.convert import convert_elmo_bundle, converted_record, finetune_converted  # noqa: E402
 from polyglot_groc.model.bundle import load_bundle  # noqa: E402
@@ -200,4 +200,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks.common import add_output_args, emit  # noqa: E402
+from benchmarks.common import add_output_args, emit, script_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 WARM_WORDS = ("cat", "geese", "running", "house", "better", "bank", "river", "paris", "run", "light")
@@ -179,4 +179,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script_main(main)

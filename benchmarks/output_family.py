@@ -32,6 +32,7 @@ from benchmarks.common import (  # noqa: E402
     peak_rss_mib,
     prepare_ptb,
     result_path,
+    script_main,
     shared_data,
 )
 from polyglot_groc.analysis.evaluate import evaluate_run  # noqa: E402
@@ -142,4 +143,4 @@ def markdown(out: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -92,11 +92,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    BadInput,
     add_output_args,
     emit,
     parse_filters,
     peak_rss_mib,
     ru_maxrss_mib,
+    script_main,
 )
 
 log = logging.getLogger("polyglot_table")
@@ -388,18 +390,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     started_all = time.monotonic()
     root = args.data_root or (Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else None)
     if root is None or not root.is_dir():
-        raise SystemExit(f"error: pass --data-root or set {DATA_ENV} to the shared data folder (../shared/data)")
+        raise BadInput(f"pass --data-root or set {DATA_ENV} to the shared data folder (../shared/data)")
     targets = list(ALL_TARGETS) if args.targets.strip() == "all" else [
         t.strip().lower() for t in args.targets.split(",") if t.strip()]
     unknown = [t for t in targets if t not in ALL_TARGETS]
     if unknown or not targets:
-        raise SystemExit(f"error: unknown target(s) {unknown or args.targets!r}; use {','.join(ALL_TARGETS)} or all")
+        raise BadInput(f"unknown target(s) {unknown or args.targets!r}; use {','.join(ALL_TARGETS)} or all")
     kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
     if not kinds or any(k not in ("lookup", "elmo", "groc", "groc-lex") for k in kinds):
-        raise SystemExit(f"error: --kinds {args.kinds!r}: choose from lookup,elmo,groc,groc-lex")
+        raise BadInput(f"--kinds {args.kinds!r}: choose from lookup,elmo,groc,groc-lex")
     wanted = {x.strip() for x in args.settings.split(",") if x.strip()}
     if not wanted or wanted - {"mono", "EN+tgt", "rel+tgt"}:
-        raise SystemExit(f"error: --settings {args.settings!r}: choose from mono,EN+tgt,rel+tgt")
+        raise BadInput(f"--settings {args.settings!r}: choose from mono,EN+tgt,rel+tgt")
     filters = parse_filters(args.filters)
     if args.memory_pair:
         memory_pair = [x.strip() for x in args.memory_pair.split(",") if x.strip()]
@@ -441,7 +443,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     plan: list[tuple[str, str, str, tuple[str, ...]]] = []
     for tgt in targets:
-        settings = [("mono", (tgt,))]
+        settings: list[tuple[str, tuple[str, ...]]] = [("mono", (tgt,))]
         if tgt != "en":
             settings.append(("EN+tgt", tuple(sorted({"en", tgt}))))
         settings.append(("rel+tgt", tuple(sorted({RELATED[tgt], tgt}))))
@@ -504,12 +506,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             notes.append("fr: rel+tgt is en+fr, the same run as EN+tgt")
 
     # Average over non-English targets, per model, where every such target has a number.
-    average: dict[str, float] = {}
+    average: dict[str, float | None] = {}
     non_en = [t for t in targets if t != "en"]
     for label in dict.fromkeys(label for t in non_en for label in rows[t]):
-        values = [rows[t].get(label) for t in non_en]
-        if non_en and all(v is not None for v in values):
-            average[label] = _round(sum(values) / len(values))  # type: ignore[arg-type]
+        values = [v for t in non_en if (v := rows[t].get(label)) is not None]
+        if non_en and len(values) == len(non_en):
+            average[label] = _round(sum(values) / len(values))
 
     # Memory with and without language screening, each setting in a fresh process.
     pair = tuple(sorted(memory_pair))
@@ -567,4 +569,4 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    BadInput,
     add_device_arg,
     add_output_args,
     device_label,
@@ -53,6 +54,7 @@ from benchmarks.common import (  # noqa: E402
     filters_override,
     peak_rss_mib,
     prepare_ptb,
+    script_main,
     shared_data,
 )
 
@@ -112,7 +114,7 @@ def parse_variant(text: str) -> tuple[str, tuple[str, list[str]]]:
     name, sep, rest = text.partition("=")
     parts = [p for p in rest.split(";") if p.strip()]
     if not sep or not name or not parts:
-        raise SystemExit(f"error: --variant {text!r}: write NAME=KIND;section.key=value;..., "
+        raise BadInput(f"--variant {text!r}: write NAME=KIND;section.key=value;..., "
                          'e.g. groc-tanh=groc;model.output.bias_activation="tanh"')
     return name, (parts[0], parts[1:])
 
@@ -158,7 +160,7 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
     resumed = (resume or collect) and (run_dir / "last.pt").is_file()
     if resumed:
         if _what_it_computes(load_config(run_dir / "config.toml", [])) != _what_it_computes(cfg):
-            raise SystemExit(f"error: {run_dir} was trained with another configuration; "
+            raise BadInput(f"{run_dir} was trained with another configuration; "
                              "resume with the flags of the first session, or use a new --work")
         if done.is_file():
             return dict(json.loads(done.read_text(encoding="utf-8")))
@@ -169,7 +171,7 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
             run_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=int(payload["step"])))
         trainer = Trainer(run_cfg, run_dir, bundle=ModelBundle.from_state(payload["bundle"]), resume=payload)
     elif collect:
-        raise SystemExit(f"error: --collect: {run_dir} holds no run to collect; train it first (without --collect)")
+        raise BadInput(f"--collect: {run_dir} holds no run to collect; train it first (without --collect)")
     else:
         trainer = Trainer(cfg, run_dir, overwrite=True)
     res = trainer.fit()
@@ -281,7 +283,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     names = [m for m in args.models.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
     if unknown:
-        raise SystemExit(f"error: unknown --models {','.join(unknown)}; use a subset of {','.join(MODELS)}")
+        raise BadInput(f"unknown --models {','.join(unknown)}; use a subset of {','.join(MODELS)}")
     specs = {m: MODELS[m] for m in names}
     for text in args.variant:
         vname, spec = parse_variant(text)
@@ -334,4 +336,4 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

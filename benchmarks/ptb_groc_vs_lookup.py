@@ -14,6 +14,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
@@ -23,6 +24,7 @@ from benchmarks.common import (  # noqa: E402
     emit,
     peak_rss_mib,
     prepare_ptb,
+    script_main,
     shared_data,
 )
 from polyglot_groc.config import load_config  # noqa: E402
@@ -46,7 +48,7 @@ def main() -> None:
         f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}", f"train.threads={args.threads}",
         f"train.seed={args.seed}", "train.eval_batch_size=10", *args.set,
     ]
-    results = {}
+    results: dict[str, dict[str, Any]] = {}
     for kind in args.models.split(","):
         extra = [f"train.output_update_prob={args.output_update_prob}"] if kind.startswith("groc") else []
         cfg = load_config(None, [*common, f'model.kind="{kind}"', *extra])
@@ -74,4 +76,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

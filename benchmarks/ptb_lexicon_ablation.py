@@ -49,12 +49,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    BadInput,
     add_output_args,
     add_ptb_training_args,
     emit,
     parse_filters,
     peak_rss_mib,
     prepare_ptb,
+    script_main,
     shared_data,
 )
 
@@ -98,9 +100,9 @@ def parse_args() -> argparse.Namespace:
     args.variant_list = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in args.variant_list if v not in VARIANTS]
     if unknown or not args.variant_list:
-        raise SystemExit(f"error: --variants {args.variants!r}: choose from {','.join(VARIANTS)}")
+        raise BadInput(f"--variants {args.variants!r}: choose from {','.join(VARIANTS)}")
     if args.extra_cap < 0:
-        raise SystemExit(f"error: --extra-cap {args.extra_cap}: pass 0 (thesis) or a positive cap")
+        raise BadInput(f"--extra-cap {args.extra_cap}: pass 0 (thesis) or a positive cap")
     return args
 
 
@@ -211,13 +213,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> None:
     args = parse_args()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
-    from lexicons.errors import GrocError
-
-    try:
-        emit(run(args), args.name, not args.no_save)
-    except GrocError as exc:  # a missing wordnet or a bad override: one line, not a traceback
-        raise SystemExit(f"error: {exc}") from exc
+    # A missing wordnet or a bad override is one line and exit 2 (script_main), not a traceback.
+    emit(run(args), args.name, not args.no_save)
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import torch  # noqa: E402
 
-from benchmarks.common import add_output_args, emit, peak_rss_mib, prepare_ptb, shared_data  # noqa: E402
+from benchmarks.common import add_output_args, emit, peak_rss_mib, prepare_ptb, script_main, shared_data  # noqa: E402
 from polyglot_groc.config import load_config  # noqa: E402
 from polyglot_groc.model.bundle import ModelBundle  # noqa: E402
 from polyglot_groc.model.device import device_name, resolve_device  # noqa: E402
@@ -157,4 +157,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    script_main(main)

@@ -65,3 +65,29 @@ def test_benchmark_device_label_names_the_device_and_rejects_bad_specs() -> None
     if not torch.cuda.is_available():
         with pytest.raises(SystemExit, match="--device cuda"):
             device_label("cuda")
+
+
+def test_benchmark_bad_input_is_one_line_and_exit_status_2(tmp_path: Path) -> None:
+    """Benchmarks follow the CLI's rule: bad input is one line on stderr and exit 2, from the
+    script's own checks (BadInput) and from the toolkit's input errors alike."""
+    import pickle
+    import subprocess
+    import sys
+
+    from benchmarks.common import BadInput
+
+    # --jobs workers raise it in another process: it must survive pickling with its code.
+    again = pickle.loads(pickle.dumps(BadInput("--variant 'x': write NAME=KIND")))
+    assert isinstance(again, BadInput) and again.code == 2 and str(again) == "error: --variant 'x': write NAME=KIND"
+    root = Path(__file__).resolve().parent.parent
+    cases = {
+        "align_polyglot.py": ["--src", "en", "--tgt", "en", "--work", str(tmp_path)],  # the script's check
+        "throughput.py": ["--device", "gpu0", "--work", str(tmp_path)],  # the toolkit's ConfigError
+    }
+    for script, argv in cases.items():
+        done = subprocess.run([sys.executable, str(root / "benchmarks" / script), *argv],
+                              capture_output=True, text=True, timeout=120)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2, (script, done.stderr[-2000:])
+        assert len(lines) == 1 and lines[0].startswith("error: "), (script, done.stderr[-2000:])
+    assert not any(tmp_path.iterdir())  # nothing written
