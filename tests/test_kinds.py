@@ -179,3 +179,40 @@ def test_adaptive_lookup_is_masked_not_selected_and_edges_are_cached(monkeypatch
     h = torch.randn(2, 3, 8)
     logp = scorer(h, screen, emb(screen), torch.zeros(5))  # (2, 3, 5)
     assert torch.allclose(logp.exp().sum(-1), torch.ones(2, 3), atol=1e-5)
+
+
+def test_adaptive_scores_each_band_in_its_own_dimension() -> None:
+    """(h P_b) . E_b[v] is the definition h . e_v, and the dropout mask on h is the output dropout."""
+    from polyglot_groc.model.kinds.adaptive import AdaptiveEmbedder, AdaptiveScorer
+
+    torch.manual_seed(0)
+    emb = AdaptiveEmbedder(40, 16, (0.2, 0.7), 4.0, 0.1)
+    scorer = AdaptiveScorer(emb, 16, dropout=0.5)
+    screen = torch.tensor([0, 2, 7, 8, 9, 20, 27, 28, 33, 39])  # a language's ids: every band, gaps
+
+    def reference(h: torch.Tensor, e: torch.Tensor) -> torch.Tensor:  # the full-width definition
+        scores, edge = h @ e.T, scorer.band_edges(screen)  # (B, T, V_l)
+        head = torch.log_softmax(torch.cat([scores[..., :edge[1]], scorer.clusters(h)], -1), -1)
+        parts = [head[..., :edge[1]]]
+        for b in (1, 2):
+            band = torch.log_softmax(scores[..., edge[b]:edge[b + 1]], -1)
+            parts.append(band + head[..., edge[1] + b - 1:edge[1] + b])
+        return torch.cat(parts, -1)
+
+    h = torch.randn(3, 5, 16)
+    scorer.eval()
+    assert torch.allclose(scorer(h, screen, emb(screen), torch.zeros(10)), reference(h, emb(screen)), atol=1e-5)
+    scorer.train()
+    torch.manual_seed(1)
+    got = scorer(h, screen, emb(screen), torch.zeros(10))
+    torch.manual_seed(1)  # the scorer's (1, d) mask, shared by every position
+    mask = torch.empty(1, 16).bernoulli_(0.5) / 0.5
+    assert torch.allclose(got, reference(h * mask, emb(screen)), atol=1e-5)
+    assert torch.allclose(torch.logsumexp(got, -1), torch.zeros(3, 5), atol=1e-5)
+
+
+def test_adaptive_refuses_inputs_after_dropout() -> None:
+    from lexicons.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="inputs_after_dropout"):
+        _bundle("adaptive", {"en": EN}, "en", ["model.output.inputs_after_dropout=true"])
