@@ -166,3 +166,39 @@ def test_resuming_an_early_stopped_run_trains_nothing_more(tmp_path: Path) -> No
     assert again.stop_reason == "early_stopping"
     assert again.steps == first.steps and again.history == first.history
     assert again.best_valid == first.best_valid
+
+
+def test_a_stop_between_evaluations_leaves_the_schedule_alone(tmp_path: Path) -> None:
+    """The evaluation a cap adds between scheduled ones must not count toward lr decay or early
+    stopping: stopped there and resumed, the run follows the uninterrupted one exactly."""
+    import dataclasses
+
+    import torch
+    from conftest import small_run_config
+
+    from polyglot_groc.model.bundle import ModelBundle
+    from polyglot_groc.model.checkpoint import load_checkpoint
+    from polyglot_groc.training.trainer import Trainer
+
+    # lr ~ 0: no evaluation after the first improves, so with patience 1 every scheduled one decays
+    # the lr; an off-schedule evaluation counted as one more would decay it once too often.
+    cfg = small_run_config("lookup", "en", ["train.lr=1e-30", "train.eval_every=4", "train.max_steps=12",
+                                            "train.stop_patience=10", "train.lr_patience=1"])
+    full = Trainer(cfg, tmp_path / "full").fit()
+    capped_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=6))
+    capped = Trainer(capped_cfg, tmp_path / "capped").fit()
+    assert [r["scheduled"] for r in capped.history] == [True, False]  # step 4, then the stop at 6
+    payload = load_checkpoint(tmp_path / "capped" / "last.pt")
+    resumed = Trainer(cfg, tmp_path / "capped", bundle=ModelBundle.from_state(payload["bundle"]),
+                      resume=payload).fit()
+    # The running training loss is summed in fp32 on the device and read at log points, so a stop
+    # regroups that sum: the same mean to rounding. Everything else is bit for bit.
+    loose = {"tokens_per_s", "elapsed_s", "train_loss", "train_perplexity"}
+    scheduled = [r for r in resumed.history if r["scheduled"]]
+    assert [{k: v for k, v in r.items() if k not in loose} for r in scheduled] == \
+        [{k: v for k, v in r.items() if k not in loose} for r in full.history]
+    assert [r["train_loss"] for r in scheduled] == pytest.approx([r["train_loss"] for r in full.history], rel=1e-6)
+    assert [r["lr"] for r in full.history] == [1e-30, 1e-30, 1e-31]  # recorded before each decay
+    final = load_checkpoint(tmp_path / "full" / "last.pt")["bundle"]["model_state"]
+    again = load_checkpoint(tmp_path / "capped" / "last.pt")["bundle"]["model_state"]
+    assert all(torch.equal(final[k], again[k]) for k in final)

@@ -321,7 +321,9 @@ class Trainer:
         states: dict[str, State] = {}
         lang_batches: Counter[str] = Counter()
         step, tokens, train_time = 0, 0, 0.0
-        best_nll, bad_evals, lr = math.inf, 0, t.lr
+        # best_nll drives the schedule (lr decay, early stopping) and moves at scheduled evaluations
+        # only; best_ckpt_nll is the best of every evaluation, i.e. what best.pt holds.
+        best_nll, best_ckpt_nll, bad_evals, lr = math.inf, math.inf, 0, t.lr
         best_valid: dict[str, float] = {}
         last_valid: dict[str, float] = {}
         history: list[dict[str, Any]] = []
@@ -332,14 +334,20 @@ class Trainer:
         stop_reason = "max_epochs"
         evaluated_at = -1
 
-        def evaluate_and_checkpoint() -> bool:
-            """Validate, log, checkpoint; return True when early stopping triggers."""
-            nonlocal best_nll, bad_evals, lr, best_valid, last_valid, loss_acc, loss_n, evaluated_at
+        def evaluate_and_checkpoint(scheduled: bool = True) -> bool:
+            """Validate, log, checkpoint; return True when early stopping triggers.
+
+            The evaluation a stop adds between scheduled ones (a wall-clock or step cap) saves the
+            model (last.pt, and best.pt if it is the best yet) but leaves the schedule as it was:
+            the patience count, the lr, the schedule's best and the running training loss. So a
+            run stopped there and resumed continues exactly as one that was never stopped.
+            """
+            nonlocal best_nll, best_ckpt_nll, bad_evals, lr, best_valid, last_valid, loss_acc, loss_n, evaluated_at
             # Callers read the running loss first (diverged()), so loss_acc covers every step.
             results = evaluate_split(bundle, corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
             nll = pooled_nll(results)
             last_valid = {lang: r.perplexity for lang, r in results.items()}
-            improved = nll < best_nll
+            improved = nll < best_ckpt_nll  # a new best.pt
             record = {"step": step, "epoch": round(step / steps_per_epoch, 4), "lr": lr,
                       "train_loss": loss_acc / max(loss_n, 1),
                       # Mean over the steps since the last evaluation, with dropout on (AWD's train ppl).
@@ -347,15 +355,20 @@ class Trainer:
                       "valid_perplexity": last_valid, "valid_tokens": {k: r.n_tokens for k, r in results.items()},
                       "eval_batch_size": t.eval_batch_size, "tokens": tokens,
                       "tokens_per_s": tokens / max(train_time, 1e-9), "elapsed_s": time.monotonic() - started,
-                      "lang_batches": dict(lang_batches), "improved": improved}
-            loss_acc, loss_n = 0.0, 0
+                      "lang_batches": dict(lang_batches), "improved": improved, "scheduled": scheduled}
+            if scheduled:
+                loss_acc, loss_n = 0.0, 0
             history.append(record)
             self.metrics_lines.append(dumps_json(record))
             if self.dist.is_main:
                 atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
             self.hooks.on_eval(record)
             if improved:
-                best_nll, bad_evals, best_valid = nll, 0, dict(last_valid)
+                best_ckpt_nll, best_valid = nll, dict(last_valid)
+            if not scheduled:
+                pass
+            elif nll < best_nll:
+                best_nll, bad_evals = nll, 0
             else:
                 bad_evals += 1
                 if bad_evals % t.lr_patience == 0:
@@ -365,14 +378,15 @@ class Trainer:
                     log.info("no improvement for %d evaluations: learning rate now %g", bad_evals, lr)
             # Everything the loop carries, so that --resume continues exactly (restored below).
             extra = {"step": step, "epoch": step / steps_per_epoch, "batcher": batcher.state_dict(),
-                     "best_nll": best_nll, "bad_evals": bad_evals, "lr": lr, "valid": last_valid,
-                     "best_valid": best_valid, "tokens": tokens, "train_time": train_time,
+                     "best_nll": best_nll, "best_ckpt_nll": best_ckpt_nll, "bad_evals": bad_evals, "lr": lr,
+                     "valid": last_valid, "best_valid": best_valid, "tokens": tokens, "train_time": train_time,
+                     "loss_acc": loss_acc, "loss_n": loss_n,
                      "lang_batches": dict(lang_batches),
                      "lstm_states": {k: [[h, c] for h, c in st] for k, st in states.items()},
                      "update_rng": json.dumps(update_rng.bit_generator.state)}
             self._save(("last.pt", "best.pt") if improved else ("last.pt",), optimizer, extra)
             evaluated_at = step
-            return bad_evals >= t.stop_patience
+            return scheduled and bad_evals >= t.stop_patience
 
         if self.resume is not None:
             r = self.resume
@@ -385,6 +399,9 @@ class Trainer:
                 lang_batches = Counter({k: int(v) for k, v in r["lang_batches"].items()})
                 step, tokens, train_time = int(r["step"]), int(r["tokens"]), float(r["train_time"])
                 best_nll, bad_evals, lr = float(r["best_nll"]), int(r["bad_evals"]), float(r["lr"])
+                # Absent from checkpoints of older versions, where every evaluation was scheduled.
+                best_ckpt_nll = float(r.get("best_ckpt_nll", best_nll))
+                loss_acc, loss_n = float(r.get("loss_acc", 0.0)), int(r.get("loss_n", 0))
                 best_valid, last_valid = dict(r["best_valid"]), dict(r["valid"])
                 self.metrics_lines = list(r["metrics_lines"])
                 history = [json.loads(line) for line in self.metrics_lines]
@@ -488,6 +505,6 @@ class Trainer:
             if diverged():  # since the last read: keep the last good checkpoint
                 stop_reason = "diverged"
             else:
-                evaluate_and_checkpoint()
+                evaluate_and_checkpoint(scheduled=False)
         return TrainResult(self.run_dir, step, step / steps_per_epoch, stop_reason, n_params,
                            tokens / max(train_time, 1e-9), train_time, best_valid, last_valid, history, split)
