@@ -96,5 +96,11 @@ def test_freq_bins_by_hand(tmp_path) -> None:
     bins = freq_bins(freq, la, lb, edges)
     assert [b.n_tokens for b in bins] == [1, 2, 2, 2]
     assert [b.median_diff for b in bins] == [-1.0, 0.0, 1.0, 0.5]
+    assert [b.mean_diff for b in bins] == [-1.0, 0.0, 1.0, 0.5]
+    # Shares: each bin's summed difference over all 7 tokens; together the mean difference.
+    assert [b.share for b in bins] == pytest.approx([-1 / 7, 0.0, 2 / 7, 1 / 7])
+    assert sum(b.share for b in bins) == pytest.approx(float((la - lb).mean()))
+    skewed = freq_bins(np.array([1, 1, 1]), np.array([1.0, 1.0, 1.0]), np.array([2.0, 2.0, -4.0]), [(1, -1)])
+    assert skewed[0].median_diff == -1.0 and skewed[0].mean_diff == 1.0  # median and mean disagree
     png = plot_freq_bins(bins, tmp_path / "f.png", "a", "b")
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -203,6 +204,9 @@ def test_freq_bins_and_curves(runs: dict[str, Path]) -> None:
     bins = _json(res)["bins"]
     assert [b["bin"] for b in bins] == ["1-5", "6-10", "11+"]
     assert sum(b["n_tokens"] for b in bins) == _json(res)["tokens"]
+    # Every token is in a bin here, so the shares add up to log(ppl_a / ppl_b).
+    out = _json(res)
+    assert sum(b["share"] for b in bins) == pytest.approx(math.log(out["ppl_a"] / out["ppl_b"]), abs=1e-6)
     assert png.with_suffix(".json").is_file() and png.read_bytes()[:4] == b"\x89PNG"
     cpng = runs["root"] / "curves.png"
     res = runner.invoke(app, ["analyze", "curves", str(runs["groc"]), str(runs["lookup"]), "--out", str(cpng)])

@@ -1,4 +1,10 @@
-"""Frequency-bin loss analysis (seed 000 Figure 3): median per-token loss difference by training frequency."""
+"""Frequency-bin loss analysis (seed 000 Figure 3): median per-token loss difference by training frequency.
+
+The median is the seed's statistic; each bin also reports the mean difference and its share of
+the whole text's mean difference (whose sum over bins is log(ppl_a / ppl_b)), because perplexity
+follows the mean: a model can lose on the median of every bin and still win on perplexity through
+the tail of badly predicted tokens.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ import numpy as np
 from lexicons.errors import InputError
 from polyglot_groc.analysis.curves import save_png
 
-__all__ = ["FreqBin", "bin_edges", "freq_bins", "plot_freq_bins"]
+__all__ = ["FreqBin", "bin_edges", "binned", "freq_bins", "plot_freq_bins"]
 
 
 @dataclass(frozen=True)
@@ -21,13 +27,16 @@ class FreqBin:
     hi: int  # inclusive; -1 = unbounded
     n_tokens: int
     median_diff: float  # median of loss_a - loss_b over the bin's tokens (nan when empty)
+    mean_diff: float = float("nan")  # mean of loss_a - loss_b over the bin's tokens (nan when empty)
+    share: float = 0.0  # sum of loss_a - loss_b over the bin / tokens in all bins: its part of log(ppl_a/ppl_b)
 
     def label(self) -> str:
         return f"{self.lo}+" if self.hi < 0 else f"{self.lo}-{self.hi}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"bin": self.label(), "lo": self.lo, "hi": self.hi, "n_tokens": self.n_tokens,
-                "median_diff": None if np.isnan(self.median_diff) else self.median_diff}
+                "median_diff": None if np.isnan(self.median_diff) else self.median_diff,
+                "mean_diff": None if np.isnan(self.mean_diff) else self.mean_diff, "share": self.share}
 
 
 def bin_edges(width: int = 50, n_bins: int = 10, include_unseen: bool = True) -> list[tuple[int, int]]:
@@ -40,17 +49,32 @@ def bin_edges(width: int = 50, n_bins: int = 10, include_unseen: bool = True) ->
     return edges
 
 
+def binned(train_freq: np.ndarray, edges: Sequence[tuple[int, int]]) -> np.ndarray:
+    """(N,) bool: the tokens whose training frequency falls in one of the bins ``edges``."""
+    m = np.zeros(train_freq.shape, dtype=bool)
+    for lo, hi in edges:
+        m |= (train_freq >= lo) & ((train_freq <= hi) if hi >= 0 else True)
+    return m
+
+
 def freq_bins(train_freq: np.ndarray, loss_a: np.ndarray, loss_b: np.ndarray,
               edges: Sequence[tuple[int, int]]) -> list[FreqBin]:
-    """Median of loss_a - loss_b per bin; ``train_freq`` (N,) is each target token's training count."""
+    """Median and mean of loss_a - loss_b per bin, and each bin's share of the mean over the binned
+    tokens (the shares add up to it); ``train_freq`` (N,) is each target token's training count."""
     if not (train_freq.shape == loss_a.shape == loss_b.shape):
         raise InputError("per-token losses of the two runs have different lengths; evaluate both on the same text "
                          "with the same tokenisation")
     diff = np.asarray(loss_a, dtype=np.float64) - np.asarray(loss_b, dtype=np.float64)  # (N,)
+    masks = [binned(train_freq, [edge]) for edge in edges]  # a handful of bins, vectorised over tokens
+    n_binned = max(sum(int(m.sum()) for m in masks), 1)
     out = []
-    for lo, hi in edges:  # loop over bins (a handful), vectorised over tokens
-        m = (train_freq >= lo) & ((train_freq <= hi) if hi >= 0 else True)
-        out.append(FreqBin(lo, hi, int(m.sum()), float(np.median(diff[m])) if m.any() else float("nan")))
+    for (lo, hi), m in zip(edges, masks, strict=True):
+        if m.any():
+            part = diff[m]
+            out.append(FreqBin(lo, hi, int(m.sum()), float(np.median(part)), float(part.mean()),
+                               float(part.sum() / n_binned)))
+        else:
+            out.append(FreqBin(lo, hi, 0, float("nan")))
     return out
 
 
@@ -106,8 +130,12 @@ def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", widt
     # New words have infinite loss under a lookup model: the unseen bin only when both compose words.
     la, lb = -sa.logp.numpy(), -sb.logp.numpy()
     bins = freq_bins(sa.train_freq, la, lb, edges)
+    m = binned(sa.train_freq, edges)  # new words only where both runs compose them
     res = {"run_a": str(run_a), "run_b": str(run_b), "data": str(data), "split": split, "lang": lang,
-           "tokens": int(la.size), "bins": [x.to_dict() for x in bins]}
+           "tokens": int(la.size), "tokens_binned": int(m.sum()),
+           # Over the binned tokens, whose bins' shares add up to log(ppl_a / ppl_b).
+           "ppl_a": float(np.exp(la[m].mean())), "ppl_b": float(np.exp(lb[m].mean())),
+           "mean_diff": float((la[m].astype(np.float64) - lb[m]).mean()), "bins": [x.to_dict() for x in bins]}
     if out_png is not None:
         plot_freq_bins(bins, out_png, Path(run_a).name, Path(run_b).name)
         res["png"] = str(out_png)
