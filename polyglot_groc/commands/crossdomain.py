@@ -78,7 +78,7 @@ def freq_bins_command(
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Median per-token loss difference (A - B) by training-frequency bin (seed Figure 3); the JSON adds means and shares."""
+    """Median per-token loss difference (A - B) by training-frequency bin (seed Figure 3), with means and shares."""
     _freq(run_a, run_b, data, out, split, bin_width, bins, verbose)
 
 
