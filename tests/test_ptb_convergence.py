@@ -91,3 +91,24 @@ def test_benchmark_bad_input_is_one_line_and_exit_status_2(tmp_path: Path) -> No
         assert done.returncode == 2, (script, done.stderr[-2000:])
         assert len(lines) == 1 and lines[0].startswith("error: "), (script, done.stderr[-2000:])
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_seed_orderings_pair_models_by_kind() -> None:
+    from benchmarks.ptb_convergence import seed_orderings
+
+    def m(kind: str, curve: list[float], test: float, p: float = 1.0) -> dict:
+        return {"kind": kind, "epochs": [1.0, 2.0, 3.0, 3.5][:len(curve)], "valid_curve": curve,
+                "final_valid": min(curve), "test": test, "output_update_prob": p}
+
+    res = seed_orderings({
+        "tied": m("tied", [700.0, 500.0, 400.0], 300.0),
+        "untied": m("untied", [650.0, 520.0, 450.0], 350.0),
+        "groc-full": m("groc", [720.0, 480.0, 390.0, 380.0], 310.0),  # behind at epoch 1 only: that is allowed
+        "groc-p0.3": m("groc", [800.0, 510.0, 395.0], 320.0, p=0.3),
+        "groc-lex": m("groc-lex", [710.0, 470.0, 375.0], 305.0),
+    })
+    assert res["groc-full < tied"] == {"valid": True, "test": False, "every_epoch_from_2": True}
+    assert res["groc-p0.3 < tied"] == {"valid": True, "test": False, "every_epoch_from_2": False}
+    assert res["groc-lex < groc-full"] == {"valid": True, "test": True, "every_epoch_from_2": True}
+    assert "groc-lex < groc-p0.3" not in res  # another sparse-update p: not the seed's comparison
+    assert res["tied < untied"] == {"valid": True, "test": True, "every_epoch_from_2": True}
