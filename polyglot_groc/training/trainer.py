@@ -365,11 +365,9 @@ class Trainer:
             self.hooks.on_eval(record)
             if improved:
                 best_ckpt_nll, best_valid = nll, dict(last_valid)
-            if not scheduled:
-                pass
-            elif nll < best_nll:
+            if scheduled and nll < best_nll:
                 best_nll, bad_evals = nll, 0
-            else:
+            elif scheduled:
                 bad_evals += 1
                 if bad_evals % t.lr_patience == 0:
                     lr *= t.lr_factor
