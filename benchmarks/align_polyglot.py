@@ -129,7 +129,7 @@ def resolve_runs(args: argparse.Namespace) -> dict[str, Path]:
             runs[kind] = candidates[0]
         elif len(candidates) > 1:
             raise BadInput(f"several {kind} runs on {pair} in {root}: "
-                             f"{', '.join(c.name for c in candidates)}; pass --steps N or --{kind} RUN")
+                           f"{', '.join(c.name for c in candidates)}; pass --steps N or --{kind} RUN")
     if not runs:  # one model is enough to set beside the baselines; GroC vs lookup needs both
         where = f" (none found as {args.work}/runs/<kind>_{pair}_<steps>steps)" if args.work else ""
         raise BadInput(f"pass --groc and/or --lookup RUN, or --work DIR{where}")
@@ -148,7 +148,7 @@ def wordsim_files(args: argparse.Namespace, root: Path | None) -> tuple[dict[str
             lang = lang if sep else path.parent.name
             if lang not in files:
                 raise BadInput(f"--wordsim {item!r}: cannot tell its language; write {args.src}=FILE "
-                                 f"or {args.tgt}=FILE, or keep it in a folder named after the language")
+                               f"or {args.tgt}=FILE, or keep it in a folder named after the language")
             files[lang].append(path)
         return files, notes
     for lang in langs:
@@ -431,7 +431,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             setattr(args, attr, dicts / f"{args.src}-{args.tgt}.{suffix}.txt")
         if not getattr(args, attr).is_file():
             raise BadInput(f"dictionary {getattr(args, attr)} does not exist; "
-                             f"check --src/--tgt (MUSE has en-es, en-fr, en-nl and the reverse) or the path")
+                           f"check --src/--tgt (MUSE has en-es, en-fr, en-nl and the reverse) or the path")
     if args.wordsim is None and root is None:
         raise BadInput(f"pass --wordsim FILE..., or set {DATA_ENV} / --data-root")
     if args.threads > 0:

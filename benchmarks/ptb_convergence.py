@@ -115,7 +115,7 @@ def parse_variant(text: str) -> tuple[str, tuple[str, list[str]]]:
     parts = [p for p in rest.split(";") if p.strip()]
     if not sep or not name or not parts:
         raise BadInput(f"--variant {text!r}: write NAME=KIND;section.key=value;..., "
-                         'e.g. groc-tanh=groc;model.output.bias_activation="tanh"')
+                       'e.g. groc-tanh=groc;model.output.bias_activation="tanh"')
     return name, (parts[0], parts[1:])
 
 
@@ -161,7 +161,7 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
     if resumed:
         if _what_it_computes(load_config(run_dir / "config.toml", [])) != _what_it_computes(cfg):
             raise BadInput(f"{run_dir} was trained with another configuration; "
-                             "resume with the flags of the first session, or use a new --work")
+                           "resume with the flags of the first session, or use a new --work")
         if done.is_file():
             return dict(json.loads(done.read_text(encoding="utf-8")))
         payload = load_checkpoint(run_dir / "last.pt")
