@@ -216,10 +216,11 @@ def seed_orderings(results: dict[str, dict[str, Any]]) -> dict[str, dict[str, bo
     included; GroC+lex only against GroC with the same sparse-update p): best valid, test, and
     whether the first is below the second at every epoch from 2 on that both validated."""
     out: dict[str, dict[str, bool]] = {}
+    kind = {m: {"lookup": "tied"}.get(r["kind"], r["kind"]) for m, r in results.items()}  # lookup: tied's alias
     for low, high in SEED_ORDER:
         for a, ra in results.items():
             for b, rb in results.items():
-                if ra["kind"] != low or rb["kind"] != high:
+                if kind[a] != low or kind[b] != high:
                     continue
                 if low == "groc-lex" and ra["output_update_prob"] != rb["output_update_prob"]:
                     continue

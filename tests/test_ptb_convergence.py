@@ -101,7 +101,7 @@ def test_seed_orderings_pair_models_by_kind() -> None:
                 "final_valid": min(curve), "test": test, "output_update_prob": p}
 
     res = seed_orderings({
-        "tied": m("tied", [700.0, 500.0, 400.0], 300.0),
+        "tied": m("lookup", [700.0, 500.0, 400.0], 300.0),  # the protocol's tied is kind "lookup" (an alias)
         "untied": m("untied", [650.0, 520.0, 450.0], 350.0),
         "groc-full": m("groc", [720.0, 480.0, 390.0, 380.0], 310.0),  # behind at epoch 1 only: that is allowed
         "groc-p0.3": m("groc", [800.0, 510.0, 395.0], 320.0, p=0.3),
