@@ -301,10 +301,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     from polyglot_groc.config import MODEL_KINDS
 
-    os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
-    full = prepare_ptb(shared_data(), args.work / "ptb_full")
-    corpus = slice_ptb(full, args.work / "corpus", args.train_lines, args.eval_lines)
-    overrides = common_overrides(args, corpus)
+    # Every flag is checked before anything is written under --work.
     names = [m for m in args.models.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
     if unknown:
@@ -320,6 +317,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         log.warning("skipping %s: %s", m, why)
     todo = [m for m in names if m not in skipped]
     device = device_label(args.device)
+    overrides = common_overrides(args, args.work / "corpus")  # checks --filters too
+    os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
+    slice_ptb(prepare_ptb(shared_data(), args.work / "ptb_full"), args.work / "corpus", args.train_lines,
+              args.eval_lines)
     t0 = time.monotonic()
     results: dict[str, dict[str, Any]] = {}
     if args.jobs > 1:
