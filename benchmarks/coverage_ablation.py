@@ -59,6 +59,7 @@ def main() -> None:
     os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
     t0 = time.monotonic()
     covs = [float(c) for c in args.coverages.split(",") if c.strip()]
+    filters = [filters_override(args.filters)] if args.filters else []  # checked before any data is written
     root = prepare_ptb(shared_data(), args.work / "corpus")
     common = [
         f"data.root={json.dumps(str(root))}", 'data.langs=["en"]', f"model.d={args.d}",
@@ -68,10 +69,8 @@ def main() -> None:
         'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={json.dumps(args.wn_dir)}",
         f"model.lexicon.specs={json.dumps(list(args.lexicon or []))}", "model.lexicon.extra_cap=0",
         f"model.prefix.dropout={args.dropout}", f"train.output_update_prob={args.output_update_prob}",
-        f"train.eval_batch_size={args.eval_batch_size}", *args.set,
+        f"train.eval_batch_size={args.eval_batch_size}", *args.set, *filters,
     ]
-    if args.filters:
-        common.append(filters_override(args.filters))
 
     def test_ppl(run: Path, coverage: float | None) -> float:
         res = evaluate_open(run, root, "test", n_streams=args.eval_batch_size, lexicon_coverage=coverage)

@@ -91,10 +91,10 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.monotonic()
     data = args.work / "data"
+    filters = [filters_override(args.filters)] if args.filters else []  # checked before any data is written
     manifest = prepare_crossdomain_en(shared_data(), data, args.train_tokens, args.eval_tokens, args.finetune_tokens)
     runs: dict[str, Path] = {}
     train_info: dict[str, Any] = {}
-    filters = [filters_override(args.filters)] if args.filters else []
     for name, kind in KINDS.items():
         cfg = load_config(None, [
             f'model.kind="{kind}"', f'data.root="{data / "source"}"', 'data.langs=["en"]', 'data.vocab_mode="open"',

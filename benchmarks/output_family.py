@@ -66,10 +66,11 @@ def main() -> None:
             setattr(args, k, v)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     device = device_label(args.device)
+    filters = filters_override(args.filters)  # checked before any data is written
     corpus = prepare_ptb(shared_data(), args.work / "corpus")
     common = [
         f'data.root="{corpus}"', 'data.langs=["en"]', f"model.d={args.d}", f"model.prefix.hidden={args.hidden}",
-        f"model.prefix.dropout={args.dropout}", filters_override(args.filters),
+        f"model.prefix.dropout={args.dropout}", filters,
         f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}", f"train.lr={args.lr}",
         f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}", f"train.threads={args.threads}",
         f"train.seed={args.seed}", f"train.eval_batch_size={args.eval_batch_size}", f'train.device="{args.device}"',

@@ -84,6 +84,7 @@ def test_benchmark_bad_input_is_one_line_and_exit_status_2(tmp_path: Path) -> No
         "align_polyglot.py": ["--src", "en", "--tgt", "en", "--work", str(tmp_path)],  # the script's check
         "throughput.py": ["--device", "gpu0", "--work", str(tmp_path)],  # the toolkit's ConfigError
         "ptb_convergence.py": ["--variant", "no-kind", "--work", str(tmp_path)],  # checked before the data is made
+        "output_family.py": ["--filters", "1:x", "--work", str(tmp_path)],  # likewise
     }
     for script, argv in cases.items():
         done = subprocess.run([sys.executable, str(root / "benchmarks" / script), *argv],
