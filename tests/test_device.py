@@ -49,6 +49,31 @@ def test_padded_and_grouped_give_same_embeddings_and_gradients(max_len: int) -> 
         assert torch.allclose(pa.grad, pb.grad, atol=1e-5, rtol=0), name
 
 
+@pytest.mark.parametrize("act", ["relu", "selu"])  # relu: applied inside the fused pass; selu: by autograd after
+def test_fused_grouped_pass_matches_padded_in_train_eval_and_bf16(act: str) -> None:
+    charset = Charset.from_words(LONG, 40)
+    chars = torch.from_numpy(charset.encode(LONG))
+    torch.manual_seed(3)
+    cfg = SurfaceConfig(filters=((1, 4), (2, 4), (3, 8), (6, 8)), activation=act, impl="grouped")
+    grouped = SurfaceEncoder(cfg, charset.n_chars, 12)
+    padded = SurfaceEncoder(dataclasses.replace(cfg, impl="padded"), charset.n_chars, 12)
+    padded.load_state_dict(grouped.state_dict())
+    e = grouped(chars)
+    e.sum().backward()
+    assert torch.allclose(e, padded(chars), atol=1e-5)
+    assert grouped.char_emb.weight.grad is not None
+    assert torch.equal(grouped.char_emb.weight.grad[0], torch.zeros(grouped.cfg.char_dim))  # PAD never trains
+    with torch.no_grad():  # evaluation keeps nothing for backward and gives the same vectors
+        assert torch.equal(grouped(chars), e.detach())
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # the GEMMs run in bf16, as Conv1d's would
+        eb = grouped(chars)
+    grouped.zero_grad()
+    eb.float().sum().backward()
+    assert torch.allclose(eb.float(), e.detach(), atol=0.1) and not torch.equal(eb.float(), e.detach())
+    for name, param in grouped.named_parameters():
+        assert param.grad is not None and param.grad.dtype == torch.float32, name
+
+
 def test_auto_impl_rule_is_per_device() -> None:
     enc, _ = _encoders("auto", "auto")
     assert enc.impl_for(torch.device("cpu")) == "grouped"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -101,3 +102,38 @@ def test_length_bucketing_equals_masked_reference() -> None:
     enc = _enc(cs.n_chars)
     chars = torch.from_numpy(cs.encode(words))
     assert torch.allclose(enc(chars), _reference_masked_encode(enc, chars), atol=1e-5)
+
+
+def _highway_by_autograd(hw: Highway, x: torch.Tensor) -> torch.Tensor:
+    """The highway formula through autograd's own ops: the reference for the fused path."""
+    transform, gate = hw.layer(x).chunk(2, dim=-1)
+    g = torch.sigmoid(gate)
+    return g * x + (1.0 - g) * hw.act(transform)
+
+
+@pytest.mark.parametrize("act", ["relu", "tanh", "sigmoid", "identity"])
+def test_fused_highway_equals_the_autograd_formula(act: str) -> None:
+    torch.manual_seed(1)
+    hw = Highway(16, act)
+    x = torch.randn(40, 16, requires_grad=True)
+    assert hw.fused_for(x)
+    w = torch.randn(40, 16)
+    y = hw(x)
+    grads = torch.autograd.grad((y * w).sum(), [x, hw.layer.weight, hw.layer.bias])
+    y_ref = _highway_by_autograd(hw, x)
+    refs = torch.autograd.grad((y_ref * w).sum(), [x, hw.layer.weight, hw.layer.bias])
+    assert torch.allclose(y, y_ref, atol=1e-6)
+    for got, ref in zip(grads, refs, strict=True):
+        assert torch.allclose(got, ref, atol=1e-5), act
+
+
+def test_fused_highway_is_left_to_autograd_under_autocast_and_other_activations() -> None:
+    x = torch.randn(8, 6, requires_grad=True)
+    assert not Highway(6, "selu").fused_for(x)  # no in-place derivative for selu: autograd's path
+    hw = Highway(6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not hw.fused_for(x)
+        y = hw(x)
+    y.sum().backward()  # the autocast path still trains, and agrees with fp32 to bf16's precision
+    assert x.grad is not None and hw.layer.weight.grad is not None
+    assert torch.allclose(y, hw(x), atol=0.05) and not torch.equal(y, hw(x))
