@@ -104,8 +104,9 @@ class _GroupedCharCNN(torch.autograd.Function):
     over positions reduces a middle axis with the filters contiguous. The backward folds window
     gradients into one (n, L, C) buffer per group and scatters it into the char table once. On
     CPU this is faster, forward and backward, than Conv1d + max + autograd's bookkeeping of
-    ~100 small ops per group (benchmarks/README.md). Saved for backward: the windows, a bool mask
-    of the winning windows and the output; the conv outputs themselves are not kept.
+    ~100 small ops per group (benchmarks/README.md). Saved for backward: the windows, the conv
+    outputs overwritten in place by a 0/1 mask of the winning windows (in the compute dtype, so
+    the backward multiplies without a conversion pass), and the output.
 
     Ties (a repeated substring gives equal windows) share the gradient equally, as ``amax``
     does; tied windows hold the same characters, so every parameter gradient equals that of
@@ -139,8 +140,8 @@ class _GroupedCharCNN(torch.autograd.Function):
                     best = y.amax(dim=1)  # (n, F)
                     pooled.append(best)
                     if keep:  # what backward needs; skipped without grad (evaluation)
-                        won = y == best.unsqueeze(1)  # (n, P, F): the winning windows, several if tied
-                        share = won.sum(dim=1, dtype=dt).reciprocal_()  # (n, F): 1 / number of winners
+                        won = y.eq_(best.unsqueeze(1))  # (n, P, F): 1 at the winning windows, several if tied
+                        share = won.sum(dim=1).reciprocal_()  # (n, F): 1 / number of winners
                         saved += [windows, won, share]
                 out.index_copy_(0, rows, torch.cat(pooled, dim=1))
                 if keep:
