@@ -9,7 +9,9 @@ the figure to compare across machines (absolute tokens/s depend on the machine a
 
 ``--size paper``: 2x1024 LSTM, d=256, batch 20x35, the seed's char-CNN. ``--size cpu``: the
 small CPU size of benchmarks/ptb_groc_vs_lookup.py (2x256, d=256, batch 64x35).
-groc-lex needs a lexicon (``--lexicon omw-en:1.4`` with ``--wn-dir``); without one it is skipped
+``--repeats R`` trains every model R times, going round the models in turn, and reports medians
+(each repeat's figures are in ``*_runs``): on a noisy machine one run of each can move the ratio
+by 10%. groc-lex needs a lexicon (``--lexicon omw-en:1.4`` with ``--wn-dir``); without one it is skipped
 and the JSON says so.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -26,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import torch  # noqa: E402
 
-from benchmarks.common import add_output_args, emit, peak_rss_mib, prepare_ptb, script_main, shared_data  # noqa: E402
+from benchmarks.common import BadInput, add_output_args, emit, peak_rss_mib, prepare_ptb, script_main, shared_data  # noqa: E402
 from polyglot_groc.config import load_config  # noqa: E402
 from polyglot_groc.model.bundle import ModelBundle  # noqa: E402
 from polyglot_groc.model.device import device_name, resolve_device  # noqa: E402
@@ -85,6 +88,7 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--size", choices=tuple(SIZES), default="cpu")
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--repeats", type=int, default=1, help="runs of each model, taken in turn; figures are medians")
     ap.add_argument("--eval-lines", type=int, default=200)
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--precision", default="fp32")
@@ -99,6 +103,11 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     device = resolve_device(args.device)
+    unknown = [n for n in args.models.split(",") if n not in MODELS]
+    if unknown:
+        raise BadInput(f"unknown --models {','.join(unknown)}; choose from {','.join(MODELS)}")
+    if args.repeats < 1 or args.steps < 1:
+        raise BadInput("--repeats and --steps must be at least 1")
     corpus = slice_corpus(prepare_ptb(shared_data(), args.work / "ptb"), args.work / "corpus", args.eval_lines)
     common = [f'data.root="{corpus}"', 'data.langs=["en"]', *SIZES[args.size], f"train.max_steps={args.steps}",
               f"train.eval_every={args.steps}", f"train.threads={args.threads}", f'train.device="{args.device}"',
@@ -106,48 +115,60 @@ def main() -> None:
               f'model.surface.impl="{args.impl}"', "train.eval_batch_size=10", "train.lr=0.002", *args.set]
     if args.size == "cpu":
         common.append("model.surface.filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512]]")
-    results: dict[str, dict[str, float | int | str]] = {}
+    results: dict[str, dict[str, float | int | str | list[float]]] = {}
+    runs: dict[str, list[tuple[float, float]]] = {}  # model -> (train, eval) tokens/s of each repeat
     impl_seconds: dict[str, float] = {}
-    for name in args.models.split(","):
-        kind, extra = MODELS[name]
-        if kind == "groc-lex":
-            if not args.lexicon:
-                results[name] = {"skipped": "no --lexicon given"}
-                continue
-            extra = [*extra, f'model.lexicon.specs=["{args.lexicon}"]', f'model.lexicon.wn_dir="{args.wn_dir}"']
-        cfg = load_config(None, [*common, f'model.kind="{kind}"', *extra])
-        if device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(device)
-        trainer = Trainer(cfg, args.work / "runs" / name, overwrite=True)
-        res = trainer.fit()
-        t0 = time.perf_counter()
-        ev = evaluate_split(trainer.bundle, trainer.corpus, "valid", 10, cfg.train.bptt)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        eval_s = time.perf_counter() - t0
-        n_eval = sum(r.n_tokens for r in ev.values())
-        if kind == "groc" and not impl_seconds:
-            impl_seconds = time_impls(trainer.bundle, device)
-        surface = getattr(trainer.model.input_embedder, "surface", None)
-        results[name] = {
-            "train_tokens_per_s": res.tokens_per_s, "eval_tokens_per_s": n_eval / eval_s, "steps": res.steps,
-            "eval_tokens": n_eval, "n_params": res.n_params,
-            "encoder_impl": surface.impl_for(device) if surface is not None else "none",
-            "peak_memory_mib": (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda"
-                                else peak_rss_mib()),
-        }
-    base = results.get("lookup", {})
-    for r in results.values():
-        if "train_tokens_per_s" in r and "train_tokens_per_s" in base:
-            r["train_ratio_to_lookup"] = float(r["train_tokens_per_s"]) / float(base["train_tokens_per_s"])
-            r["eval_ratio_to_lookup"] = float(r["eval_tokens_per_s"]) / float(base["eval_tokens_per_s"])
+    names = args.models.split(",")
+    for name in names:
+        if MODELS[name][0] == "groc-lex" and not args.lexicon:
+            results[name] = {"skipped": "no --lexicon given"}
+    # Repeats go round the models in turn, so a slow spell of a noisy machine hits every model,
+    # and each figure is the median over repeats.
+    for _ in range(args.repeats):
+        for name in (n for n in names if n not in results):
+            kind, extra = MODELS[name]
+            if kind == "groc-lex":
+                extra = [*extra, f'model.lexicon.specs=["{args.lexicon}"]', f'model.lexicon.wn_dir="{args.wn_dir}"']
+            cfg = load_config(None, [*common, f'model.kind="{kind}"', *extra])
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            trainer = Trainer(cfg, args.work / "runs" / name, overwrite=True)
+            res = trainer.fit()
+            t0 = time.perf_counter()
+            ev = evaluate_split(trainer.bundle, trainer.corpus, "valid", 10, cfg.train.bptt)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            eval_s = time.perf_counter() - t0
+            n_eval = sum(r.n_tokens for r in ev.values())
+            runs.setdefault(name, []).append((res.tokens_per_s, n_eval / eval_s))
+            if kind == "groc" and not impl_seconds:
+                impl_seconds = time_impls(trainer.bundle, device)
+            surface = getattr(trainer.model.input_embedder, "surface", None)
+            # From the first repeat: on CPU the peak is the process's RSS high-water mark, which
+            # later repeats would inherit from the models run before them.
+            results.setdefault(f"_first_{name}", {
+                "steps": res.steps, "eval_tokens": n_eval, "n_params": res.n_params,
+                "encoder_impl": surface.impl_for(device) if surface is not None else "none",
+                "peak_memory_mib": (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda"
+                                    else peak_rss_mib()),
+            })
+    medians = {name: (statistics.median(m[0] for m in measured), statistics.median(m[1] for m in measured))
+               for name, measured in runs.items()}
+    base = medians.get("lookup")
+    for name, (train, ev_tps) in medians.items():
+        results[name] = {"train_tokens_per_s": train, "eval_tokens_per_s": ev_tps, **results.pop(f"_first_{name}"),
+                         "train_tokens_per_s_runs": [m[0] for m in runs[name]],
+                         "eval_tokens_per_s_runs": [m[1] for m in runs[name]]}
+        if base is not None:
+            results[name]["train_ratio_to_lookup"] = train / base[0]
+            results[name]["eval_ratio_to_lookup"] = ev_tps / base[1]
     out = {
         "benchmark": "throughput", "device": device_name(device), "size": args.size, "torch": torch.__version__,
         "precision": args.precision, "compile": args.compile, "impl": args.impl,
         "auto_impl_rule": "padded on CUDA, grouped on CPU (model/surface.py SurfaceEncoder.impl_for)",
         "surface_fwd_bwd_seconds_over_vocab": impl_seconds,
         "faster_impl_here": min(impl_seconds, key=impl_seconds.__getitem__) if impl_seconds else None,
-        "steps": args.steps, "threads": args.threads,
+        "steps": args.steps, "repeats": args.repeats, "threads": args.threads,
         "groc_over_lookup_train": results.get("groc", {}).get("train_ratio_to_lookup"),
         "groc_over_lookup_eval": results.get("groc", {}).get("eval_ratio_to_lookup"),
         "models": results,

@@ -80,13 +80,14 @@ def test_benchmark_bad_input_is_one_line_and_exit_status_2(tmp_path: Path) -> No
     again = pickle.loads(pickle.dumps(BadInput("--variant 'x': write NAME=KIND")))
     assert isinstance(again, BadInput) and again.code == 2 and str(again) == "error: --variant 'x': write NAME=KIND"
     root = Path(__file__).resolve().parent.parent
-    cases = {
-        "align_polyglot.py": ["--src", "en", "--tgt", "en", "--work", str(tmp_path)],  # the script's check
-        "throughput.py": ["--device", "gpu0", "--work", str(tmp_path)],  # the toolkit's ConfigError
-        "ptb_convergence.py": ["--variant", "no-kind", "--work", str(tmp_path)],  # checked before the data is made
-        "output_family.py": ["--filters", "1:x", "--work", str(tmp_path)],  # likewise
-    }
-    for script, argv in cases.items():
+    cases = [
+        ("align_polyglot.py", ["--src", "en", "--tgt", "en", "--work", str(tmp_path)]),  # the script's check
+        ("throughput.py", ["--device", "gpu0", "--work", str(tmp_path)]),  # the toolkit's ConfigError
+        ("throughput.py", ["--models", "lookup,bogus", "--work", str(tmp_path)]),  # checked before the data is made
+        ("ptb_convergence.py", ["--variant", "no-kind", "--work", str(tmp_path)]),  # likewise
+        ("output_family.py", ["--filters", "1:x", "--work", str(tmp_path)]),  # likewise
+    ]
+    for script, argv in cases:
         done = subprocess.run([sys.executable, str(root / "benchmarks" / script), *argv],
                               capture_output=True, text=True, timeout=120)
         lines = done.stderr.strip().splitlines()
