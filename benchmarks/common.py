@@ -14,7 +14,7 @@ import json
 import os
 import resource
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -159,6 +159,14 @@ def parse_filters(text: str) -> list[list[int]]:
     if not pairs or any(len(p) != 2 or min(p) < 1 for p in pairs):
         raise BadInput(f"--filters {text!r}: write width:count pairs, e.g. {DEFAULT_FILTERS}")
     return pairs
+
+
+def check_models(names: list[str], known: Iterable[str]) -> None:
+    """``--models``: every name must be one the script knows (BadInput naming the others)."""
+    known = list(known)
+    unknown = [m for m in names if m not in known]
+    if unknown:
+        raise BadInput(f"unknown --models {','.join(unknown)}; use a subset of {','.join(known)}")
 
 
 def filters_override(text: str) -> str:

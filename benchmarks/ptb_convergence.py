@@ -49,6 +49,7 @@ from benchmarks.common import (  # noqa: E402
     BadInput,
     add_device_arg,
     add_output_args,
+    check_models,
     device_label,
     emit,
     filters_override,
@@ -303,9 +304,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     # Every flag is checked before anything is written under --work.
     names = [m for m in args.models.split(",") if m]
-    unknown = [m for m in names if m not in MODELS]
-    if unknown:
-        raise BadInput(f"unknown --models {','.join(unknown)}; use a subset of {','.join(MODELS)}")
+    check_models(names, MODELS)
     specs = {m: MODELS[m] for m in names}
     for text in args.variant:
         vname, spec = parse_variant(text)

@@ -29,7 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import torch  # noqa: E402
 
-from benchmarks.common import BadInput, add_output_args, emit, peak_rss_mib, prepare_ptb, script_main, shared_data  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    BadInput,
+    add_output_args,
+    check_models,
+    emit,
+    peak_rss_mib,
+    prepare_ptb,
+    script_main,
+    shared_data,
+)
 from polyglot_groc.config import load_config  # noqa: E402
 from polyglot_groc.model.bundle import ModelBundle  # noqa: E402
 from polyglot_groc.model.device import device_name, resolve_device  # noqa: E402
@@ -103,9 +112,8 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.WARNING)
     device = resolve_device(args.device)
-    unknown = [n for n in args.models.split(",") if n not in MODELS]
-    if unknown:
-        raise BadInput(f"unknown --models {','.join(unknown)}; choose from {','.join(MODELS)}")
+    names = args.models.split(",")
+    check_models(names, MODELS)
     if args.repeats < 1 or args.steps < 1:
         raise BadInput("--repeats and --steps must be at least 1")
     corpus = slice_corpus(prepare_ptb(shared_data(), args.work / "ptb"), args.work / "corpus", args.eval_lines)
@@ -117,8 +125,10 @@ def main() -> None:
         common.append("model.surface.filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512]]")
     results: dict[str, dict[str, float | int | str | list[float]]] = {}
     runs: dict[str, list[tuple[float, float]]] = {}  # model -> (train, eval) tokens/s of each repeat
+    # From each model's first repeat: on CPU the peak is the process's RSS high-water mark, which
+    # later repeats would inherit from the models run before them.
+    first: dict[str, dict[str, float | int | str]] = {}
     impl_seconds: dict[str, float] = {}
-    names = args.models.split(",")
     for name in names:
         if MODELS[name][0] == "groc-lex" and not args.lexicon:
             results[name] = {"skipped": "no --lexicon given"}
@@ -144,9 +154,7 @@ def main() -> None:
             if kind == "groc" and not impl_seconds:
                 impl_seconds = time_impls(trainer.bundle, device)
             surface = getattr(trainer.model.input_embedder, "surface", None)
-            # From the first repeat: on CPU the peak is the process's RSS high-water mark, which
-            # later repeats would inherit from the models run before them.
-            results.setdefault(f"_first_{name}", {
+            first.setdefault(name, {
                 "steps": res.steps, "eval_tokens": n_eval, "n_params": res.n_params,
                 "encoder_impl": surface.impl_for(device) if surface is not None else "none",
                 "peak_memory_mib": (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda"
@@ -156,7 +164,7 @@ def main() -> None:
                for name, measured in runs.items()}
     base = medians.get("lookup")
     for name, (train, ev_tps) in medians.items():
-        results[name] = {"train_tokens_per_s": train, "eval_tokens_per_s": ev_tps, **results.pop(f"_first_{name}"),
+        results[name] = {"train_tokens_per_s": train, "eval_tokens_per_s": ev_tps, **first[name],
                          "train_tokens_per_s_runs": [m[0] for m in runs[name]],
                          "eval_tokens_per_s_runs": [m[1] for m in runs[name]]}
         if base is not None:

@@ -16,37 +16,11 @@ import torch.nn as nn
 from torch.utils.checkpoint import checkpoint
 
 from polyglot_groc.config import SurfaceConfig
-from polyglot_groc.model.activations import activation
+from polyglot_groc.model.activations import GRAD_FROM_OUTPUT, IN_PLACE, activation
 from polyglot_groc.model.charset import PAD
 
 #: Encodes a chunk of char rows ``(N, L)`` into surface vectors ``(N, d)``.
 EncodeFn = Callable[[torch.Tensor], torch.Tensor]
-
-
-def _relu_grad_(grad: torch.Tensor, t: torch.Tensor) -> None:
-    grad.masked_fill_(t <= 0, 0.0)
-
-
-def _tanh_grad_(grad: torch.Tensor, t: torch.Tensor) -> None:
-    grad.mul_(1.0 - t * t)
-
-
-def _sigmoid_grad_(grad: torch.Tensor, t: torch.Tensor) -> None:
-    grad.mul_(t * (1.0 - t))
-
-
-def _identity_grad_(grad: torch.Tensor, t: torch.Tensor) -> None:
-    return None
-
-
-#: act'(z) written through t = act(z), applied in place to a gradient: what lets the fused highway
-#: keep only its activated pre-activations for backward.
-_ACT_GRAD_FROM_OUTPUT: dict[str, Callable[[torch.Tensor, torch.Tensor], None]] = {
-    "relu": _relu_grad_, "tanh": _tanh_grad_, "sigmoid": _sigmoid_grad_, "identity": _identity_grad_,
-}
-_ACT_IN_PLACE: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "relu": torch.relu_, "tanh": torch.tanh_, "sigmoid": torch.sigmoid_, "identity": lambda t: t,
-}
 
 
 class _FusedHighway(torch.autograd.Function):
@@ -62,7 +36,7 @@ class _FusedHighway(torch.autograd.Function):
                 bias: torch.Tensor, act: str) -> torch.Tensor:
         z = torch.addmm(bias, x, weight.t())  # (N, 2D): [transform | gate] pre-activations
         t, g = z.chunk(2, dim=-1)
-        _ACT_IN_PLACE[act](t)
+        IN_PLACE[act](t)
         g.sigmoid_()
         y = torch.lerp(t, x, g)  # t + g (x - t) = g x + (1 - g) t
         ctx.save_for_backward(x, weight, z)
@@ -79,7 +53,7 @@ class _FusedHighway(torch.autograd.Function):
         torch.addcmul(gy, gy, g, value=-1.0, out=gt)  # dy/dt = 1 - g: gy (1 - g)
         torch.sub(x, t, out=gg)  # dy/dg = x - t, and dg/da = g (1 - g): (x - t) g gy (1 - g)
         gg.mul_(g).mul_(gt)
-        _ACT_GRAD_FROM_OUTPUT[ctx.act](gt, t)  # type: ignore[attr-defined]  # then dt/dz
+        GRAD_FROM_OUTPUT[ctx.act](gt, t)  # type: ignore[attr-defined]  # then dt/dz
         needs = ctx.needs_input_grad  # type: ignore[attr-defined]
         gx = torch.addcmul(gz @ weight, gy, g) if needs[0] else None  # the carry path adds g * gy
         gw = gz.t() @ x if needs[1] else None
@@ -148,7 +122,7 @@ class _GroupedCharCNN(torch.autograd.Function):
                     saved += [rows, ids]
             out += bias.to(dt)
             if act is not None:
-                _ACT_IN_PLACE[act](out)
+                IN_PLACE[act](out)
         ctx.save_for_backward(out, emb, *weights, *saved)
         ctx.meta = (pad, widths, act, len(uniq), dt)  # type: ignore[attr-defined]
         return out
@@ -161,7 +135,7 @@ class _GroupedCharCNN(torch.autograd.Function):
         weights, saved = rest[: len(widths)], rest[len(widths) :]
         g_out = grad.to(dt, copy=True)  # (N, sum F); a copy, as the act's derivative is applied in place
         if act is not None:
-            _ACT_GRAD_FROM_OUTPUT[act](g_out, out)
+            GRAD_FROM_OUTPUT[act](g_out, out)
         kernels = [weight.to(dt).reshape(weight.shape[0], -1) for weight in weights]  # (F, C w)
         g_kernels = [torch.zeros_like(k) for k in kernels]
         g_table = torch.zeros(emb.shape, dtype=dt, device=emb.device)  # (n_chars, C)
@@ -214,7 +188,7 @@ class Highway(nn.Module):
     def fused_for(self, x: torch.Tensor) -> bool:
         """Whether ``x`` takes the fused path: an activation it knows, and no autocast (under
         autocast the Linear runs in bf16 and autograd's own path keeps the dtypes straight)."""
-        return (self.act_name in _ACT_IN_PLACE and not torch.is_autocast_enabled(x.device.type)
+        return (self.act_name in IN_PLACE and not torch.is_autocast_enabled(x.device.type)
                 and x.dtype == self.layer.weight.dtype)
 
 
@@ -304,7 +278,7 @@ class SurfaceEncoder(nn.Module):
 
     def _pooled_grouped(self, chars: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """Grouped by length, one fused pass (``_GroupedCharCNN``).  -> (N, sum F)"""
-        in_place = self.cfg.activation if self.cfg.activation in _ACT_IN_PLACE else None
+        in_place = self.cfg.activation if self.cfg.activation in IN_PLACE else None
         convs: list[nn.Conv1d] = list(self.convs)  # type: ignore[arg-type]
         bias = torch.cat([cast(torch.Tensor, conv.bias) for conv in convs])  # (sum F,): Conv1d's default bias
         pad = self.char_emb.padding_idx
