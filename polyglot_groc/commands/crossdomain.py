@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, locked_run_dir, print_json, setup_logging
+from polyglot_groc.commands._common import (
+    ThreadsOption,
+    cli_errors,
+    locked_run_dir,
+    print_json,
+    setup_logging,
+    use_threads,
+)
 
 analyze_app = typer.Typer(help="Analyses of trained runs: loss by frequency bin, training curves.",
                           no_args_is_help=True)
@@ -21,18 +28,20 @@ def tune_cache_command(
     cache_size: Annotated[int, typer.Option("--cache-size", help="Cache window (seed: 5000 when tuning)")] = 5000,
     new_word_weight: Annotated[float, typer.Option("--new-word-weight", help="GroC: new-word weight")] = 0.1,
     out: Annotated[Path | None, typer.Option("--out", help="Heat-map PNG (Figure 6)")] = None,
+    threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Grid-search cache θ (5 values in [0,1]) and λ (5 values in [0.833,0.966]); JSON + heat map."""
-    _tune(run, data, split, cache, cache_size, new_word_weight, out, verbose)
+    _tune(run, data, split, cache, cache_size, new_word_weight, out, verbose, threads)
 
 
 @cli_errors
 def _tune(run: Path, data: Path, split: str, cache: str, size: int, nww: float, out: Path | None,
-          verbose: bool) -> None:
+          verbose: bool, threads: int | None = None) -> None:
     from polyglot_groc.analysis.tunecache import tune_cache
 
     setup_logging(verbose)
+    use_threads(threads)
     print_json(tune_cache(run, data, split, cache, size, nww, out or run / f"tune-cache-{cache}.png"))
 
 
@@ -76,19 +85,21 @@ def freq_bins_command(
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "test",
     bin_width: Annotated[int, typer.Option("--bin-width", help="Training-frequency bin width (seed: 50)")] = 50,
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
+    threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Median per-token loss difference (A - B) by training-frequency bin (seed Figure 3), with means and shares."""
-    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose)
+    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, threads)
 
 
 @cli_errors
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
-          verbose: bool) -> None:
+          verbose: bool, threads: int | None = None) -> None:
     from lexicons.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.analysis.freqbins import compare_runs
 
     setup_logging(verbose)
+    use_threads(threads)
     res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
     atomic_write_bytes(out.with_suffix(".json"), (dumps_json(res, indent=2) + "\n").encode())
     print_json(res)
@@ -121,12 +132,13 @@ def _curves(runs: list[Path], out: Path, title: str | None) -> None:
 @cli_errors
 def evaluate_open_cli(run: Path, split: str, data: Path | None, checkpoint: str, cache: str, theta: float,
                       lam: float, size: int, new_word_weight: float, uniform_weight: float | None,
-                      lexicon_coverage: float | None, verbose: bool) -> None:
+                      lexicon_coverage: float | None, verbose: bool, threads: int | None = None) -> None:
     """``evaluate`` in the open-vocabulary setting (see :func:`evaluate_open`)."""
     from polyglot_groc.analysis.crossdomain import CacheSettings, evaluate_open
     from polyglot_groc.model.bundle import load_bundle
 
     setup_logging(verbose)
+    use_threads(threads)
     s = CacheSettings(cache, theta, lam, size, new_word_weight, uniform_weight or 0.0).validate()
     if data is None:
         data = Path(load_bundle(run, checkpoint)[0].cfg.data.root)

@@ -18,12 +18,13 @@ import typer
 
 from lexicons.fileio import dumps_json
 from polyglot_groc.commands._common import (
-    check_non_negative,
+    ThreadsOption,
     check_positive,
     cli_errors,
     err_console,
     print_json,
     setup_logging,
+    use_threads,
 )
 from polyglot_groc.config import RunConfig, load_config, to_dict
 
@@ -49,7 +50,7 @@ def init_from_elmo_command(
     elmo_weights: Annotated[Path | None, typer.Option("--elmo-weights", help="bilm-tf lm_weights.hdf5")] = None,
     langs: Annotated[str | None, typer.Option("--langs", help="Languages, with --elmo-weights (default en)")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override, e.g. --set train.threads=1")] = None,
-    threads: Annotated[int | None, typer.Option("--threads")] = None,
+    threads: ThreadsOption = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -114,7 +115,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
 
     setup_logging(verbose)
     check_positive(finetune_epochs=finetune_epochs, max_steps=max_steps, lr=lr, eval_every=eval_every)
-    check_non_negative(threads=threads)
+    use_threads(threads)  # the conversion runs the model too, before the trainer's train.threads
     weights_mode = elmo_options is not None or elmo_weights is not None
     if weights_mode and elmo_run is not None:
         raise ConfigError("give either an elmo run directory or --elmo-options/--elmo-weights, not both")

@@ -37,6 +37,7 @@ from polyglot_groc.model.device import (
     maybe_compile,
     resolve_device,
     set_matmul_precision,
+    set_threads,
     to_cpu,
 )
 from polyglot_groc.model.embedder import LexiconForms
@@ -241,8 +242,7 @@ class Trainer:
                 prepare_run_dir(self.run_dir, overwrite)
             remove_temp_files(self.run_dir)
         seed_everything(cfg.train.seed)
-        if cfg.train.threads > 0:
-            torch.set_num_threads(cfg.train.threads)
+        set_threads(cfg.train.threads)
         # A closed vocabulary is built from train+valid+test (the seeds' setup); open from train only.
         splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
         self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
