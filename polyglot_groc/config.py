@@ -283,6 +283,21 @@ class RunConfig:
             raise ConfigError(f"train.lr_factor={t.lr_factor} must be in (0, 1]")
         return self
 
+    def absolute_paths(self) -> RunConfig:
+        """This config with every file or folder it names made absolute (from the working directory).
+
+        A run stores its config (config.toml, checkpoints), and commands run later from anywhere
+        read the corpus, lexicon and input vectors through it. Empty paths stay empty.
+        """
+        def absolute(path: str) -> str:
+            return str(Path(path).expanduser().resolve()) if path else path
+
+        m, lex = self.model, self.model.lexicon
+        lex = dataclasses.replace(lex, wn_dir=absolute(lex.wn_dir), tsv_path=absolute(lex.tsv_path))
+        return dataclasses.replace(
+            self, data=dataclasses.replace(self.data, root=absolute(self.data.root)),
+            model=dataclasses.replace(m, init_input=absolute(m.init_input), lexicon=lex))
+
 
 T = TypeVar("T")
 

@@ -184,7 +184,7 @@ def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], de
     if data is not None:
         base["data"]["root"] = str(data)
     cfg = load_config(None, [*defaults, *overrides, *explicit], base=base)
-    report = {"init_from": str(run), "init_checkpoint": which, "init_step": payload.get("step"),
+    report = {"init_from": str(run.resolve()), "init_checkpoint": which, "init_step": payload.get("step"),
               "bias_activation": cfg.model.output.bias_activation, "prefix_copied": True}
     _announce_converted_config(cfg, elmo.cfg.model.output.bias_activation)
     return converted, cfg, report
@@ -221,7 +221,8 @@ def _from_weights(options_path: Path | None, weights_path: Path | None, data: Pa
     if not info.prefix_copied:
         err_console.print(f"prefix trained from scratch: {info.prefix_reason}", highlight=False)
     _announce_converted_config(cfg, base.model.output.bias_activation)
-    report = {"init_from": str(weights_path), "init_options": str(options_path), "charset": info.charset_scheme,
+    report = {"init_from": str(weights_path.resolve()), "init_options": str(options_path.resolve()),
+              "charset": info.charset_scheme,
               "bias_activation": info.bias_activation, "prefix_copied": info.prefix_copied,
               "prefix_reason": info.prefix_reason}
     return bundle, cfg, report

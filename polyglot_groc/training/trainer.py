@@ -9,6 +9,7 @@ improvement, early stop after ``stop_patience`` (seed 000 B.1, seed 004 C.1).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -227,7 +228,8 @@ class Trainer:
         (``finetune --resume-optimizer``); it must match :meth:`trainable_parameters` in order and
         shape. Its learning rate and weight decay are replaced by ``cfg.train``'s.
         """
-        self.cfg = cfg.validate()
+        # The run stores its config: paths in it are absolute, so evaluation works from any directory.
+        cfg = self.cfg = cfg.validate().absolute_paths()
         self.run_dir = Path(run_dir)
         self.hooks: TrainHooks = hooks or _NoHooks()
         # An impossible device, precision or process count fails before anything is written.
@@ -246,7 +248,10 @@ class Trainer:
         # A closed vocabulary is built from train+valid+test (the seeds' setup); open from train only.
         splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
         self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
-        self.bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
+        bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
+        # The checkpoints store the bundle's config: the run's own, with the model as built.
+        self.cfg = dataclasses.replace(cfg, model=bundle.cfg.model).absolute_paths()
+        self.bundle = dataclasses.replace(bundle, cfg=self.cfg) if bundle.cfg != self.cfg else bundle
         self.model = self.bundle.model
         self.device = place_model(self.model, cfg.train, device)
         if self.dist.enabled and cfg.train.shard_vocab and self.model.compositional_output:
