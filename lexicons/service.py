@@ -486,6 +486,7 @@ def open_lexicon(
     nltk_data: Path | str | None = None,
     tsv: Path | str | Sequence[Path | str] | None = None,
     cache_dir: Path | str | None = None,
+    gloss_specs: Sequence[str] | str | None = None,
 ) -> Lexicon:
     """Build a backend by name: ``"wn"`` (default), ``"nltk"`` or ``"tsv"``.
 
@@ -495,14 +496,17 @@ def open_lexicon(
     and ignore it.
     With ``langs`` and no ``specs``, the wn backend selects the installed wordnets of those
     languages and skips languages that have none (their words get surface forms only).
+    ``gloss_specs`` (wn only) names the lexicons that lend definitions through ILI (default: see
+    :class:`WnLexicon`).
     """
     if backend == "wn":
         from lexicons.wn_backend import WnLexicon
 
+        gloss = gloss_specs or None
         if specs:
-            return WnLexicon(specs, wn_dir=wn_dir or None, cache_dir=cache_dir or None)
+            return WnLexicon(specs, wn_dir=wn_dir or None, cache_dir=cache_dir or None, gloss_specs=gloss)
         return WnLexicon(langs=list(langs) if langs else None, wn_dir=wn_dir or None, missing_ok=True,
-                         cache_dir=cache_dir or None)
+                         cache_dir=cache_dir or None, gloss_specs=gloss)
     if backend == "nltk":
         from lexicons.nltk_backend import NltkLexicon
 

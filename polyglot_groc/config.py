@@ -71,8 +71,15 @@ class LexiconConfig:
     #: How [c; r; d] become e_x: "concat" (seed 000 §3.1: W [c; r; d], 3d^2 parameters) or "add"
     #: (c + r + d, no projection; the released code's default ``--combine add``).
     combine: str = "concat"
+    #: Where the lexicon lives: the wn data folder (wn backend; "" = $POLYGLOT_GROC_WN_DIR or wn's
+    #: default), the TSV file (tsv), the NLTK data folder (nltk; "" = $NLTK_DATA). A run records
+    #: the one it used, absolute, with ``specs`` as resolved (``id:version``, or content hashes).
     wn_dir: str = ""
     tsv_path: str = ""
+    nltk_data: str = ""
+    #: wn backend: lexicons lending their definitions through ILI ("" = the English ones selected,
+    #: else the first English one installed); recorded as resolved, like ``specs``.
+    gloss_specs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,7 +300,8 @@ class RunConfig:
             return str(Path(path).expanduser().resolve()) if path else path
 
         m, lex = self.model, self.model.lexicon
-        lex = dataclasses.replace(lex, wn_dir=absolute(lex.wn_dir), tsv_path=absolute(lex.tsv_path))
+        lex = dataclasses.replace(lex, wn_dir=absolute(lex.wn_dir), tsv_path=absolute(lex.tsv_path),
+                                  nltk_data=absolute(lex.nltk_data))
         return dataclasses.replace(
             self, data=dataclasses.replace(self.data, root=absolute(self.data.root)),
             model=dataclasses.replace(m, init_input=absolute(m.init_input), lexicon=lex))

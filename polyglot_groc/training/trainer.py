@@ -168,7 +168,10 @@ def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     extra: tuple[str, ...] = ()
     info: dict[str, Any] = {}
     if traits.uses_lexicon:
-        forms, extra, info = compile_forms(cfg.model.lexicon, vocab)
+        compiled = compile_forms(cfg.model.lexicon, vocab)
+        forms, extra, info = compiled.forms, compiled.extra_words, compiled.info
+        # The run records the lexicon as found (resolved specs, absolute folder), not the environment's choice.
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, lexicon=compiled.config))
     bundle = ModelBundle.create(cfg, vocab, forms=forms, extra_words=extra, lexicon_info=info)
     if cfg.model.init_input:
         init_input_table(bundle.model, vocab, Path(cfg.model.init_input))
