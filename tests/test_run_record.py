@@ -189,3 +189,22 @@ def test_edited_tsv_lexicon_is_reported(tmp_path: Path, caplog: pytest.LogCaptur
     _open_ppl(run, other)
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any("differs" in w and "tsv:lex.tsv@" in w for w in warnings), warnings
+
+
+def test_old_run_without_recorded_lexicon_says_so(lex_setup: dict[str, Path], monkeypatch: pytest.MonkeyPatch,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A run from before runs recorded their lexicon still evaluates, with the environment's, and says so."""
+    from polyglot_groc.model.checkpoint import load_checkpoint, save_checkpoint
+
+    run = lex_setup["run"]
+    payload = load_checkpoint(run / "best.pt")
+    lex = payload["bundle"]["config"]["model"]["lexicon"]
+    lex.update(specs=[], wn_dir="", gloss_specs=[])
+    del payload["bundle"]["lexicon_info"]["settings"]
+    save_checkpoint(run / "best.pt", {k: v for k, v in payload.items() if k != "format_version"})
+    monkeypatch.setenv("POLYGLOT_GROC_WN_DIR", str(lex_setup["wn_b"]))
+    caplog.clear()
+    _open_ppl(run, lex_setup["other"])
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("did not record its wordnet folder" in w and str(lex_setup["wn_b"]) in w for w in warnings), warnings
+    assert any("differs" in w and "test-en:1" in w and "test-en:2" in w for w in warnings), warnings
