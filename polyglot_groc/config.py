@@ -199,10 +199,22 @@ class TrainConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class ParentConfig:
+    """The run a finetuned run started from (written by ``finetune``; ``run = ""``: trained from scratch)."""
+    #: Absolute path of the parent run directory.
+    run: str = ""
+    #: Its checkpoint the finetuning started from (best | last), that checkpoint's step and sha256.
+    checkpoint: str = ""
+    step: int = 0
+    sha256: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class RunConfig:
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    parent: ParentConfig = dataclasses.field(default_factory=ParentConfig)
     #: User-defined or overridden languages: ``[languages.xx]`` tables (iso3, name, script, family,
     #: tokenizer, related...), validated by :meth:`langpairs.registry.LanguageRegistry.from_config`.
     languages: dict[str, Any] = dataclasses.field(default_factory=dict)

@@ -17,7 +17,7 @@ runner = CliRunner()
 
 #: Every command that loads or trains a model (pretrain-vectors runs gensim, single-threaded).
 MODEL_COMMANDS = [["train"], ["evaluate"], ["export"], ["similarity"], ["align"], ["tune-cache"],
-                  ["init-from-elmo"], ["analyze", "freq-bins"]]
+                  ["finetune"], ["init-from-elmo"], ["analyze", "freq-bins"]]
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +80,11 @@ def test_export_and_similarity_threads(run: Path, calls: list[int], tmp_path: Pa
     ["tune-cache", "RUN", "--data", str(TINY)], ["analyze", "freq-bins", "RUN", "RUN", "--data", str(TINY)],
     ["similarity", "--dataset", "x.txt", "--run", "RUN", "--lang", "en"],
     ["align", "--run", "RUN", "--src-lang", "en", "--tgt-lang", "en"],
-    ["init-from-elmo", "RUN"],
+    ["finetune", "RUN", "--data", str(TINY)], ["init-from-elmo", "RUN"],
 ], ids=lambda c: " ".join(c[:2]))
 def test_negative_threads_exit_2_before_work(run: Path, tmp_path: Path, command: list[str]) -> None:
     args = [str(run) if a == "RUN" else a for a in command]
-    if command[0] in ("export", "analyze", "init-from-elmo"):
+    if command[0] in ("export", "analyze", "finetune", "init-from-elmo"):
         args += ["--out", str(tmp_path / "out")]
     res = runner.invoke(app, [*args, "--threads", "-1"])
     assert res.exit_code == 2, res.output
