@@ -52,6 +52,7 @@ def test_relative_paths_are_stored_absolute(tmp_path: Path, monkeypatch: pytest.
         assert ev.exit_code == 0, ev.output
         assert _json(ev)["perplexity"]["en"] > 1
     assert load_config(work / "runs" / "a" / "config.toml").model.init_input == str(work / "vec.txt")
+    assert json.loads((work / "runs" / "a" / "result.json").read_text())["run_dir"] == str(work / "runs" / "a")
 
 
 # --------------------------------------------------------------------------- groc-lex: the run's lexicon

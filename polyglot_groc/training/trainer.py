@@ -89,7 +89,7 @@ class TrainResult:
         return self.stop_reason == "diverged"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_dir": str(self.run_dir), "steps": self.steps, "epochs": round(self.epochs, 4),
+        return {"run_dir": str(Path(self.run_dir).resolve()), "steps": self.steps, "epochs": round(self.epochs, 4),
                 "diverged": self.diverged,
                 "stop_reason": self.stop_reason, "n_params": self.n_params, "n_params_split": self.n_params_split,
                 "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
