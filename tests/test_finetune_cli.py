@@ -121,6 +121,11 @@ def test_finetune_existing_out_exit_2(parent: Path, tmp_path: Path) -> None:
                               "--out", str(out)])
     _one_line_exit_2(res, "--overwrite")
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    before = sorted(p.name for p in parent.iterdir())
+    res = runner.invoke(app, ["finetune", str(parent), "--data", str(parent.parent / "work" / "other"),
+                              "--out", str(parent), "--overwrite"])
+    _one_line_exit_2(res, "the run being finetuned")
+    assert sorted(p.name for p in parent.iterdir()) == before
 
 
 def test_interrupted_finetune_resumes_on_its_own_data(parent: Path, tmp_path: Path,

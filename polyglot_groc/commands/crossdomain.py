@@ -106,6 +106,8 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
     explicit = [*([f"train.threads={threads}"] if threads is not None else []),
                 *([f'train.device="{device}"'] if device is not None else []),
                 *([f"train.max_minutes={max_minutes}"] if max_minutes is not None else [])]
+    if Path(out).resolve() == Path(run).resolve():
+        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
         raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
     # One writer per run directory, as for train and --resume; an early error leaves nothing behind.

@@ -178,6 +178,8 @@ def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int | None = None
         raise InputError(f"--epochs {epochs} must be at least 1")
     if max_steps is not None and max_steps < 0:
         raise InputError(f"--max-steps {max_steps} must be >= 0 (0: epochs only)")
+    if Path(out).resolve() == Path(run_dir).resolve():
+        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
     bundle, payload = load_bundle(run_dir, which)
     if resume_optimizer and not isinstance(payload.get("optimizer"), Mapping):
         raise CheckpointError(f"{run_dir}'s {which} checkpoint has no optimizer state to resume; "
