@@ -24,8 +24,9 @@ pure tensor indexing:
 * ``use_relations`` / ``use_definitions=False`` give all-false masks (Table 3 ablations).
 
 Results are cached on disk (``.npz`` + ``.json``, each written atomically) under a key made of the
-lexicon's specs and settings, a fingerprint of the vocabulary and its languages, and every
-setting above; any change gives a new key.
+lexicon's specs, settings and source (a backend's ``source``: for wn, the database folder and
+file identity), a fingerprint of the vocabulary and its languages, and every setting above; any
+change gives a new key.
 """
 
 from __future__ import annotations
@@ -328,6 +329,8 @@ class LexiconService:
             "backend": f"{type(lexicon).__module__}.{type(lexicon).__qualname__}",
             "specs": list(lexicon.specs),
             "lexicon_settings": getattr(lexicon, "settings", None),
+            # Where the data is read from, for backends whose specs do not hash the content (wn).
+            "source": getattr(lexicon, "source", None),
             "vocab": vfp,
             **self.settings,
         }

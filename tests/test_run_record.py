@@ -209,3 +209,27 @@ def test_old_run_without_recorded_lexicon_says_so(lex_setup: dict[str, Path], mo
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert any("did not record its wordnet folder" in w and str(lex_setup["wn_b"]) in w for w in warnings), warnings
     assert any("differs" in w and "test-en:1" in w and "test-en:2" in w for w in warnings), warnings
+
+
+def test_forms_cache_never_serves_another_folders_wordnet(tmp_path: Path) -> None:
+    """Two folders with the same lexicon id:version but other content: each compiles its own forms."""
+    from polyglot_groc.config import LexiconConfig
+    from polyglot_groc.model.lexforms import compile_forms
+    from polyglot_groc.model.vocab import Vocab
+    from tests.conftest import MINI_ILI, MINI_LMF, install_wordnets
+
+    same_version = tmp_path / "b.xml"
+    same_version.write_text(MINI_LMF.read_text(encoding="utf-8").replace("a young dog", "a small wolf"),
+                            encoding="utf-8")
+    a = install_wordnets(tmp_path / "a", MINI_ILI, MINI_LMF)
+    b = install_wordnets(tmp_path / "b", MINI_ILI, same_version)
+    from collections import Counter
+
+    vocab = Vocab.build({"en": Counter(["puppy", "dog", "small", "young", "wolf"])})
+    out = {}
+    for name, folder in (("a", a), ("b", b), ("a again", a)):
+        compiled = compile_forms(LexiconConfig(specs=("test-en",), wn_dir=str(folder)), vocab, tmp_path / "cache")
+        assert compiled.config.specs == ("test-en:1",) and compiled.config.wn_dir == str(folder.resolve())
+        puppy = vocab.id("puppy")
+        out[name] = compiled.forms.definition_ids[puppy][compiled.forms.definition_mask[puppy]].tolist()
+    assert out["a"] == out["a again"] != out["b"]
