@@ -53,10 +53,10 @@ def finetune_command(
     data: Annotated[Path, typer.Option("--data", help="Corpus directory of the new domain (<lang>/train.txt)")],
     out: Annotated[Path, typer.Option("--out", help="New run directory")],
     epochs: Annotated[int | None, typer.Option(
-        "--epochs", help="Epochs on the new domain [default: 3 (seed), or --set train.max_epochs]",
+        "--epochs", help="Epochs on the new domain (default 3 as in the seed, or --set train.max_epochs)",
         show_default=False)] = None,
     max_steps: Annotated[int | None, typer.Option(
-        "--max-steps", help="Stop after this many steps [default: 0 = epochs only]", show_default=False)] = None,
+        "--max-steps", help="Stop after this many steps (default 0: epochs only)", show_default=False)] = None,
     max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop after M minutes")] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate (default: the run's; with "
                                                            "--resume-optimizer its last, decayed one)")] = None,
@@ -69,8 +69,8 @@ def finetune_command(
         "--set", help="Training override, e.g. --set train.eval_every=50 (train.* only: the model and data "
                       "settings are the run's)")] = None,
     threads: ThreadsOption = None,
-    device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device) "
-                                               "[default: the run's]", show_default=False)] = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device; "
+                                               "default: the run's)", show_default=False)] = None,
     log_every: Annotated[int, typer.Option("--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps")] = 100,
     tensorboard: Annotated[bool, typer.Option("--tensorboard", help="Also write TensorBoard scalars")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
