@@ -164,3 +164,18 @@ def test_finetuning_a_finetuned_run_records_its_parent(parent: Path, tmp_path: P
     assert cfg.parent.run == str(first.resolve()) and cfg.parent.checkpoint == "last"
     assert cfg.parent.sha256 == file_sha256(first / "last.pt")
     assert load_config(first / "config.toml").parent.run == str(parent.resolve())
+
+
+def test_init_from_elmo_records_its_parent(tmp_path: Path) -> None:
+    from tests.conftest import TINY
+    from tests.test_convert import CLI_SMALL
+
+    elmo, groc = tmp_path / "elmo", tmp_path / "groc"
+    res = runner.invoke(app, ["train", "--data", str(TINY), "--langs", "en", "--model", "elmo", "--out", str(elmo),
+                              "--max-steps", "2", *CLI_SMALL])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["init-from-elmo", str(elmo), "--out", str(groc), "--max-steps", "1"])
+    assert res.exit_code == 0, res.output
+    expected = {"run": str(elmo.resolve()), "checkpoint": "best", "step": 2, "sha256": file_sha256(elmo / "best.pt")}
+    assert json.loads((groc / "result.json").read_text(encoding="utf-8"))["parent"] == expected
+    assert load_config(groc / "config.toml").parent.sha256 == expected["sha256"]

@@ -11,6 +11,7 @@ Mounted in ``polyglot_groc/cli.py`` with ``app.command("init-from-elmo")(init_fr
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -139,7 +140,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
                                         report=report)
         finally:
             hooks.close()
-        summary = {**result.to_dict(), **report}
+        summary = {**result.to_dict(), **report, "parent": to_dict(cfg.parent)}
         from polyglot_groc.model.checkpoint import atomic_write_text
 
         atomic_write_text(Path(out) / "result.json", dumps_json(summary, indent=2) + "\n")
@@ -172,6 +173,7 @@ def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], de
     from lexicons.errors import InputError
     from polyglot_groc.elmo.convert import convert_elmo_bundle
     from polyglot_groc.model.bundle import load_bundle
+    from polyglot_groc.training.finetune import parent_record
 
     elmo, payload = load_bundle(run, which)
     if elmo.model.kind != "elmo":
@@ -184,6 +186,7 @@ def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], de
     if data is not None:
         base["data"]["root"] = str(data)
     cfg = load_config(None, [*defaults, *overrides, *explicit], base=base)
+    cfg = dataclasses.replace(cfg, parent=parent_record(run, which, payload))
     report = {"init_from": str(run.resolve()), "init_checkpoint": which, "init_step": payload.get("step"),
               "bias_activation": cfg.model.output.bias_activation, "prefix_copied": True}
     _announce_converted_config(cfg, elmo.cfg.model.output.bias_activation)
@@ -195,8 +198,10 @@ def _from_weights(options_path: Path | None, weights_path: Path | None, data: Pa
                   explicit: list[str]) -> tuple[Any, RunConfig, dict[str, Any]]:
     from langpairs.registry import parse_lang_spec
     from lexicons.errors import ConfigError
+    from polyglot_groc.config import ParentConfig
     from polyglot_groc.elmo.bilm import ElmoModel, load_bilm_options
     from polyglot_groc.elmo.convert import ELMO_FIXED_KEYS, elmo_groc_config, install_elmo_weights
+    from polyglot_groc.model.checkpoint import file_sha256
     from polyglot_groc.training.data import load_corpus
     from polyglot_groc.training.trainer import build_bundle, seed_everything
 
@@ -225,7 +230,9 @@ def _from_weights(options_path: Path | None, weights_path: Path | None, data: Pa
               "charset": info.charset_scheme,
               "bias_activation": info.bias_activation, "prefix_copied": info.prefix_copied,
               "prefix_reason": info.prefix_reason}
-    return bundle, cfg, report
+    # The parent of the new run: the weights file (no run directory, no checkpoint name or step).
+    parent = ParentConfig(run=str(weights_path.resolve()), sha256=file_sha256(weights_path))
+    return bundle, dataclasses.replace(cfg, parent=parent), report
 
 
 def _announce_converted_config(cfg: RunConfig, configured_bias_activation: str) -> None:
