@@ -24,8 +24,9 @@ pure tensor indexing:
 * ``use_relations`` / ``use_definitions=False`` give all-false masks (Table 3 ablations).
 
 Results are cached on disk (``.npz`` + ``.json``, each written atomically) under a key made of the
-lexicon's specs and settings, a fingerprint of the vocabulary and its languages, and every
-setting above; any change gives a new key.
+lexicon's specs, settings and source (a backend's ``source``: for wn, the database folder and
+file identity), a fingerprint of the vocabulary and its languages, and every setting above; any
+change gives a new key.
 """
 
 from __future__ import annotations
@@ -328,6 +329,8 @@ class LexiconService:
             "backend": f"{type(lexicon).__module__}.{type(lexicon).__qualname__}",
             "specs": list(lexicon.specs),
             "lexicon_settings": getattr(lexicon, "settings", None),
+            # Where the data is read from, for backends whose specs do not hash the content (wn).
+            "source": getattr(lexicon, "source", None),
             "vocab": vfp,
             **self.settings,
         }
@@ -486,6 +489,7 @@ def open_lexicon(
     nltk_data: Path | str | None = None,
     tsv: Path | str | Sequence[Path | str] | None = None,
     cache_dir: Path | str | None = None,
+    gloss_specs: Sequence[str] | str | None = None,
 ) -> Lexicon:
     """Build a backend by name: ``"wn"`` (default), ``"nltk"`` or ``"tsv"``.
 
@@ -495,14 +499,17 @@ def open_lexicon(
     and ignore it.
     With ``langs`` and no ``specs``, the wn backend selects the installed wordnets of those
     languages and skips languages that have none (their words get surface forms only).
+    ``gloss_specs`` (wn only) names the lexicons that lend definitions through ILI (default: see
+    :class:`WnLexicon`).
     """
     if backend == "wn":
         from lexicons.wn_backend import WnLexicon
 
+        gloss = gloss_specs or None
         if specs:
-            return WnLexicon(specs, wn_dir=wn_dir or None, cache_dir=cache_dir or None)
+            return WnLexicon(specs, wn_dir=wn_dir or None, cache_dir=cache_dir or None, gloss_specs=gloss)
         return WnLexicon(langs=list(langs) if langs else None, wn_dir=wn_dir or None, missing_ok=True,
-                         cache_dir=cache_dir or None)
+                         cache_dir=cache_dir or None, gloss_specs=gloss)
     if backend == "nltk":
         from lexicons.nltk_backend import NltkLexicon
 

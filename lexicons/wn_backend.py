@@ -716,6 +716,25 @@ class WnLexicon:
         """Lookup behaviour that changes results without changing ``specs`` (for cache keys)."""
         return {"backend": "wn", "lemmatize": self.lemmatize, "gloss": [x.spec for x in self._gloss]}
 
+    @property
+    def source(self) -> dict[str, Any]:
+        """The database read, as it is now (resolved folder; size, mtime, inode of ``wn.db`` and its WAL).
+
+        Part of compiled-forms cache keys (:class:`lexicons.service.LexiconService`): specs name a
+        lexicon version, not its content, so forms cached from another folder or an earlier import
+        of the same ``id:version`` are never served.
+        """
+        return {"wn_dir": str(self.wn_dir.resolve()), "db": _db_identity(self.wn_dir)}
+
+    @property
+    def selected_specs(self) -> list[str]:
+        """The selected lexicons' specs (``id:version``), without the gloss-only ones.
+
+        ``WnLexicon(selected_specs, gloss_specs=settings["gloss"], wn_dir=wn_dir)`` reopens this
+        very selection, whatever ``specs``/``langs`` chose it and whatever was installed since.
+        """
+        return [x.spec for x in self._chosen]
+
     def languages(self) -> list[str]:
         return sorted({normalize_lang(x.language) for x in self._chosen})
 

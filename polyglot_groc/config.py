@@ -71,8 +71,15 @@ class LexiconConfig:
     #: How [c; r; d] become e_x: "concat" (seed 000 §3.1: W [c; r; d], 3d^2 parameters) or "add"
     #: (c + r + d, no projection; the released code's default ``--combine add``).
     combine: str = "concat"
+    #: Where the lexicon lives: the wn data folder (wn backend; "" = $POLYGLOT_GROC_WN_DIR or wn's
+    #: default), the TSV file (tsv), the NLTK data folder (nltk; "" = $NLTK_DATA). A run records
+    #: the one it used, absolute, with ``specs`` as resolved (``id:version``, or content hashes).
     wn_dir: str = ""
     tsv_path: str = ""
+    nltk_data: str = ""
+    #: wn backend: lexicons lending their definitions through ILI ("" = the English ones selected,
+    #: else the first English one installed); recorded as resolved, like ``specs``.
+    gloss_specs: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,10 +199,22 @@ class TrainConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class ParentConfig:
+    """The run a finetuned run started from (written by ``finetune``; ``run = ""``: trained from scratch)."""
+    #: Absolute path of the parent run directory.
+    run: str = ""
+    #: Its checkpoint the finetuning started from (best | last), that checkpoint's step and sha256.
+    checkpoint: str = ""
+    step: int = 0
+    sha256: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class RunConfig:
     data: DataConfig = dataclasses.field(default_factory=DataConfig)
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    parent: ParentConfig = dataclasses.field(default_factory=ParentConfig)
     #: User-defined or overridden languages: ``[languages.xx]`` tables (iso3, name, script, family,
     #: tokenizer, related...), validated by :meth:`langpairs.registry.LanguageRegistry.from_config`.
     languages: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -282,6 +301,22 @@ class RunConfig:
         if not 0.0 < t.lr_factor <= 1.0:
             raise ConfigError(f"train.lr_factor={t.lr_factor} must be in (0, 1]")
         return self
+
+    def absolute_paths(self) -> RunConfig:
+        """This config with every file or folder it names made absolute (from the working directory).
+
+        A run stores its config (config.toml, checkpoints), and commands run later from anywhere
+        read the corpus, lexicon and input vectors through it. Empty paths stay empty.
+        """
+        def absolute(path: str) -> str:
+            return str(Path(path).expanduser().resolve()) if path else path
+
+        m, lex = self.model, self.model.lexicon
+        lex = dataclasses.replace(lex, wn_dir=absolute(lex.wn_dir), tsv_path=absolute(lex.tsv_path),
+                                  nltk_data=absolute(lex.nltk_data))
+        return dataclasses.replace(
+            self, data=dataclasses.replace(self.data, root=absolute(self.data.root)),
+            model=dataclasses.replace(m, init_input=absolute(m.init_input), lexicon=lex))
 
 
 T = TypeVar("T")

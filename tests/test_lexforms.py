@@ -77,7 +77,36 @@ def test_compiled_forms_are_cached(tmp_path: Path) -> None:
     cfg = _cfg()
     corpus = load_corpus(cfg.data)
     vocab = build_bundle(cfg, corpus).vocab
-    a, extra_a, _ = compile_forms(cfg.model.lexicon, vocab)
+    a, extra_a, _, _ = compile_forms(cfg.model.lexicon, vocab)
     assert any((tmp_path / "cache").rglob("*"))
-    b, extra_b, _ = compile_forms(cfg.model.lexicon, vocab)
+    b, extra_b, _, _ = compile_forms(cfg.model.lexicon, vocab)
     assert extra_a == extra_b and torch.equal(a.related_ids, b.related_ids)
+
+
+def _forms_as_words(bundle, word: str) -> tuple[list[str], list[str]]:  # type: ignore[no-untyped-def]
+    table = list(bundle.vocab.words) + list(bundle.extra_words)
+    f, i = bundle.forms, bundle.vocab.id(word)
+    return ([table[j] for j, m in zip(f.related_ids[i], f.related_mask[i], strict=True) if m],
+            [table[j] for j, m in zip(f.definition_ids[i], f.definition_mask[i], strict=True) if m])
+
+
+def test_new_words_get_the_recorded_lexicons_forms_old_words_keep_theirs(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    lexicon = tmp_path / "lexicon.tsv"
+    shutil.copyfile(TSV, lexicon)
+    cfg = _cfg(f'model.lexicon.tsv_path="{lexicon}"')
+    bundle = build_bundle(cfg, load_corpus(cfg.data))
+    assert bundle.cfg.model.lexicon.tsv_path == str(lexicon.resolve())
+    before = {w: _forms_as_words(bundle, w) for w in bundle.vocab.words}
+    view = bundle.with_new_words({"en": ["canid", "goose"]})
+    assert {w: _forms_as_words(view, w) for w in bundle.vocab.words} == before
+    assert _forms_as_words(view, "canid")[0] == ["canine", "dog", "domestic dog"]
+    assert _forms_as_words(view, "goose")[1][:2] == ["web-footed", "long-necked"]
+    assert view.model.input_embedder.chars.shape[0] == len(view.vocab) + len(view.extra_words)
+    assert not [r for r in caplog.records if r.levelname == "WARNING"]
+    # The lexicon changes after training: the run's words keep the forms they were trained with,
+    # new words get the changed lexicon's, and the difference is reported.
+    lexicon.write_text(TSV.read_text(encoding="utf-8").replace("a young dog", "a small wolf"), encoding="utf-8")
+    view = bundle.with_new_words({"en": ["canid"]})
+    assert _forms_as_words(view, "puppy") == before["puppy"]
+    assert any("differs" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")

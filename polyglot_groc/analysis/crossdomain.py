@@ -216,10 +216,12 @@ def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
         raise CoverageError(f"--lexicon-coverage needs a groc-lex run; this run is {bundle.model.kind}")
     from polyglot_groc.model.lexforms import compile_forms
 
+    # The run's recorded lexicon (a missing one is an error here: every word's forms are recompiled).
     lex = dataclasses.replace(bundle.cfg.model.lexicon, coverage=coverage)
-    cfg = dataclasses.replace(bundle.cfg, model=dataclasses.replace(bundle.cfg.model, lexicon=lex))
-    forms, extra, info = compile_forms(lex, bundle.vocab)
-    out = dataclasses.replace(bundle, cfg=cfg, forms=forms, extra_words=extra, lexicon_info=info)
+    compiled = compile_forms(lex, bundle.vocab, recorded=bundle.lexicon_info)
+    cfg = dataclasses.replace(bundle.cfg, model=dataclasses.replace(bundle.cfg.model, lexicon=compiled.config))
+    out = dataclasses.replace(bundle, cfg=cfg, forms=compiled.forms, extra_words=compiled.extra_words,
+                              lexicon_info=compiled.info)
     out.install_words()
     return out
 

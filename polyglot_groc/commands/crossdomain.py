@@ -7,7 +7,17 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, locked_run_dir, print_json, setup_logging
+from polyglot_groc.commands._common import (
+    ThreadsOption,
+    check_non_negative,
+    check_positive,
+    cli_errors,
+    err_console,
+    locked_run_dir,
+    print_json,
+    setup_logging,
+    use_threads,
+)
 
 analyze_app = typer.Typer(help="Analyses of trained runs: loss by frequency bin, training curves.",
                           no_args_is_help=True)
@@ -21,18 +31,20 @@ def tune_cache_command(
     cache_size: Annotated[int, typer.Option("--cache-size", help="Cache window (seed: 5000 when tuning)")] = 5000,
     new_word_weight: Annotated[float, typer.Option("--new-word-weight", help="GroC: new-word weight")] = 0.1,
     out: Annotated[Path | None, typer.Option("--out", help="Heat-map PNG (Figure 6)")] = None,
+    threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Grid-search cache θ (5 values in [0,1]) and λ (5 values in [0.833,0.966]); JSON + heat map."""
-    _tune(run, data, split, cache, cache_size, new_word_weight, out, verbose)
+    _tune(run, data, split, cache, cache_size, new_word_weight, out, verbose, threads)
 
 
 @cli_errors
 def _tune(run: Path, data: Path, split: str, cache: str, size: int, nww: float, out: Path | None,
-          verbose: bool) -> None:
+          verbose: bool, threads: int | None = None) -> None:
     from polyglot_groc.analysis.tunecache import tune_cache
 
     setup_logging(verbose)
+    use_threads(threads)
     print_json(tune_cache(run, data, split, cache, size, nww, out or run / f"tune-cache-{cache}.png"))
 
 
@@ -40,31 +52,80 @@ def finetune_command(
     run: Annotated[Path, typer.Argument(help="Trained run directory")],
     data: Annotated[Path, typer.Option("--data", help="Corpus directory of the new domain (<lang>/train.txt)")],
     out: Annotated[Path, typer.Option("--out", help="New run directory")],
-    epochs: Annotated[int, typer.Option("--epochs", help="Epochs on the new domain (seed: 3)")] = 3,
-    max_steps: Annotated[int, typer.Option("--max-steps", help="Stop after this many steps (0: epochs only)")] = 0,
+    epochs: Annotated[int | None, typer.Option(
+        "--epochs", help="Epochs on the new domain (default 3 as in the seed, or --set train.max_epochs)",
+        show_default=False)] = None,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", help="Stop after this many steps (default 0: epochs only)", show_default=False)] = None,
+    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop after M minutes")] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate (default: the run's; with "
                                                            "--resume-optimizer its last, decayed one)")] = None,
     resume_optimizer: Annotated[bool, typer.Option(
         "--resume-optimizer", help="Continue the run's Adam state (new words' moments start at 0) "
                                    "instead of a fresh optimizer")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite")] = False,
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="The run's checkpoint to start from: best | last")
+                          ] = "best",
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="Training override, e.g. --set train.eval_every=50 (train.* only: the model and data "
+                      "settings are the run's)")] = None,
+    threads: ThreadsOption = None,
+    device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device; "
+                                               "default: the run's)", show_default=False)] = None,
+    log_every: Annotated[int, typer.Option("--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps")] = 100,
+    tensorboard: Annotated[bool, typer.Option("--tensorboard", help="Also write TensorBoard scalars")] = False,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Extend the vocabulary with the new domain's words and train on it (fresh optimizer by default)."""
-    _finetune(run, data, out, epochs, max_steps, lr, overwrite, verbose, resume_optimizer)
+    """Extend the vocabulary with the new domain's words and train on it (fresh optimizer by default).
+
+    OUT is a run directory like train's (config.toml recording the parent run, metrics.jsonl,
+    curves.png, best.pt, last.pt, result.json): evaluate, runs and train --resume take it.
+    """
+    _finetune(run, data, out, epochs, max_steps, lr, overwrite, verbose, resume_optimizer, set_ or [], threads,
+              device, max_minutes, log_every, tensorboard, checkpoint)
 
 
 @cli_errors
-def _finetune(run: Path, data: Path, out: Path, epochs: int, max_steps: int, lr: float | None, overwrite: bool,
-              verbose: bool, resume_optimizer: bool = False) -> None:
+def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: int | None, lr: float | None,
+              overwrite: bool, verbose: bool, resume_optimizer: bool = False, overrides: list[str] | None = None,
+              threads: int | None = None, device: str | None = None, max_minutes: float | None = None,
+              log_every: int = 100, tensorboard: bool = False, checkpoint: str = "best") -> None:
+    from lexicons.errors import InputError
+    from lexicons.fileio import dumps_json
+    from polyglot_groc.commands.train import EXIT_DIVERGED, RichHooks
+    from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.finetune import finetune_run
+    from polyglot_groc.training.trainer import run_dir_has_content
 
     setup_logging(verbose)
+    # Numbers first: nothing is read or written before the command line is known to be sane.
+    check_positive(epochs=epochs, lr=lr, max_minutes=max_minutes)
+    check_non_negative(max_steps=max_steps, log_every=log_every)
+    use_threads(threads)
+    # Explicit flags win over --set, as in train.
+    explicit = [*([f"train.threads={threads}"] if threads is not None else []),
+                *([f'train.device="{device}"'] if device is not None else []),
+                *([f"train.max_minutes={max_minutes}"] if max_minutes is not None else [])]
+    if Path(out).resolve() == Path(run).resolve():
+        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
+    if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
+        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
     # One writer per run directory, as for train and --resume; an early error leaves nothing behind.
-    with locked_run_dir(Path(out), "finetune"):
-        result = finetune_run(run, data, out, epochs, overwrite=overwrite, lr=lr, max_steps=max_steps,
-                              resume_optimizer=resume_optimizer)
-    print_json(result.to_dict())
+    with locked_run_dir(Path(out), "finetune", ("config.toml", "metrics.jsonl", "curves.png")):
+        hooks = RichHooks(Path(out), log_every, tensorboard)
+        try:
+            done = finetune_run(run, data, out, epochs, checkpoint, overwrite=overwrite, lr=lr, max_steps=max_steps,
+                                resume_optimizer=resume_optimizer, overrides=[*(overrides or []), *explicit],
+                                hooks=hooks)
+        finally:
+            hooks.close()
+        summary = done.to_dict()
+        atomic_write_text(Path(out) / "result.json", dumps_json(summary, indent=2) + "\n")
+    print_json(summary)
+    if done.diverged:
+        err_console.print("error: finetuning diverged; lower --lr or train.clip (last.pt is the last good state)",
+                          highlight=False, markup=False)
+        raise typer.Exit(code=EXIT_DIVERGED)
 
 
 @analyze_app.command("freq-bins")
@@ -76,19 +137,21 @@ def freq_bins_command(
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "test",
     bin_width: Annotated[int, typer.Option("--bin-width", help="Training-frequency bin width (seed: 50)")] = 50,
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
+    threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Median per-token loss difference (A - B) by training-frequency bin (seed Figure 3), with means and shares."""
-    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose)
+    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, threads)
 
 
 @cli_errors
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
-          verbose: bool) -> None:
+          verbose: bool, threads: int | None = None) -> None:
     from lexicons.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.analysis.freqbins import compare_runs
 
     setup_logging(verbose)
+    use_threads(threads)
     res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
     atomic_write_bytes(out.with_suffix(".json"), (dumps_json(res, indent=2) + "\n").encode())
     print_json(res)
@@ -121,12 +184,13 @@ def _curves(runs: list[Path], out: Path, title: str | None) -> None:
 @cli_errors
 def evaluate_open_cli(run: Path, split: str, data: Path | None, checkpoint: str, cache: str, theta: float,
                       lam: float, size: int, new_word_weight: float, uniform_weight: float | None,
-                      lexicon_coverage: float | None, verbose: bool) -> None:
+                      lexicon_coverage: float | None, verbose: bool, threads: int | None = None) -> None:
     """``evaluate`` in the open-vocabulary setting (see :func:`evaluate_open`)."""
     from polyglot_groc.analysis.crossdomain import CacheSettings, evaluate_open
     from polyglot_groc.model.bundle import load_bundle
 
     setup_logging(verbose)
+    use_threads(threads)
     s = CacheSettings(cache, theta, lam, size, new_word_weight, uniform_weight or 0.0).validate()
     if data is None:
         data = Path(load_bundle(run, checkpoint)[0].cfg.data.root)

@@ -11,6 +11,7 @@ Mounted in ``polyglot_groc/cli.py`` with ``app.command("init-from-elmo")(init_fr
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,12 +19,13 @@ import typer
 
 from lexicons.fileio import dumps_json
 from polyglot_groc.commands._common import (
-    check_non_negative,
+    ThreadsOption,
     check_positive,
     cli_errors,
     err_console,
     print_json,
     setup_logging,
+    use_threads,
 )
 from polyglot_groc.config import RunConfig, load_config, to_dict
 
@@ -49,7 +51,7 @@ def init_from_elmo_command(
     elmo_weights: Annotated[Path | None, typer.Option("--elmo-weights", help="bilm-tf lm_weights.hdf5")] = None,
     langs: Annotated[str | None, typer.Option("--langs", help="Languages, with --elmo-weights (default en)")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override, e.g. --set train.threads=1")] = None,
-    threads: Annotated[int | None, typer.Option("--threads")] = None,
+    threads: ThreadsOption = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -114,7 +116,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
 
     setup_logging(verbose)
     check_positive(finetune_epochs=finetune_epochs, max_steps=max_steps, lr=lr, eval_every=eval_every)
-    check_non_negative(threads=threads)
+    use_threads(threads)  # the conversion runs the model too, before the trainer's train.threads
     weights_mode = elmo_options is not None or elmo_weights is not None
     if weights_mode and elmo_run is not None:
         raise ConfigError("give either an elmo run directory or --elmo-options/--elmo-weights, not both")
@@ -138,7 +140,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
                                         report=report)
         finally:
             hooks.close()
-        summary = {**result.to_dict(), **report}
+        summary = {**result.to_dict(), **report, "parent": to_dict(cfg.parent)}
         from polyglot_groc.model.checkpoint import atomic_write_text
 
         atomic_write_text(Path(out) / "result.json", dumps_json(summary, indent=2) + "\n")
@@ -171,6 +173,7 @@ def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], de
     from lexicons.errors import InputError
     from polyglot_groc.elmo.convert import convert_elmo_bundle
     from polyglot_groc.model.bundle import load_bundle
+    from polyglot_groc.training.finetune import parent_record
 
     elmo, payload = load_bundle(run, which)
     if elmo.model.kind != "elmo":
@@ -183,7 +186,8 @@ def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], de
     if data is not None:
         base["data"]["root"] = str(data)
     cfg = load_config(None, [*defaults, *overrides, *explicit], base=base)
-    report = {"init_from": str(run), "init_checkpoint": which, "init_step": payload.get("step"),
+    cfg = dataclasses.replace(cfg, parent=parent_record(run, which, payload))
+    report = {"init_from": str(run.resolve()), "init_checkpoint": which, "init_step": payload.get("step"),
               "bias_activation": cfg.model.output.bias_activation, "prefix_copied": True}
     _announce_converted_config(cfg, elmo.cfg.model.output.bias_activation)
     return converted, cfg, report
@@ -194,8 +198,10 @@ def _from_weights(options_path: Path | None, weights_path: Path | None, data: Pa
                   explicit: list[str]) -> tuple[Any, RunConfig, dict[str, Any]]:
     from langpairs.registry import parse_lang_spec
     from lexicons.errors import ConfigError
+    from polyglot_groc.config import ParentConfig
     from polyglot_groc.elmo.bilm import ElmoModel, load_bilm_options
     from polyglot_groc.elmo.convert import ELMO_FIXED_KEYS, elmo_groc_config, install_elmo_weights
+    from polyglot_groc.model.checkpoint import file_sha256
     from polyglot_groc.training.data import load_corpus
     from polyglot_groc.training.trainer import build_bundle, seed_everything
 
@@ -220,10 +226,13 @@ def _from_weights(options_path: Path | None, weights_path: Path | None, data: Pa
     if not info.prefix_copied:
         err_console.print(f"prefix trained from scratch: {info.prefix_reason}", highlight=False)
     _announce_converted_config(cfg, base.model.output.bias_activation)
-    report = {"init_from": str(weights_path), "init_options": str(options_path), "charset": info.charset_scheme,
+    report = {"init_from": str(weights_path.resolve()), "init_options": str(options_path.resolve()),
+              "charset": info.charset_scheme,
               "bias_activation": info.bias_activation, "prefix_copied": info.prefix_copied,
               "prefix_reason": info.prefix_reason}
-    return bundle, cfg, report
+    # The parent of the new run: the weights file (no run directory, no checkpoint name or step).
+    parent = ParentConfig(run=str(weights_path.resolve()), sha256=file_sha256(weights_path))
+    return bundle, dataclasses.replace(cfg, parent=parent), report
 
 
 def _announce_converted_config(cfg: RunConfig, configured_bias_activation: str) -> None:

@@ -16,6 +16,7 @@ import typer
 
 from lexicons.fileio import dumps_json
 from polyglot_groc.commands._common import (
+    ThreadsOption,
     check_non_negative,
     check_positive,
     cli_errors,
@@ -23,6 +24,7 @@ from polyglot_groc.commands._common import (
     err_console,
     print_json,
     setup_logging,
+    use_threads,
 )
 
 if TYPE_CHECKING:
@@ -79,6 +81,7 @@ def export_command(
     skip_multiword: Annotated[bool, typer.Option(
         "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
@@ -86,17 +89,19 @@ def export_command(
     Words are written unchanged (no lowercasing); --vocab writes them most frequent first, so
     MUSE's lowercase first-occurrence rule keeps each word's most frequent casing.
     """
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device)
+    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device, threads)
 
 
 @cli_errors
 def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
-            checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto") -> None:
+            checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto",
+            threads: int | None = None) -> None:
     from eval.vectors import write_vec
     from lexicons.errors import InputError
 
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab)
+    use_threads(threads)
     if (words is None) == (not vocab):
         raise InputError("pass exactly one of --words FILE or --vocab")
     wanted = _read_words(words, skip_multiword) if words is not None else None
@@ -156,12 +161,14 @@ def align_command(
     lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs")] = None,
     wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
+    threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
     seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
-           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped)
+           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped,
+           threads)
 
 
 @cli_errors
@@ -169,7 +176,8 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
            side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int,
            normalize: str, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
            lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool,
-           knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False) -> None:
+           knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False,
+           threads: int | None = None) -> None:
     import torch
 
     from eval.align import KNN_MODES, align, identical_pairs, pairs_to_indices
@@ -181,6 +189,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab, dico_max_rank=dico_max_rank)
     check_non_negative(refine=refine)
+    use_threads(threads)
     if knn not in KNN_MODES:
         raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
     lower = not keep_case
@@ -291,6 +300,7 @@ def similarity_command(
     tgt_vectors: Annotated[Path | None, typer.Option(
         "--tgt-vectors", help="Cross-lingual: target .vec, second word of each pair")] = None,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
+    threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Spearman rho between cosine similarity and human judgements (MUSE's mono- and cross-lingual evaluation).
@@ -299,7 +309,8 @@ def similarity_command(
     its own: a bad one is reported as an error entry and the others still count (exit 2 only if
     all fail).
     """
-    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose, src_vectors, tgt_vectors, device)
+    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose, src_vectors, tgt_vectors, device,
+                threads)
 
 
 def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
@@ -322,13 +333,14 @@ def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
 @cli_errors
 def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, lang: str | None, side: str,
                 max_vocab: int | None, keep_case: bool, verbose: bool, src_vectors: Path | None = None,
-                tgt_vectors: Path | None = None, device: str = "auto") -> None:
+                tgt_vectors: Path | None = None, device: str = "auto", threads: int | None = None) -> None:
     from eval.similarity import read_word_pairs, word_similarity
     from eval.vectors import read_vec
     from lexicons.errors import InputError
 
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab)
+    use_threads(threads)
     lower = not keep_case
     cross = src_vectors is not None or tgt_vectors is not None
     if cross:

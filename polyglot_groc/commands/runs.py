@@ -39,7 +39,9 @@ def summarize_run(run: Path) -> dict[str, Any]:
             "epoch": last.get("epoch"), "stop_reason": result.get("stop_reason"),
             "best_valid_perplexity": result.get("best_valid_perplexity") or best.get("valid_perplexity"),
             "last_valid_perplexity": last.get("valid_perplexity"),
-            "checkpoints": sorted(p.name for p in run.glob("*.pt"))}
+            "checkpoints": sorted(p.name for p in run.glob("*.pt")),
+            # finetune's runs name the run they started from (config [parent]).
+            "parent": cfg.parent.run or None}
 
 
 @app.command("list")

@@ -11,6 +11,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from polyglot_groc.commands._common import (
+    ThreadsOption,
     check_non_negative,
     check_positive,
     check_probability,
@@ -19,6 +20,7 @@ from polyglot_groc.commands._common import (
     locked_run_dir,
     print_json,
     setup_logging,
+    use_threads,
 )
 from polyglot_groc.config import RunConfig, load_config
 
@@ -317,6 +319,7 @@ def evaluate_command(
         "--lexicon-coverage", help="groc-lex: fraction of lexicon entries kept at inference")] = None,
     device: Annotated[str, typer.Option(
         "--device", help="auto | cpu | cuda | cuda:N (closed-vocabulary evaluation)")] = "auto",
+    threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Per-language perplexity of a run on a split, as JSON.
@@ -328,16 +331,17 @@ def evaluate_command(
         from polyglot_groc.commands.crossdomain import evaluate_open_cli
 
         evaluate_open_cli(run, split, data, checkpoint, cache, cache_theta, cache_lambda, cache_size,
-                          new_word_weight, uniform_weight, lexicon_coverage, verbose)
+                          new_word_weight, uniform_weight, lexicon_coverage, verbose, threads)
         return
-    _evaluate(run, split, data, batch_size, checkpoint, no_screen, device, verbose)
+    _evaluate(run, split, data, batch_size, checkpoint, no_screen, device, verbose, threads)
 
 
 @cli_errors
 def _evaluate(run: Path, split: str, data: Path | None, batch_size: int | None, checkpoint: str,
-              no_screen: bool, device: str, verbose: bool) -> None:
+              no_screen: bool, device: str, verbose: bool, threads: int | None = None) -> None:
     from polyglot_groc.analysis.evaluate import evaluate_run
 
     setup_logging(verbose)
     check_positive(batch_size=batch_size)
+    use_threads(threads)
     print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen, device=device))

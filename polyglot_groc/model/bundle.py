@@ -90,17 +90,29 @@ class ModelBundle:
         return bundle
 
     def _forms_for(self, vocab: Vocab, n_new: int) -> tuple[LexiconForms, tuple[str, ...]]:
-        """Lexicon forms for an extended vocabulary: from the lexicon when it is installed, else r = d = 0."""
-        from lexicons.errors import LexiconError
-        from polyglot_groc.model.lexforms import compile_forms
+        """Lexicon forms for ``vocab`` (this vocabulary, then ``n_new`` words).
 
-        try:
-            forms, extra, _ = compile_forms(self.cfg.model.lexicon, vocab)
-            return forms, extra
-        except LexiconError as exc:
-            log.warning("%d new words get no relational/definitional forms (r = d = 0): %s", n_new, exc)
+        The run's words keep the forms they were trained with (the checkpoint's); the new words get
+        theirs from the lexicon the run recorded (``cfg.model.lexicon``), else none (r = d = 0).
+        """
+        from lexicons.errors import LexiconError
+        from polyglot_groc.model.lexforms import compile_forms, describe, extend_forms
+
         assert self.forms is not None
         f = self.forms
+        if n_new == 0:  # only languages joined: every word keeps its forms
+            return f, self.extra_words
+        try:
+            fresh = compile_forms(self.cfg.model.lexicon, vocab, recorded=self.lexicon_info)
+        except LexiconError as exc:
+            log.warning("the run's lexicon (%s) is unavailable, so %d new words get no relational/definitional "
+                        "forms (r = d = 0) and results differ from those with it; install it there: %s",
+                        describe(self.cfg.model.lexicon), n_new, exc)
+        else:
+            if fresh.forms.related_ids.shape[1:] == f.related_ids.shape[1:] and \
+                    fresh.forms.definition_ids.shape[1:] == f.definition_ids.shape[1:]:
+                return extend_forms(f, self.extra_words, len(self.vocab), vocab, fresh.forms, fresh.extra_words)
+            return fresh.forms, fresh.extra_words
         # Existing forms index rows of [vocab; extra]; new vocabulary rows shift extras by n_new.
         shift = lambda t: torch.where(t >= len(self.vocab), t + n_new, t)  # noqa: E731
         return (LexiconForms(shift(f.related_ids), f.related_mask, shift(f.definition_ids),

@@ -6,6 +6,7 @@ tensors, numbers, strings, lists and dicts.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import torch
 from lexicons.errors import CheckpointError
 from lexicons.fileio import atomic_write
 
-__all__ = ["atomic_write", "atomic_write_text", "load_checkpoint", "save_checkpoint"]
+__all__ = ["atomic_write", "atomic_write_text", "file_sha256", "load_checkpoint", "save_checkpoint"]
 
 FORMAT_VERSION = 1
 
@@ -26,6 +27,15 @@ def atomic_write_text(path: Path, text: str) -> None:
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
     payload = {"format_version": FORMAT_VERSION, **payload}
     atomic_write(path, lambda f: torch.save(payload, f))
+
+
+def file_sha256(path: Path) -> str:
+    """Hex sha256 of a file's bytes (a checkpoint's identity)."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:

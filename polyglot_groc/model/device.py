@@ -111,6 +111,20 @@ def maybe_compile(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch
     return run
 
 
+def set_threads(threads: int) -> None:
+    """Use ``threads`` CPU threads for torch's intra-op work; ``0`` keeps torch's default.
+
+    torch's default is ``$OMP_NUM_THREADS`` when that is set, else the number of cores; a positive
+    ``threads`` wins over it (``torch.set_num_threads``). On a shared or loaded machine, fewer
+    threads than cores is often much faster (no oversubscription).
+    """
+    if threads < 0:
+        raise ConfigError(f"--threads={threads} must be >= 0 (0: torch's default, $OMP_NUM_THREADS or all cores)")
+    if threads > 0:
+        torch.set_num_threads(threads)
+        log.info("using %d CPU thread(s)", threads)
+
+
 def to_cpu(obj: object) -> object:
     """Recursively move tensors to CPU so checkpoints load anywhere (device-independent)."""
     if isinstance(obj, torch.Tensor):
@@ -125,4 +139,4 @@ def to_cpu(obj: object) -> object:
 
 
 __all__ = ["PRECISIONS", "autocast", "bf16_supported", "check_device_spec", "check_precision", "device_name",
-           "maybe_compile", "resolve_device", "set_matmul_precision", "to_cpu"]
+           "maybe_compile", "resolve_device", "set_matmul_precision", "set_threads", "to_cpu"]

@@ -10,26 +10,33 @@ carried over. Adam keeps per-parameter moments (``exp_avg``, ``exp_avg_sq``) and
 moments of word-indexed parameters get zero rows for the new words (as if those rows had never
 had a gradient), all other state is copied unchanged, and the learning rate continues from the
 run's last (possibly decayed) value unless ``lr`` is given.
+
+The new run is an ordinary run directory (``train --resume``, ``evaluate`` and ``runs`` take it);
+its config records the parent: absolute path, checkpoint, step and the checkpoint's sha256.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from lexicons.errors import CheckpointError, InputError
-from polyglot_groc.model.bundle import ModelBundle, load_bundle
+from lexicons.errors import CheckpointError, ConfigError, InputError
+from polyglot_groc.config import ParentConfig, RunConfig, load_config, parse_override, to_dict
+from polyglot_groc.model.bundle import ModelBundle, load_bundle, run_checkpoint_path
+from polyglot_groc.model.checkpoint import file_sha256
 from polyglot_groc.training.data import load_corpus, unseen_words
-from polyglot_groc.training.trainer import Trainer, TrainResult, trainable_named_parameters
+from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, trainable_named_parameters
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FinetuneLanguageError", "extend_bundle", "extend_optimizer_state", "finetune_run"]
+__all__ = ["DEFAULT_EPOCHS", "FinetuneLanguageError", "FinetunedRun", "extend_bundle", "extend_optimizer_state",
+           "finetune_config", "finetune_run", "parent_record"]
 
 
 class FinetuneLanguageError(InputError):
@@ -101,15 +108,78 @@ def extend_optimizer_state(state: Mapping[str, Any], old: ModelBundle, new: Mode
     return {"state": per_param, "param_groups": [dict(g) for g in state["param_groups"]]}
 
 
-def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int = 3, which: str = "best",
-                 overwrite: bool = False, lr: float | None = None, max_steps: int = 0,
-                 resume_optimizer: bool = False) -> TrainResult:
+#: Epochs on the new domain when neither ``epochs`` nor ``--set train.max_epochs`` says (seed: 3).
+DEFAULT_EPOCHS = 3
+
+
+@dataclass(frozen=True)
+class FinetunedRun:
+    """What :func:`finetune_run` did: the training result, the run it started from, the lexicon used."""
+
+    result: TrainResult
+    #: ``config.parent`` of the new run: the parent's absolute path, checkpoint, step and sha256.
+    parent: dict[str, Any]
+    lexicon_info: dict[str, Any]
+
+    @property
+    def diverged(self) -> bool:
+        return self.result.diverged
+
+    def to_dict(self) -> dict[str, Any]:
+        """result.json, as ``train`` writes it, with the parent run."""
+        summary = self.result.to_dict()
+        if self.lexicon_info:
+            summary["lexicon"] = dict(self.lexicon_info)
+        summary["parent"] = dict(self.parent)
+        return summary
+
+
+def parent_record(run_dir: Path, which: str, payload: Mapping[str, Any]) -> ParentConfig:
+    """The parent of a run finetuned from ``run_dir``'s ``which`` checkpoint (whose ``payload`` it is)."""
+    path = run_checkpoint_path(run_dir, which)
+    return ParentConfig(run=str(Path(run_dir).resolve()), checkpoint=which, step=int(payload.get("step") or 0),
+                        sha256=file_sha256(path))
+
+
+def finetune_config(cfg: RunConfig, data: Path, langs: tuple[str, ...], lr: float, epochs: int | None = None,
+                    max_steps: int | None = None, overrides: Sequence[str] = ()) -> RunConfig:
+    """The finetuned run's config: ``cfg`` on ``data`` (open vocabulary), validated every epoch.
+
+    Precedence as in ``train``: defaults (``DEFAULT_EPOCHS`` epochs, no step or time cap, the
+    given ``lr``), then ``overrides`` (``train.*`` only: the model and data settings are the run's),
+    then the explicit ``epochs`` and ``max_steps``.
+    """
+    for ov in overrides:
+        key = ".".join(parse_override(ov)[0])
+        if key != "train" and not key.startswith("train."):
+            raise ConfigError(f"--set {key} is not allowed in finetune: the finetuned run keeps the run's model and "
+                              "data settings; set train.* only")
+    base = to_dict(cfg)
+    base["data"].update(root=str(Path(data).resolve()), langs=list(langs), vocab_mode="open")
+    # The run's own budget (epochs, steps, minutes) is not the finetuning budget.
+    base["train"].update(max_epochs=DEFAULT_EPOCHS, max_steps=0, max_minutes=0.0, eval_every=0, lr=lr)
+    explicit = [*([f"train.max_epochs={epochs}"] if epochs is not None else []),
+                *([f"train.max_steps={max_steps}"] if max_steps is not None else [])]
+    return load_config(None, [*overrides, *explicit], base=base)
+
+
+def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int | None = None, which: str = "best",
+                 overwrite: bool = False, lr: float | None = None, max_steps: int | None = None,
+                 resume_optimizer: bool = False, overrides: Sequence[str] = (),
+                 hooks: TrainHooks | None = None) -> FinetunedRun:
     """Train ``run_dir``'s model for ``epochs`` more epochs on ``data`` into ``out``.
 
-    The optimizer is fresh unless ``resume_optimizer`` (see the module docstring).
+    ``out`` becomes an ordinary run directory (config.toml, metrics.jsonl, best.pt, last.pt) whose
+    config records the parent run (``parent``). The optimizer is fresh unless
+    ``resume_optimizer`` (see the module docstring). ``overrides``: ``train.*`` settings
+    (``--set``), see :func:`finetune_config`.
     """
-    if epochs < 1:
+    if epochs is not None and epochs < 1:
         raise InputError(f"--epochs {epochs} must be at least 1")
+    if max_steps is not None and max_steps < 0:
+        raise InputError(f"--max-steps {max_steps} must be >= 0 (0: epochs only)")
+    if Path(out).resolve() == Path(run_dir).resolve():
+        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
     bundle, payload = load_bundle(run_dir, which)
     if resume_optimizer and not isinstance(payload.get("optimizer"), Mapping):
         raise CheckpointError(f"{run_dir}'s {which} checkpoint has no optimizer state to resume; "
@@ -125,15 +195,16 @@ def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int = 3, which: s
     cfg = bundle.cfg
     if lr is None:  # a resumed optimizer continues the run's lr schedule (decayed or not)
         lr = float(payload.get("lr", cfg.train.lr)) if resume_optimizer else cfg.train.lr
-    train_cfg = dataclasses.replace(cfg.train, max_epochs=epochs, max_steps=max_steps, eval_every=0, lr=lr)
-    data_cfg = dataclasses.replace(cfg.data, root=str(data), langs=langs, vocab_mode="open")
-    new_cfg = dataclasses.replace(cfg, data=data_cfg, train=train_cfg)
-    corpus = load_corpus(data_cfg, ("train", "valid"), cfg.languages)
+    new_cfg = finetune_config(cfg, data, langs, lr, epochs, max_steps, overrides)
+    new_cfg = dataclasses.replace(new_cfg, parent=parent_record(run_dir, which, payload))
+    corpus = load_corpus(new_cfg.data, ("train", "valid"), cfg.languages)
     new_words = unseen_words(bundle.vocab, corpus, "train")
     extended = extend_bundle(bundle, new_words, seed=cfg.train.seed)
     opt_state = extend_optimizer_state(payload["optimizer"], bundle, extended) if resume_optimizer else None
     if opt_state is not None:
-        log.info("resuming the optimizer state of %s (lr %g)", run_dir, lr)
+        log.info("resuming the optimizer state of %s (lr %g)", run_dir, new_cfg.train.lr)
     extended = dataclasses.replace(extended, cfg=new_cfg)
-    return Trainer(new_cfg, out, overwrite=overwrite, corpus=corpus, bundle=extended,
-                   optimizer_state=opt_state).fit()
+    trainer = Trainer(new_cfg, out, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=extended,
+                      optimizer_state=opt_state)
+    result = trainer.fit()
+    return FinetunedRun(result, to_dict(trainer.cfg.parent), dict(trainer.bundle.lexicon_info))

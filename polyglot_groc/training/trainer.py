@@ -9,6 +9,7 @@ improvement, early stop after ``stop_patience`` (seed 000 B.1, seed 004 C.1).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -37,6 +38,7 @@ from polyglot_groc.model.device import (
     maybe_compile,
     resolve_device,
     set_matmul_precision,
+    set_threads,
     to_cpu,
 )
 from polyglot_groc.model.embedder import LexiconForms
@@ -87,7 +89,7 @@ class TrainResult:
         return self.stop_reason == "diverged"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_dir": str(self.run_dir), "steps": self.steps, "epochs": round(self.epochs, 4),
+        return {"run_dir": str(Path(self.run_dir).resolve()), "steps": self.steps, "epochs": round(self.epochs, 4),
                 "diverged": self.diverged,
                 "stop_reason": self.stop_reason, "n_params": self.n_params, "n_params_split": self.n_params_split,
                 "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
@@ -166,7 +168,10 @@ def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     extra: tuple[str, ...] = ()
     info: dict[str, Any] = {}
     if traits.uses_lexicon:
-        forms, extra, info = compile_forms(cfg.model.lexicon, vocab)
+        compiled = compile_forms(cfg.model.lexicon, vocab)
+        forms, extra, info = compiled.forms, compiled.extra_words, compiled.info
+        # The run records the lexicon as found (resolved specs, absolute folder), not the environment's choice.
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, lexicon=compiled.config))
     bundle = ModelBundle.create(cfg, vocab, forms=forms, extra_words=extra, lexicon_info=info)
     if cfg.model.init_input:
         init_input_table(bundle.model, vocab, Path(cfg.model.init_input))
@@ -226,7 +231,8 @@ class Trainer:
         (``finetune --resume-optimizer``); it must match :meth:`trainable_parameters` in order and
         shape. Its learning rate and weight decay are replaced by ``cfg.train``'s.
         """
-        self.cfg = cfg.validate()
+        # The run stores its config: paths in it are absolute, so evaluation works from any directory.
+        cfg = self.cfg = cfg.validate().absolute_paths()
         self.run_dir = Path(run_dir)
         self.hooks: TrainHooks = hooks or _NoHooks()
         # An impossible device, precision or process count fails before anything is written.
@@ -241,12 +247,14 @@ class Trainer:
                 prepare_run_dir(self.run_dir, overwrite)
             remove_temp_files(self.run_dir)
         seed_everything(cfg.train.seed)
-        if cfg.train.threads > 0:
-            torch.set_num_threads(cfg.train.threads)
+        set_threads(cfg.train.threads)
         # A closed vocabulary is built from train+valid+test (the seeds' setup); open from train only.
         splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
         self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
-        self.bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
+        bundle = bundle if bundle is not None else build_bundle(cfg, self.corpus)
+        # The checkpoints store the bundle's config: the run's own, with the model as built.
+        self.cfg = dataclasses.replace(cfg, model=bundle.cfg.model).absolute_paths()
+        self.bundle = dataclasses.replace(bundle, cfg=self.cfg) if bundle.cfg != self.cfg else bundle
         self.model = self.bundle.model
         self.device = place_model(self.model, cfg.train, device)
         if self.dist.enabled and cfg.train.shard_vocab and self.model.compositional_output:
