@@ -23,6 +23,7 @@ from polyglot_groc.commands._common import (
     err_console,
     print_json,
     setup_logging,
+    warn,
 )
 
 if TYPE_CHECKING:
@@ -303,7 +304,11 @@ def similarity_command(
 
 
 def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
-    """Run ``score(path) -> dict`` on every dataset; failures become ``{"error": ...}`` entries."""
+    """Run ``score(path) -> dict`` on every dataset; failures become ``{"error": ...}`` entries.
+
+    Each failure is reported once: as a one-line warning when other datasets were scored, or
+    inside the one error (exit 2) when none could be.
+    """
     from eval.errors import EvalInputError
     from lexicons.errors import InputError
 
@@ -312,10 +317,15 @@ def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
         try:
             results[ds.name] = score(ds)
         except (EvalInputError, InputError) as exc:
-            err_console.print(f"{ds}: {exc}")
             results[ds.name] = {"error": str(exc)}
-    if all("error" in entry for entry in results.values()):
-        raise InputError(f"no dataset could be scored ({'; '.join(r['error'] for r in results.values())})")
+    failed = [name for name, entry in results.items() if "error" in entry]
+    if len(failed) == len(results):
+        if len(results) == 1:
+            raise InputError(results[failed[0]]["error"])
+        raise InputError(f"none of the {len(results)} datasets could be scored: "
+                         + "; ".join(results[name]["error"] for name in failed))
+    for name in failed:
+        warn(f"dataset {name} skipped: {results[name]['error']}")
     return results
 
 
