@@ -124,3 +124,36 @@ def test_similarity_vectors_and_run(runs: dict[str, Path], tmp_path: Path) -> No
     bad.write_text("cat dog\n", encoding="utf-8")
     res = runner.invoke(app, ["similarity", "--run", str(runs["groc"]), "--lang", "en", "--dataset", str(bad)])
     assert res.exit_code == 2
+
+
+def test_similarity_datasets_with_the_same_name_are_both_scored(tmp_path: Path) -> None:
+    write_vec(tmp_path / "s.vec", ["a", "b", "c"], np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))
+    for folder, scores in (("x", "1 2 3"), ("y", "3 2 1")):
+        (tmp_path / folder).mkdir()
+        s = scores.split()
+        (tmp_path / folder / "EN_RG-65.txt").write_text(f"a b {s[0]}\nb c {s[1]}\na c {s[2]}\n", encoding="utf-8")
+    res = runner.invoke(app, ["similarity", "--vectors", str(tmp_path / "s.vec"),
+                              "--dataset", str(tmp_path / "x" / "EN_RG-65.txt"),
+                              "--dataset", str(tmp_path / "y" / "EN_RG-65.txt")])
+    assert res.exit_code == 0, res.output
+    got = _json(res.stdout)["datasets"]
+    assert set(got) == {"x/EN_RG-65.txt", "y/EN_RG-65.txt"}
+    assert got["x/EN_RG-65.txt"]["rho"] == pytest.approx(-got["y/EN_RG-65.txt"]["rho"]) != 0
+
+
+def test_align_polyglot_benchmark_keeps_same_named_wordsim_files(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from benchmarks.align_polyglot import similarity
+
+    paths = []
+    for folder in ("x", "y"):
+        (tmp_path / folder).mkdir()
+        paths.append(tmp_path / folder / "EN_RG-65.txt")
+        paths[-1].write_text("a b 1\nb c 2\na c 3\n", encoding="utf-8")
+    bundle = SimpleNamespace(model=SimpleNamespace(kind="tied", compositional_output=False,
+                                                   compositional_input=False))
+    vocab = SimpleNamespace(words=["a", "b", "c"], vectors=np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))
+    args = SimpleNamespace(keep_case=False, side="input")
+    got = similarity(bundle, {"en": vocab}, {"en": paths}, args)  # type: ignore[arg-type]
+    assert set(got) == {"en/x/EN_RG-65.txt", "en/y/EN_RG-65.txt"}

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from lexicons.errors import InputError
+from lexicons.fileio import unique_labels
 from polyglot_groc.analysis.curves import save_png
 
 __all__ = ["FreqBin", "bin_edges", "binned", "freq_bins", "plot_freq_bins"]
@@ -137,6 +138,6 @@ def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", widt
            "ppl_a": float(np.exp(la[m].mean())), "ppl_b": float(np.exp(lb[m].mean())),
            "mean_diff": float((la[m].astype(np.float64) - lb[m]).mean()), "bins": [x.to_dict() for x in bins]}
     if out_png is not None:
-        plot_freq_bins(bins, out_png, Path(run_a).name, Path(run_b).name)
+        plot_freq_bins(bins, out_png, *unique_labels([run_a, run_b]))
         res["png"] = str(out_png)
     return res

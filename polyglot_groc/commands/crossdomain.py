@@ -107,15 +107,19 @@ def curves_command(
 @cli_errors
 def _curves(runs: list[Path], out: Path, title: str | None) -> None:
     from lexicons.errors import InputError
+    from lexicons.fileio import unique_labels
     from polyglot_groc.analysis.curves import plot_curves, read_metrics
 
+    # Legend labels: run names, with parent folders where two runs share one (never one lost).
+    labels = unique_labels(runs)
     records = {}
-    for run in runs:
+    for label, run in zip(labels, runs, strict=True):
         path = run / "metrics.jsonl"
         if not path.is_file():
             raise InputError(f"{path} is missing; pass run directories written by polyglot-groc train")
-        records[run.name] = read_metrics(path)
-    print_json({"png": str(plot_curves(records, out, title)), "runs": [str(r) for r in runs]})
+        records[label] = read_metrics(path)
+    print_json({"png": str(plot_curves(records, out, title)), "runs": [str(r) for r in runs],
+                "labels": dict(zip(labels, (str(r) for r in runs), strict=True))})
 
 
 @cli_errors

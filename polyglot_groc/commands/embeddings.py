@@ -311,13 +311,15 @@ def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
     """
     from eval.errors import EvalInputError
     from lexicons.errors import InputError
+    from lexicons.fileio import unique_labels
 
     results: dict[str, Any] = {}
-    for ds in datasets:
+    # Keyed by file name, with parent folders where two datasets share one (never one lost).
+    for label, ds in zip(unique_labels(datasets), datasets, strict=True):
         try:
-            results[ds.name] = score(ds)
+            results[label] = score(ds)
         except (EvalInputError, InputError) as exc:
-            results[ds.name] = {"error": str(exc)}
+            results[label] = {"error": str(exc)}
     failed = [name for name, entry in results.items() if "error" in entry]
     if len(failed) == len(results):
         if len(results) == 1:
