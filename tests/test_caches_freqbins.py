@@ -104,3 +104,41 @@ def test_freq_bins_by_hand(tmp_path) -> None:
     assert skewed[0].median_diff == -1.0 and skewed[0].mean_diff == 1.0  # median and mean disagree
     png = plot_freq_bins(bins, tmp_path / "f.png", "a", "b")
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_freq_bins_figure_marks_empty_bins_counts_and_unit(tmp_path, monkeypatch) -> None:
+    import polyglot_groc.analysis.freqbins as fb
+
+    edges = bin_edges(width=50, n_bins=3)  # 0, 1-50, 51-100, 101+
+    freq = np.array([3, 3, 500])  # no token in the 0 and 51-100 bins
+    bins = freq_bins(freq, np.array([1.0, 2.0, 1.0]), np.array([2.0, 2.0, 3.0]), edges)
+    assert [b.n_tokens for b in bins] == [0, 2, 0, 1]
+    assert [b.to_dict()["median_diff"] for b in bins] == [None, -0.5, None, -2.0]
+    seen = {}
+
+    def capture(fig, out):  # the figure as drawn, before it is closed
+        ax = fig.axes[0]
+        seen["bars"] = [(round(p.get_x() + p.get_width() / 2), p.get_height()) for p in ax.patches]
+        seen["ticks"] = [t.get_text() for t in ax.get_xticklabels()]
+        seen["ylabel"], seen["title"] = ax.get_ylabel(), ax.get_title()
+        seen["marked"] = [list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "x"]
+        return out
+
+    monkeypatch.setattr(fb, "save_png", capture)
+    fb.plot_freq_bins(bins, tmp_path / "f.png", "groc", "tied")
+    assert seen["bars"] == [(1, -0.5), (3, -2.0)]  # no zero-height bar stands in for an empty bin
+    assert seen["marked"] == [[0, 2]]  # the empty bins are marked instead
+    assert seen["ticks"] == ["0-0\nn=0", "1-50\nn=2", "51-100\nn=0", "101+\nn=1"]
+    assert "nats per token" in seen["ylabel"] and "groc" in seen["title"] and "tied" in seen["title"]
+
+
+@pytest.mark.parametrize("name", ["fig.json", "fig", "fig.pdf", "fig.png.json"])
+def test_figures_refuse_a_path_that_is_not_png(tmp_path, name: str) -> None:
+    from lexicons.errors import InputError
+    from polyglot_groc.analysis.curves import check_png_path
+
+    bins = freq_bins(np.array([3]), np.array([1.0]), np.array([2.0]), bin_edges(50, 1, include_unseen=False))
+    with pytest.raises(InputError, match=r"does not end in \.png"):
+        plot_freq_bins(bins, tmp_path / name, "a", "b")
+    assert list(tmp_path.iterdir()) == []
+    assert check_png_path(tmp_path / "F.PNG") == tmp_path / "F.PNG"

@@ -204,14 +204,48 @@ def test_freq_bins_and_curves(runs: dict[str, Path]) -> None:
     bins = _json(res)["bins"]
     assert [b["bin"] for b in bins] == ["1-5", "6-10", "11+"]
     assert sum(b["n_tokens"] for b in bins) == _json(res)["tokens"]
-    # Every token is in a bin here, so the shares add up to log(ppl_a / ppl_b).
+    # Every token is in a bin here, so the shares add up to log(binned ppl a / binned ppl b), and the
+    # binned perplexities are the models' perplexities over the whole text.
     out = _json(res)
-    assert sum(b["share"] for b in bins) == pytest.approx(math.log(out["ppl_a"] / out["ppl_b"]), abs=1e-6)
-    assert png.with_suffix(".json").is_file() and png.read_bytes()[:4] == b"\x89PNG"
+    assert "ppl_a" not in out and out["unit"] == "nats per token"
+    ratio = math.log(out["binned_perplexity_a"] / out["binned_perplexity_b"])
+    assert sum(b["share"] for b in bins) == pytest.approx(ratio, abs=1e-6) and out["mean_diff"] == pytest.approx(ratio)
+    assert out["perplexity_a"] == pytest.approx(out["binned_perplexity_a"])
+    assert out["perplexity_b"] == pytest.approx(out["binned_perplexity_b"])
+    assert out["json"] == str(png.with_suffix(".json")) and json.loads(png.with_suffix(".json").read_text()) == out
+    assert png.read_bytes()[:4] == b"\x89PNG"
     cpng = runs["root"] / "curves.png"
     res = runner.invoke(app, ["analyze", "curves", str(runs["groc"]), str(runs["lookup"]), "--out", str(cpng)])
     assert res.exit_code == 0, res.output
     assert cpng.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_freq_bins_binned_and_full_perplexities_are_told_apart(runs: dict[str, Path]) -> None:
+    from polyglot_groc.analysis.freqbins import compare_runs
+
+    # A lookup model gives the new words (zebra, kettle, ...) probability 0: they are left out of
+    # the bins, so the binned perplexities are not the models' perplexities over the text.
+    out = compare_runs(runs["groc"], runs["lookup"], runs["other"], "test", width=5, n_bins=3)
+    assert 0 < out["tokens_binned"] < out["tokens"]
+    assert sum(b["n_tokens"] for b in out["bins"]) == out["tokens_binned"]
+    assert out["zero_probability_tokens_a"] == 0 and out["zero_probability_tokens_b"] > 0
+    assert out["perplexity_b"] is None and 1 < out["perplexity_a"] != out["binned_perplexity_a"]
+    assert all(1 < out[k] < float("inf") for k in ("binned_perplexity_a", "binned_perplexity_b"))
+
+
+@pytest.mark.parametrize("name", ["fig.json", "fig.pdf", "fig"])
+def test_freq_bins_out_must_be_png_nothing_written(runs: dict[str, Path], tmp_path: Path, name: str) -> None:
+    # fig.json used to get the PNG and then the JSON over it: one output clobbered the other.
+    res = runner.invoke(app, ["analyze", "freq-bins", str(runs["groc"]), str(runs["lookup"]),
+                              "--data", str(TINY), "--out", str(tmp_path / name)])
+    _one_line_exit_2(res, ".png")
+    assert list(tmp_path.iterdir()) == []
+    res = runner.invoke(app, ["analyze", "curves", str(runs["groc"]), "--out", str(tmp_path / name)])
+    _one_line_exit_2(res, ".png")
+    res = runner.invoke(app, ["tune-cache", str(runs["groc"]), "--data", str(runs["other"]),
+                              "--out", str(tmp_path / name)])
+    _one_line_exit_2(res, ".png")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_freq_bins_different_vocabularies_exit_2(runs: dict[str, Path]) -> None:

@@ -21,7 +21,7 @@ from polyglot_groc.analysis.crossdomain import (
     score_tokens,
     tune_uniform_weight,
 )
-from polyglot_groc.analysis.curves import save_png
+from polyglot_groc.analysis.curves import check_png_path, save_png
 
 __all__ = ["LAMBDAS", "THETAS", "grid_search", "plot_heatmap", "tune_cache"]
 
@@ -72,6 +72,8 @@ def tune_cache(run_dir: Path, data: Path, split: str = "valid", cache: str = "ne
     """Best (θ, λ) by perplexity on ``data``'s ``split`` (the first language the run knows)."""
     from polyglot_groc.model.bundle import load_bundle
 
+    if out_png is not None:
+        check_png_path(out_png)  # before the model runs
     if cache not in ("unigram", "neural"):
         raise InputError(f"--cache {cache!r} cannot be tuned; use unigram or neural")
     base = CacheSettings(cache=cache, size=size, new_word_weight=new_word_weight).validate()

@@ -72,7 +72,8 @@ def freq_bins_command(
     run_a: Annotated[Path, typer.Argument(help="First run (e.g. GroC)")],
     run_b: Annotated[Path, typer.Argument(help="Second run (e.g. tied)")],
     data: Annotated[Path, typer.Option("--data", help="Corpus directory")],
-    out: Annotated[Path, typer.Option("--out", help="PNG path (JSON written beside it)")],
+    out: Annotated[Path, typer.Option("--out", help="PNG path, ending in .png (the JSON goes beside it: "
+                                                    "fig.png -> fig.json)")],
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "test",
     bin_width: Annotated[int, typer.Option("--bin-width", help="Training-frequency bin width (seed: 50)")] = 50,
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
@@ -86,18 +87,22 @@ def freq_bins_command(
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
           verbose: bool) -> None:
     from lexicons.fileio import atomic_write_bytes, dumps_json
+    from polyglot_groc.analysis.curves import check_png_path
     from polyglot_groc.analysis.freqbins import compare_runs
 
     setup_logging(verbose)
+    # --out must be a .png, so the JSON beside it (fig.png -> fig.json) is always another file.
+    json_out = check_png_path(out).with_suffix(".json")
     res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
-    atomic_write_bytes(out.with_suffix(".json"), (dumps_json(res, indent=2) + "\n").encode())
+    res["json"] = str(json_out)
+    atomic_write_bytes(json_out, (dumps_json(res, indent=2) + "\n").encode())
     print_json(res)
 
 
 @analyze_app.command("curves")
 def curves_command(
     runs: Annotated[list[Path], typer.Argument(help="Run directories (each with metrics.jsonl)")],
-    out: Annotated[Path, typer.Option("--out", help="PNG path")],
+    out: Annotated[Path, typer.Option("--out", help="PNG path, ending in .png")],
     title: Annotated[str | None, typer.Option("--title")] = None,
 ) -> None:
     """Train loss and validation perplexity of one or more runs in one PNG."""
@@ -108,8 +113,9 @@ def curves_command(
 def _curves(runs: list[Path], out: Path, title: str | None) -> None:
     from lexicons.errors import InputError
     from lexicons.fileio import unique_labels
-    from polyglot_groc.analysis.curves import plot_curves, read_metrics
+    from polyglot_groc.analysis.curves import check_png_path, plot_curves, read_metrics
 
+    check_png_path(out)
     # Legend labels: run names, with parent folders where two runs share one (never one lost).
     labels = unique_labels(runs)
     records = {}
