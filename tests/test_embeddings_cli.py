@@ -157,3 +157,22 @@ def test_align_polyglot_benchmark_keeps_same_named_wordsim_files(tmp_path: Path)
     args = SimpleNamespace(keep_case=False, side="input")
     got = similarity(bundle, {"en": vocab}, {"en": paths}, args)  # type: ignore[arg-type]
     assert set(got) == {"en/x/EN_RG-65.txt", "en/y/EN_RG-65.txt"}
+
+
+def test_align_export_mapped_one_language_on_both_sides_writes_two_files(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal((40, 4)).astype(np.float32)
+    q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    write_vec(tmp_path / "s.vec", [f"w{i}" for i in range(40)], src)
+    write_vec(tmp_path / "t.vec", [f"w{i}" for i in range(40)], (src @ q.T).astype(np.float32))
+    (tmp_path / "d.txt").write_text("".join(f"w{i} w{i}\n" for i in range(20)), encoding="utf-8")
+    res = runner.invoke(app, ["align", "--src", str(tmp_path / "s.vec"), "--tgt", str(tmp_path / "t.vec"),
+                              "--train-dict", str(tmp_path / "d.txt"), "--refine", "0", "--export-mapped",
+                              "--src-lang", "en", "--tgt-lang", "en", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    # vectors-en.txt for both sides would have kept only the target's vectors.
+    mapped = read_vec(tmp_path / "o" / "vectors-en.src.txt", lower=False)[1]
+    target = read_vec(tmp_path / "o" / "vectors-en.tgt.txt", lower=False)[1]
+    assert np.allclose(mapped, read_vec(tmp_path / "o" / "src.aligned.vec", lower=False)[1])
+    assert np.allclose(target, read_vec(tmp_path / "o" / "tgt.vec", lower=False)[1])
+    assert not (tmp_path / "o" / "vectors-en.txt").exists()

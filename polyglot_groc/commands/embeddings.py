@@ -236,8 +236,11 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         ("tgt.vec", lambda p: write_vec(p, tgt_words, target)),
     ]
     if export_mapped:
-        outputs += [(f"vectors-{src_lang or 'src'}.txt", lambda p: write_vec(p, src_words, mapped)),
-                    (f"vectors-{tgt_lang or 'tgt'}.txt", lambda p: write_vec(p, tgt_words, target))]
+        src_name, tgt_name = f"vectors-{src_lang or 'src'}.txt", f"vectors-{tgt_lang or 'tgt'}.txt"
+        if src_name == tgt_name:  # one language on both sides: MUSE's names would write one file twice
+            src_name, tgt_name = f"vectors-{src_lang}.src.txt", f"vectors-{tgt_lang}.tgt.txt"
+        outputs += [(src_name, lambda p: write_vec(p, src_words, mapped)),
+                    (tgt_name, lambda p: write_vec(p, tgt_words, target))]
     outputs.append(("result.json", lambda p: atomic_write_text(p, dumps_json(result, indent=2) + "\n")))
     created = not out.exists()
     written: list[Path] = []
