@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -142,3 +143,37 @@ def test_figures_refuse_a_path_that_is_not_png(tmp_path, name: str) -> None:
         plot_freq_bins(bins, tmp_path / name, "a", "b")
     assert list(tmp_path.iterdir()) == []
     assert check_png_path(tmp_path / "F.PNG") == tmp_path / "F.PNG"
+
+
+def _scores(targets: list[int], new: set[int], compositional: bool = True, p_new: float = 0.05,
+            streams: int = 1):
+    """Hand-made per-token scores: every seen word p = 0.02, every new word ``p_new``, 0.3 of the
+    model's mass on new words when the text has any (else none); random states."""
+    from polyglot_groc.analysis.crossdomain import TokenScores
+
+    g = torch.Generator().manual_seed(0)
+    y = torch.tensor(targets)
+    is_new = torch.tensor([t in new for t in targets])
+    p = torch.where(is_new, torch.tensor(p_new if compositional else 0.0), torch.tensor(0.02)).double()
+    n = len(targets)
+    return TokenScores(logp=p.log(), new_mass=torch.full((n,), 0.3 if new else 0.0, dtype=torch.float64),
+                       is_new=is_new, targets=y, hidden=torch.randn(n, 4, generator=g),
+                       stream=torch.arange(streams).repeat_interleave(n // streams),
+                       train_freq=np.where(is_new.numpy(), 0, 5), union_size=60, compositional=compositional)
+
+
+def test_a_cache_alone_never_changes_how_new_words_are_scored() -> None:
+    from polyglot_groc.analysis.crossdomain import CacheSettings, apply_settings
+
+    scores = _scores([1, 2, 50, 3, 50, 51, 2, 1] * 3, new={50, 51})
+    plain = apply_settings(scores, CacheSettings())
+    for cache in ("unigram", "neural"):
+        # λ = 1 gives the cache no weight: exactly the no-cache scores, new words included
+        # (a hidden down-weighting of 0.1 used to come with every cache).
+        assert torch.equal(apply_settings(scores, CacheSettings(cache=cache, lam=1.0)), plain)
+        # Asked for, the down-weighting applies the same with or without a cache.
+        dw = CacheSettings(new_word_weight=0.1)
+        assert torch.equal(apply_settings(scores, dataclasses.replace(dw, cache=cache, lam=1.0)),
+                           apply_settings(scores, dw))
+    assert CacheSettings().new_word_weight == 1.0 and CacheSettings(cache="neural").plain() == CacheSettings()
+

@@ -196,6 +196,31 @@ def test_tune_cache_grid_and_heatmap(runs: dict[str, Path]) -> None:
     assert png.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_evaluate_cache_defaults_leave_new_words_alone_and_check_on_valid(
+        runs: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
+    plain = evaluate_open(runs["groc"], runs["other"], "test")["languages"]["en"]
+    assert "perplexity_no_cache" not in plain and "cache_check" not in plain
+    # λ = 1: the cache has no weight, so nothing changes (a hidden 0.1 new-word weight used to).
+    same = evaluate_open(runs["groc"], runs["other"], "test", CacheSettings(cache="neural", lam=1.0))["languages"]["en"]
+    assert same["perplexity"] == pytest.approx(plain["perplexity"]) == same["perplexity_no_cache"]
+    assert same["perplexity_new"] == pytest.approx(plain["perplexity_new"])
+    res = runner.invoke(app, ["evaluate", str(runs["groc"]), "--data", str(runs["other"]), "--cache", "neural"])
+    assert res.exit_code == 0, res.output
+    en = _json(res)["languages"]["en"]
+    assert _json(res)["cache"]["new_word_weight"] == 1.0
+    assert en["perplexity_no_cache"] == pytest.approx(plain["perplexity"]) and en["cache_check"]["split"] == "valid"
+    assert en["cache_check"]["helps"] and en["perplexity"] < en["perplexity_no_cache"]  # the text repeats
+    # A setting worse than no cache on the valid split is a warning (λ = 0: the cache alone).
+    with caplog.at_level("WARNING", logger="polyglot_groc.analysis.crossdomain"):
+        bad = evaluate_open(runs["groc"], runs["other"], "test", CacheSettings(cache="unigram", lam=0.0))
+    assert bad["languages"]["en"]["cache_check"]["helps"] is False
+    assert "worse than" in caplog.text and "tune-cache" in caplog.text
+    # --new-word-weight alone is open-vocabulary evaluation too (on the run's own data), with the same check.
+    res = runner.invoke(app, ["evaluate", str(runs["groc"]), "--new-word-weight", "0.5"])
+    assert res.exit_code == 0, res.output
+    assert _json(res)["cache"]["new_word_weight"] == 0.5 and "cache_check" in _json(res)["languages"]["en"]
+
+
 def test_freq_bins_and_curves(runs: dict[str, Path]) -> None:
     png = runs["root"] / "fb.png"
     res = runner.invoke(app, ["analyze", "freq-bins", str(runs["groc"]), str(runs["lookup"]),

@@ -92,9 +92,9 @@ def tune_cache(run_dir: Path, data: Path, split: str = "valid", cache: str = "ne
                            "perplexity": grid.tolist(), "best": {"theta": thetas[i], "lambda": lambdas[j],
                                                                   "perplexity": float(grid[i, j])},
                            "uniform_weight": None if scores.compositional else base.uniform_weight,
-                           # What the grid is relative to: the same model without a cache (no
-                           # down-weighting: it applies only with a cache), and the weight used.
-                           "perplexity_no_cache": _perplexity(scores, dataclasses.replace(base, cache="none")),
+                           # What the grid is relative to: the same model without a cache and
+                           # without down-weighting, and the weight used.
+                           "perplexity_no_cache": _perplexity(scores, base.plain()),
                            "new_word_weight": new_word_weight if scores.compositional else None}
     if out_png is not None:
         plot_heatmap(grid, thetas, lambdas, out_png, f"{bundle.model.kind} + {cache} cache, {split}")
