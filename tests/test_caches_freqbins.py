@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 
 import numpy as np
@@ -177,3 +178,91 @@ def test_a_cache_alone_never_changes_how_new_words_are_scored() -> None:
                            apply_settings(scores, dw))
     assert CacheSettings().new_word_weight == 1.0 and CacheSettings(cache="neural").plain() == CacheSettings()
 
+
+@pytest.mark.parametrize("cache", ["neural", "unigram"])
+def test_grid_search_matches_apply_settings_point_by_point(cache: str) -> None:
+    from polyglot_groc.analysis.crossdomain import CacheSettings, apply_settings
+    from polyglot_groc.analysis.tunecache import grid_search
+
+    scores = _scores([1, 2, 50, 3, 50, 51, 2, 1, 4, 50] * 4, new={50, 51}, streams=2)
+    base = CacheSettings(cache=cache, size=7)
+    thetas, lambdas, weights = (0.0, 0.7), (0.5, 0.9, 1.0), (0.1, 1.0)
+    grid = grid_search(scores, base, thetas, lambdas, weights)
+    assert grid.shape == (2, 2, 3)
+    for k, w in enumerate(weights):
+        for i, th in enumerate(thetas):
+            for j, la in enumerate(lambdas):
+                s = dataclasses.replace(base, theta=th, lam=la, new_word_weight=w)
+                assert grid[k, i, j] == pytest.approx(float(torch.exp(-apply_settings(scores, s).mean())))
+
+
+def test_tune_picks_no_cache_when_every_setting_is_worse(caplog: pytest.LogCaptureFixture) -> None:
+    from polyglot_groc.analysis.crossdomain import CacheSettings
+    from polyglot_groc.analysis.tunecache import tune_scores
+
+    scores = _scores(list(range(40)), new=set())  # no word comes back: a cache can only cost
+    with caplog.at_level(logging.WARNING, logger="polyglot_groc.analysis.tunecache"):
+        res = tune_scores(scores, CacheSettings(cache="neural", size=50))
+    assert res["best"] == {"cache": "none", "theta": None, "lambda": None, "new_word_weight": None,
+                           "perplexity": res["perplexity_no_cache"]}
+    assert not res["cache_helps"] and res["best_cached"]["perplexity"] > res["perplexity_no_cache"]
+    assert res["evaluate_args"] == [] and "beats no cache" in caplog.text
+
+
+def test_tune_flags_a_best_on_the_grid_edge(caplog: pytest.LogCaptureFixture) -> None:
+    from polyglot_groc.analysis.crossdomain import CacheSettings
+    from polyglot_groc.analysis.tunecache import LAMBDAS, NEW_WORD_WEIGHTS, tune_scores
+
+    # The same 3 words over and over: the more cache, the better, so the best λ is the grid's smallest.
+    scores = _scores([1, 2, 3] * 30, new=set())
+    with caplog.at_level(logging.WARNING, logger="polyglot_groc.analysis.tunecache"):
+        res = tune_scores(scores, CacheSettings(cache="unigram"))
+    assert res["cache_helps"] and res["best"] == res["best_cached"] and res["best"]["lambda"] == LAMBDAS[0]
+    assert res["on_edge"] == {"lambda": {"side": "smallest", "value": LAMBDAS[0], "try": [0.7665, 0.7997]}}
+    assert "widen it" in caplog.text and "--lambdas" in caplog.text
+    assert res["evaluate_args"] == ["--cache", "unigram", "--cache-lambda", f"{LAMBDAS[0]:g}"]
+    # A best inside the grid, or at a bound no grid can pass (λ = 1), is not flagged.
+    inside = tune_scores(scores, CacheSettings(cache="unigram"), lambdas=[0.0, 0.5, 0.9])
+    assert inside["best"]["lambda"] == 0.5 or inside["on_edge"] == {}
+    assert tune_scores(_scores(list(range(40)), new=set()), CacheSettings(cache="unigram"),
+                       lambdas=[0.9, 1.0])["on_edge"] == {}
+    # GroC: the new-word weight is tuned on the seed's grid plus 1.
+    assert res["new_word_weights"] == list(NEW_WORD_WEIGHTS) and len(res["perplexity_by_new_word_weight"]) == 6
+
+
+def test_tune_new_word_weight_is_tuned_for_groc_only() -> None:
+    from polyglot_groc.analysis.crossdomain import CacheSettings
+    from polyglot_groc.analysis.tunecache import tune_scores
+
+    # The model puts 0.3 of its mass on new words (0.2 on each that occurs) but only 2 tokens in 18
+    # are new: without a cache the best weight is w = 0.29 (d/dw of -2 log w + 18 log(0.7 + 0.3 w)).
+    targets = [1, 2, 3, 4, 5, 6, 7, 8, 50, 9, 10, 11, 12, 13, 14, 15, 16, 51] * 3
+    res = tune_scores(_scores(targets, new={50, 51}, p_new=0.2), CacheSettings(cache="unigram"))
+    assert res["best"]["new_word_weight"] in res["new_word_weights"] and res["best"]["new_word_weight"] < 1.0
+    grid = res["perplexity_by_new_word_weight"]
+    assert min(min(row) for row in grid[f"{res['best']['new_word_weight']:g}"]) == res["best"]["perplexity"]
+    assert res["evaluate_args"][-2:] == ["--new-word-weight", f"{res['best']['new_word_weight']:g}"]
+    # Lookup models have no new-word weight to tune.
+    lookup = tune_scores(_scores(targets, new={50, 51}, compositional=False), CacheSettings(cache="unigram"))
+    assert lookup["new_word_weights"] is None and lookup["best_cached"]["new_word_weight"] is None
+
+
+def test_heatmap_shows_the_no_cache_figure(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import polyglot_groc.analysis.tunecache as tc
+
+    seen = {}
+
+    def capture(fig, out):
+        ax = fig.axes[0]
+        seen["title"] = ax.get_title()
+        seen["bar_lines"] = [line.get_ydata()[0] for line in fig.axes[1].get_lines()]
+        seen["outlined"] = [(p.get_x(), p.get_y()) for p in ax.patches]
+        return out
+
+    monkeypatch.setattr(tc, "save_png", capture)
+    grid = np.array([[110.0, 105.0], [98.0, 101.0]])
+    tc.plot_heatmap(grid, [0.0, 1.0], [0.9, 0.95], tmp_path / "h.png", "groc + neural", no_cache=100.0, best=(1, 0))
+    assert "no cache: 100.0" in seen["title"] and seen["bar_lines"] == [100.0]
+    assert seen["outlined"] == [(-0.5, 0.5)]  # the best cell, row 1 column 0
+    # All worse than no cache still draws (the centre is kept inside the colour range).
+    tc.plot_heatmap(grid + 50, [0.0, 1.0], [0.9, 0.95], tmp_path / "h.png", "t", no_cache=100.0)

@@ -191,9 +191,29 @@ def test_tune_cache_grid_and_heatmap(runs: dict[str, Path]) -> None:
     out = _json(res)
     grid = out["perplexity"]
     assert len(grid) == 5 and len(grid[0]) == 5 and out["lambdas"][0] == 0.833 and out["lambdas"][-1] == 0.966
-    assert out["best"]["perplexity"] == min(min(r) for r in grid)
-    assert out["new_word_weight"] == 0.1 and out["perplexity_no_cache"] > 0
+    # No cache is a candidate: the best is the lowest of the whole grid and of no cache.
+    every = [v for g in out["perplexity_by_new_word_weight"].values() for row in g for v in row]
+    assert out["best_cached"]["perplexity"] == min(every) == min(min(r) for r in grid)
+    assert out["best"]["perplexity"] == min(min(every), out["perplexity_no_cache"])
+    assert out["new_word_weights"] == [0.1, 0.3, 0.5, 0.7, 0.9, 1.0] and out["perplexity_no_cache"] > 0
+    assert out["cache_helps"] == (out["best"]["cache"] == "neural") and isinstance(out["on_edge"], dict)
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tune_cache_grids_from_the_command_line(runs: dict[str, Path]) -> None:
+    png = runs["root"] / "tune2.png"
+    args = ["tune-cache", str(runs["groc"]), "--data", str(runs["other"]), "--out", str(png)]
+    res = runner.invoke(app, [*args, "--thetas", "1,0.5", "--lambdas", "0.5,0.99", "--new-word-weight", "1"])
+    assert res.exit_code == 0, res.output
+    out = _json(res)
+    assert out["thetas"] == [0.5, 1.0] and out["lambdas"] == [0.5, 0.99] and out["new_word_weights"] == [1.0]
+    assert "new_word_weight" not in out["on_edge"]  # one value: fixed, not tuned
+    # The text repeats four times: a neural cache beats no cache.
+    assert out["best"]["cache"] == "neural" and out["evaluate_args"][:2] == ["--cache", "neural"]
+    for bad, needle in ((["--lambdas", "0.5,x"], "--lambdas"), (["--lambdas", "1.5"], "--lambdas"),
+                        (["--thetas", ","], "--thetas"), (["--new-word-weights", "0"], "--new-word-weights"),
+                        (["--new-word-weight", "0.1", "--new-word-weights", "0.1,1"], "not both")):
+        _one_line_exit_2(runner.invoke(app, [*args, *bad]), needle)
 
 
 def test_evaluate_cache_defaults_leave_new_words_alone_and_check_on_valid(

@@ -120,6 +120,20 @@ def check_probability(**values: float | None) -> None:
             raise ConfigError(f"{flag}={value} must be a probability in [0, 1]")
 
 
+def float_list(text: str | None, flag: str) -> list[float] | None:
+    """A comma-separated list of numbers given on the command line (None: not given)."""
+    if text is None:
+        return None
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r} is not a comma-separated list of numbers; "
+                          f"e.g. {flag} 0.1,0.5,0.9") from None
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{flag} {text!r} needs at least one finite number; e.g. {flag} 0.1,0.5,0.9")
+    return values
+
+
 def deprecated_alias(new: str, old: str, new_value: T, old_value: T | None) -> T:
     """Merge a hidden old spelling into its new option, warning that it goes away next release."""
     if old_value is None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, locked_run_dir, print_json, setup_logging
+from polyglot_groc.commands._common import cli_errors, float_list, locked_run_dir, print_json, setup_logging
 
 analyze_app = typer.Typer(help="Analyses of trained runs: loss by frequency bin, training curves.",
                           no_args_is_help=True)
@@ -19,21 +19,42 @@ def tune_cache_command(
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "valid",
     cache: Annotated[str, typer.Option("--cache", help="neural | unigram")] = "neural",
     cache_size: Annotated[int, typer.Option("--cache-size", help="Cache window (seed: 5000 when tuning)")] = 5000,
-    new_word_weight: Annotated[float, typer.Option("--new-word-weight", help="GroC: new-word weight")] = 0.1,
-    out: Annotated[Path | None, typer.Option("--out", help="Heat-map PNG (Figure 6)")] = None,
+    thetas: Annotated[str | None, typer.Option(
+        "--thetas", help="θ values, comma-separated", show_default="0,0.25,0.5,0.75,1")] = None,
+    lambdas: Annotated[str | None, typer.Option(
+        "--lambdas", help="λ values (model weight), comma-separated",
+        show_default="0.833,0.86625,0.8995,0.93275,0.966")] = None,
+    new_word_weights: Annotated[str | None, typer.Option(
+        "--new-word-weights", help="GroC: new-word weights, comma-separated (1: none)",
+        show_default="0.1,0.3,0.5,0.7,0.9,1")] = None,
+    new_word_weight: Annotated[float | None, typer.Option(
+        "--new-word-weight", help="GroC: fix the new-word weight instead of tuning it")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Heat-map PNG (Figure 6)",
+                                             show_default="RUN/tune-cache-CACHE.png")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Grid-search cache θ (5 values in [0,1]) and λ (5 values in [0.833,0.966]); JSON + heat map."""
-    _tune(run, data, split, cache, cache_size, new_word_weight, out, verbose)
+    """Grid-search the cache's θ, λ and (GroC) new-word weight against no cache at all; JSON + heat map.
+
+    No cache is the best when no grid point beats it. A best on a grid's edge is flagged (on_edge).
+
+    evaluate_args holds the evaluate options that apply the best.
+    """
+    _tune(run, data, split, cache, cache_size, out, verbose, thetas, lambdas, new_word_weights, new_word_weight)
 
 
 @cli_errors
-def _tune(run: Path, data: Path, split: str, cache: str, size: int, nww: float, out: Path | None,
-          verbose: bool) -> None:
+def _tune(run: Path, data: Path, split: str, cache: str, size: int, out: Path | None, verbose: bool,
+          thetas: str | None = None, lambdas: str | None = None, new_word_weights: str | None = None,
+          new_word_weight: float | None = None) -> None:
+    from lexicons.errors import ConfigError
     from polyglot_groc.analysis.tunecache import tune_cache
 
     setup_logging(verbose)
-    print_json(tune_cache(run, data, split, cache, size, nww, out or run / f"tune-cache-{cache}.png"))
+    if new_word_weight is not None and new_word_weights is not None:
+        raise ConfigError("give --new-word-weight (one value) or --new-word-weights (a grid), not both")
+    weights = [new_word_weight] if new_word_weight is not None else float_list(new_word_weights, "--new-word-weights")
+    print_json(tune_cache(run, data, split, cache, size, weights, out or run / f"tune-cache-{cache}.png",
+                          thetas=float_list(thetas, "--thetas"), lambdas=float_list(lambdas, "--lambdas")))
 
 
 def finetune_command(
