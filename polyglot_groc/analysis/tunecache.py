@@ -151,9 +151,11 @@ def _grid(values: Sequence[float] | None, default: Sequence[float], flag: str,
     return out
 
 
-def _grids(thetas: Sequence[float] | None, lambdas: Sequence[float] | None,
+def _grids(cache: str, thetas: Sequence[float] | None, lambdas: Sequence[float] | None,
            new_word_weights: Sequence[float] | None) -> tuple[tuple[float, ...], ...]:
-    """The three grids, sorted and checked (``None``: the seed's)."""
+    """The three grids, sorted and checked (``None``: the seed's), for a cache that can be tuned."""
+    if cache not in ("unigram", "neural"):
+        raise InputError(f"--cache {cache!r} cannot be tuned; use unigram or neural")
     return (_grid(thetas, THETAS, "--thetas", lambda v: check_cache_params(theta=v)),
             _grid(lambdas, LAMBDAS, "--lambdas", lambda v: check_cache_params(lam=v)),
             _grid(new_word_weights, NEW_WORD_WEIGHTS, "--new-word-weights",
@@ -165,10 +167,8 @@ def tune_scores(scores: TokenScores, base: CacheSettings, thetas: Sequence[float
                 new_word_weights: Sequence[float] | None = None) -> dict[str, Any]:
     """The grid around ``base`` (its cache, size and uniform weight) on ``scores``, no cache
     included as a candidate, the best, and the grid edges it sits on (JSON-ready)."""
-    th, la, nw = _grids(thetas, lambdas, new_word_weights)
     cache = base.validate().cache
-    if cache not in ("unigram", "neural"):
-        raise InputError(f"--cache {cache!r} cannot be tuned; use unigram or neural")
+    th, la, nw = _grids(cache, thetas, lambdas, new_word_weights)
     if not scores.compositional:
         nw = (1.0,)  # a lookup model gives new words probability 0: nothing to weight
     if cache == "unigram":
@@ -218,11 +218,9 @@ def tune_cache(run_dir: Path, data: Path, split: str = "valid", cache: str = "ne
     from polyglot_groc.model.bundle import load_bundle
 
     if out_png is not None:
-        check_png_path(out_png)  # bad input fails before the model runs
-    _grids(thetas, lambdas, new_word_weights)
+        check_png_path(out_png)
+    _grids(cache, thetas, lambdas, new_word_weights)  # bad input fails before the model runs too
     base = CacheSettings(cache=cache, size=size).validate()
-    if cache not in ("unigram", "neural"):
-        raise InputError(f"--cache {cache!r} cannot be tuned; use unigram or neural")
     bundle, _ = load_bundle(run_dir, which)
     texts = load_other_split(bundle, data, split)
     lang, toks = next(iter(texts.items()))
