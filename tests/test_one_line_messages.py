@@ -88,3 +88,13 @@ def test_long_error_warning_and_log_records_are_never_wrapped(capsys: pytest.Cap
     assert [line.split(" ", 1)[0] for line in err] == ["error:", "warning:", "warning:", "error:"], err
     assert err[0] == f"error: first part second part {LONG}"
     assert all(LONG in line for line in err)
+
+
+def test_a_deprecated_option_is_one_warning(tmp_path: Path) -> None:
+    # It was logged (Python's last-resort handler printed it bare) and printed again.
+    write_vec(tmp_path / "t.vec", ["a", "c"], np.array([[1, 0], [0, 1]], dtype=np.float32))
+    res = runner.invoke(app, ["align", "--src", str(_vectors(tmp_path)), "--tgt", str(tmp_path / "t.vec"),
+                              "--seed", "identical", "--refine", "0", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    lines = [line for line in res.stderr.splitlines() if "deprecated" in line]
+    assert lines == ["warning: --seed is deprecated and will be removed in the next release; use --dictionary-mode"]

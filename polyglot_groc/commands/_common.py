@@ -138,9 +138,7 @@ def deprecated_alias(new: str, old: str, new_value: T, old_value: T | None) -> T
     """Merge a hidden old spelling into its new option, warning that it goes away next release."""
     if old_value is None:
         return new_value
-    logging.getLogger("polyglot_groc.cli").warning("%s is deprecated and will be removed in the next release; use %s",
-                                                   old, new)
-    warn(f"{old} is deprecated; use {new}")
+    warn(f"{old} is deprecated and will be removed in the next release; use {new}")
     return old_value
 
 
