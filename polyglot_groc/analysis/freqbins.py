@@ -12,6 +12,7 @@ separately, each model's perplexity over every token of the text.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ import numpy as np
 from lexicons.errors import InputError
 from lexicons.fileio import unique_labels
 from polyglot_groc.analysis.curves import check_png_path, save_png
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FreqBin", "bin_edges", "binned", "freq_bins", "plot_freq_bins"]
 
@@ -141,6 +144,9 @@ def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", widt
                                         "corpus with the same vocabulary settings")
     texts = load_other_split(a, data, split)
     lang, toks = next(iter(texts.items()))
+    if len(texts) > 1:
+        log.warning("freq-bins compares the runs on the first language, %s; %s left out", lang,
+                    ", ".join(list(texts)[1:]))
     sa = score_tokens(a, toks, lang, a.cfg.train.bptt)
     sb = score_tokens(b, toks, lang, b.cfg.train.bptt)
     edges = bin_edges(width, n_bins, include_unseen=sa.compositional and sb.compositional)
@@ -150,7 +156,8 @@ def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", widt
     m = binned(sa.train_freq, edges)  # new words only where both runs compose them
     label_a, label_b = unique_labels([run_a, run_b])
     res = {"run_a": str(run_a), "run_b": str(run_b), "label_a": label_a, "label_b": label_b, "data": str(data),
-           "split": split, "lang": lang, "unit": "nats per token", "tokens": int(la.size),
+           "split": split, "lang": lang, "languages_left_out": list(texts)[1:], "unit": "nats per token",
+           "tokens": int(la.size),
            "tokens_binned": int(m.sum()),
            # Each model over every token of the text (None when it gives some token probability 0:
            # a lookup model and a new word), then over the binned tokens only, whose bins' shares

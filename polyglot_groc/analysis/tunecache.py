@@ -230,6 +230,7 @@ def tune_cache(run_dir: Path, data: Path, split: str = "valid", cache: str = "ne
     if not scores.compositional:
         base = dataclasses.replace(base, uniform_weight=tune_uniform_weight(scores))
     res: dict[str, Any] = {"run": str(run_dir), "data": str(data), "split": split, "lang": lang,
+                           "languages_left_out": list(texts)[1:],
                            **tune_scores(scores, base, thetas, lambdas, new_word_weights)}
     if out_png is not None:
         bc = res["best_cached"]
