@@ -237,6 +237,7 @@ def alignment(exported: dict[str, Any], args: argparse.Namespace) -> dict[str, A
 def similarity(bundle: Any, exported: dict[str, Any], files: dict[str, list[Path]],
                args: argparse.Namespace) -> dict[str, Any]:
     from eval.similarity import read_word_similarity, word_similarity
+    from lexicons.fileio import unique_labels
     from polyglot_groc.analysis.export import embed
 
     lower = not args.keep_case
@@ -245,8 +246,9 @@ def similarity(bundle: Any, exported: dict[str, Any], files: dict[str, list[Path
     results: dict[str, Any] = {}
     for lang, paths in files.items():
         vocab = exported[lang]
-        for path in paths:
-            key = f"{lang}/{path.name}"
+        # Two files with one name (a/EN_RG-65.txt, b/EN_RG-65.txt) keep a key each.
+        for label, path in zip(unique_labels(paths), paths, strict=True):
+            key = f"{lang}/{label}"
             try:
                 triples = read_word_similarity(path)
                 r = word_similarity(triples, vocab.words, vocab.vectors, lower=lower)

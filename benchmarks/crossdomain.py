@@ -57,7 +57,8 @@ def evaluate_domain(run: Path, dom_dir: Path, theta: float, lam: float, size: in
         uw = tune_uniform_weight(score_tokens(bundle, valid, "en", bptt))
     base = CacheSettings(theta=theta, lam=lam, size=size, new_word_weight=nww, uniform_weight=uw)
     out: dict[str, Any] = {"uniform_weight": uw if not scores.compositional else None}
-    settings = {"base": base, "unigram": dataclasses.replace(base, cache="unigram"),
+    # The base is the plain model: the new-word weight applies with or without a cache.
+    settings = {"base": base.plain(), "unigram": dataclasses.replace(base, cache="unigram"),
                 "neural": dataclasses.replace(base, cache="neural")}
     if scores.compositional:
         settings["unigram_no_dw"] = dataclasses.replace(base, cache="unigram", new_word_weight=1.0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gzip
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -96,3 +96,33 @@ def read_bytes(path: Path, what: str, error: type[GrocError]) -> bytes:
         raise error(f"{what} {path} does not exist; check the path") from exc
     except (OSError, EOFError) as exc:
         raise error(f"cannot read {what} {path} ({exc}); check the file and its permissions") from exc
+
+
+def unique_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """One distinct, short label per path, in order: to key results or legends by input file.
+
+    A label is the path's name, with as many parent folders as it takes to tell it from the
+    other paths ("a/EN_RG-65.txt", "b/EN_RG-65.txt"), so two inputs with the same base name never
+    share a key and one is never silently lost. The same file given again is labelled
+    "name#2", "name#3", ... Paths are compared absolute (``..`` resolved, symlinks not).
+    """
+    parts = [Path(os.path.abspath(p)).parts for p in paths]
+
+    def tail(i: int, k: int) -> str:
+        return "/".join(parts[i][-k:]) if len(parts[i]) > 1 else parts[i][0]
+
+    labels: list[str] = []
+    for i, mine in enumerate(parts):
+        k = 1
+        while k < len(mine) - 1 and any(tail(j, k) == tail(i, k) for j in range(len(parts))
+                                        if j != i and parts[j] != mine):
+            k += 1
+        labels.append(tail(i, k))
+    # The same path more than once: number the repeats (the first keeps the bare label).
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for label, mine in zip(labels, parts, strict=True):
+        key = "/".join(mine)
+        seen[key] = seen.get(key, 0) + 1
+        out.append(label if seen[key] == 1 else f"{label}#{seen[key]}")
+    return out

@@ -191,9 +191,54 @@ def test_tune_cache_grid_and_heatmap(runs: dict[str, Path]) -> None:
     out = _json(res)
     grid = out["perplexity"]
     assert len(grid) == 5 and len(grid[0]) == 5 and out["lambdas"][0] == 0.833 and out["lambdas"][-1] == 0.966
-    assert out["best"]["perplexity"] == min(min(r) for r in grid)
-    assert out["new_word_weight"] == 0.1 and out["perplexity_no_cache"] > 0
+    # No cache is a candidate: the best is the lowest of the whole grid and of no cache.
+    every = [v for g in out["perplexity_by_new_word_weight"].values() for row in g for v in row]
+    assert out["best_cached"]["perplexity"] == min(every) == min(min(r) for r in grid)
+    assert out["best"]["perplexity"] == min(min(every), out["perplexity_no_cache"])
+    assert out["new_word_weights"] == [0.1, 0.3, 0.5, 0.7, 0.9, 1.0] and out["perplexity_no_cache"] > 0
+    assert out["cache_helps"] == (out["best"]["cache"] == "neural") and isinstance(out["on_edge"], dict)
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tune_cache_grids_from_the_command_line(runs: dict[str, Path]) -> None:
+    png = runs["root"] / "tune2.png"
+    args = ["tune-cache", str(runs["groc"]), "--data", str(runs["other"]), "--out", str(png)]
+    res = runner.invoke(app, [*args, "--thetas", "1,0.5", "--lambdas", "0.5,0.99", "--new-word-weight", "1"])
+    assert res.exit_code == 0, res.output
+    out = _json(res)
+    assert out["thetas"] == [0.5, 1.0] and out["lambdas"] == [0.5, 0.99] and out["new_word_weights"] == [1.0]
+    assert "new_word_weight" not in out["on_edge"]  # one value: fixed, not tuned
+    # The text repeats four times: a neural cache beats no cache.
+    assert out["best"]["cache"] == "neural" and out["evaluate_args"][:2] == ["--cache", "neural"]
+    for bad, needle in ((["--lambdas", "0.5,x"], "--lambdas"), (["--lambdas", "1.5"], "--lambdas"),
+                        (["--thetas", ","], "--thetas"), (["--new-word-weights", "0"], "--new-word-weights"),
+                        (["--new-word-weight", "0.1", "--new-word-weights", "0.1,1"], "not both")):
+        _one_line_exit_2(runner.invoke(app, [*args, *bad]), needle)
+
+
+def test_evaluate_cache_defaults_leave_new_words_alone_and_check_on_valid(
+        runs: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
+    plain = evaluate_open(runs["groc"], runs["other"], "test")["languages"]["en"]
+    assert "perplexity_no_cache" not in plain and "cache_check" not in plain
+    # λ = 1: the cache has no weight, so nothing changes (a hidden 0.1 new-word weight used to).
+    same = evaluate_open(runs["groc"], runs["other"], "test", CacheSettings(cache="neural", lam=1.0))["languages"]["en"]
+    assert same["perplexity"] == pytest.approx(plain["perplexity"]) == same["perplexity_no_cache"]
+    assert same["perplexity_new"] == pytest.approx(plain["perplexity_new"])
+    res = runner.invoke(app, ["evaluate", str(runs["groc"]), "--data", str(runs["other"]), "--cache", "neural"])
+    assert res.exit_code == 0, res.output
+    en = _json(res)["languages"]["en"]
+    assert _json(res)["cache"]["new_word_weight"] == 1.0
+    assert en["perplexity_no_cache"] == pytest.approx(plain["perplexity"]) and en["cache_check"]["split"] == "valid"
+    assert en["cache_check"]["helps"] and en["perplexity"] < en["perplexity_no_cache"]  # the text repeats
+    # A setting worse than no cache on the valid split is a warning (λ = 0: the cache alone).
+    with caplog.at_level("WARNING", logger="polyglot_groc.analysis.crossdomain"):
+        bad = evaluate_open(runs["groc"], runs["other"], "test", CacheSettings(cache="unigram", lam=0.0))
+    assert bad["languages"]["en"]["cache_check"]["helps"] is False
+    assert "worse than" in caplog.text and "tune-cache" in caplog.text
+    # --new-word-weight alone is open-vocabulary evaluation too (on the run's own data), with the same check.
+    res = runner.invoke(app, ["evaluate", str(runs["groc"]), "--new-word-weight", "0.5"])
+    assert res.exit_code == 0, res.output
+    assert _json(res)["cache"]["new_word_weight"] == 0.5 and "cache_check" in _json(res)["languages"]["en"]
 
 
 def test_freq_bins_and_curves(runs: dict[str, Path]) -> None:
@@ -204,14 +249,48 @@ def test_freq_bins_and_curves(runs: dict[str, Path]) -> None:
     bins = _json(res)["bins"]
     assert [b["bin"] for b in bins] == ["1-5", "6-10", "11+"]
     assert sum(b["n_tokens"] for b in bins) == _json(res)["tokens"]
-    # Every token is in a bin here, so the shares add up to log(ppl_a / ppl_b).
+    # Every token is in a bin here, so the shares add up to log(binned ppl a / binned ppl b), and the
+    # binned perplexities are the models' perplexities over the whole text.
     out = _json(res)
-    assert sum(b["share"] for b in bins) == pytest.approx(math.log(out["ppl_a"] / out["ppl_b"]), abs=1e-6)
-    assert png.with_suffix(".json").is_file() and png.read_bytes()[:4] == b"\x89PNG"
+    assert "ppl_a" not in out and out["unit"] == "nats per token"
+    ratio = math.log(out["binned_perplexity_a"] / out["binned_perplexity_b"])
+    assert sum(b["share"] for b in bins) == pytest.approx(ratio, abs=1e-6) and out["mean_diff"] == pytest.approx(ratio)
+    assert out["perplexity_a"] == pytest.approx(out["binned_perplexity_a"])
+    assert out["perplexity_b"] == pytest.approx(out["binned_perplexity_b"])
+    assert out["json"] == str(png.with_suffix(".json")) and json.loads(png.with_suffix(".json").read_text()) == out
+    assert png.read_bytes()[:4] == b"\x89PNG"
     cpng = runs["root"] / "curves.png"
     res = runner.invoke(app, ["analyze", "curves", str(runs["groc"]), str(runs["lookup"]), "--out", str(cpng)])
     assert res.exit_code == 0, res.output
     assert cpng.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_freq_bins_binned_and_full_perplexities_are_told_apart(runs: dict[str, Path]) -> None:
+    from polyglot_groc.analysis.freqbins import compare_runs
+
+    # A lookup model gives the new words (zebra, kettle, ...) probability 0: they are left out of
+    # the bins, so the binned perplexities are not the models' perplexities over the text.
+    out = compare_runs(runs["groc"], runs["lookup"], runs["other"], "test", width=5, n_bins=3)
+    assert 0 < out["tokens_binned"] < out["tokens"]
+    assert sum(b["n_tokens"] for b in out["bins"]) == out["tokens_binned"]
+    assert out["zero_probability_tokens_a"] == 0 and out["zero_probability_tokens_b"] > 0
+    assert out["perplexity_b"] is None and 1 < out["perplexity_a"] != out["binned_perplexity_a"]
+    assert all(1 < out[k] < float("inf") for k in ("binned_perplexity_a", "binned_perplexity_b"))
+
+
+@pytest.mark.parametrize("name", ["fig.json", "fig.pdf", "fig"])
+def test_freq_bins_out_must_be_png_nothing_written(runs: dict[str, Path], tmp_path: Path, name: str) -> None:
+    # fig.json used to get the PNG and then the JSON over it: one output clobbered the other.
+    res = runner.invoke(app, ["analyze", "freq-bins", str(runs["groc"]), str(runs["lookup"]),
+                              "--data", str(TINY), "--out", str(tmp_path / name)])
+    _one_line_exit_2(res, ".png")
+    assert list(tmp_path.iterdir()) == []
+    res = runner.invoke(app, ["analyze", "curves", str(runs["groc"]), "--out", str(tmp_path / name)])
+    _one_line_exit_2(res, ".png")
+    res = runner.invoke(app, ["tune-cache", str(runs["groc"]), "--data", str(runs["other"]),
+                              "--out", str(tmp_path / name)])
+    _one_line_exit_2(res, ".png")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_freq_bins_different_vocabularies_exit_2(runs: dict[str, Path]) -> None:

@@ -55,3 +55,46 @@ def test_atomic_write_honours_umask(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert (tmp_path / "f").stat().st_mode & 0o777 == 0o640
+
+
+def test_unique_labels_disambiguate_same_names_with_parent_folders(tmp_path: Path) -> None:
+    from lexicons.fileio import unique_labels
+
+    assert unique_labels(["x/d.txt", "y/d.txt", "z/e.txt"]) == ["x/d.txt", "y/d.txt", "e.txt"]
+    assert unique_labels(["a/x/run", "b/x/run", "c/y/run"]) == ["a/x/run", "b/x/run", "y/run"]
+    # The same file twice is numbered, not merged; '..' is resolved before comparing.
+    assert unique_labels(["/r/a/run", "/r/b/../a/run", "/r/b/run"]) == ["a/run", "a/run#2", "b/run"]
+    assert unique_labels([tmp_path]) == [tmp_path.name] and unique_labels([]) == []
+
+
+def test_curves_keep_runs_with_the_same_name(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+
+    runs = [tmp_path / "a" / "run", tmp_path / "b" / "run", tmp_path / "c" / "other"]
+    for i, run in enumerate(runs):
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _records(2 + i)))
+    res = CliRunner().invoke(app, ["analyze", "curves", *map(str, runs), "--out", str(tmp_path / "c.png")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["labels"] == {"a/run": str(runs[0]), "b/run": str(runs[1]), "other": str(runs[2])}
+    assert (tmp_path / "c.png").read_bytes()[:8] == PNG
+
+
+def test_plot_curves_draws_every_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.axes import Axes
+
+    labels: list[str] = []
+    real_plot = Axes.plot
+
+    def spy(self: Axes, *args: object, **kwargs: object) -> object:
+        labels.append(str(kwargs.get("label")))
+        return real_plot(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Axes, "plot", spy)
+    plot_curves({"a/run": _records(2), "b/run": _records(2)}, tmp_path / "c.png")
+    assert {label.split(" ")[0] for label in labels} == {"a/run", "b/run"}

@@ -124,3 +124,67 @@ def test_similarity_vectors_and_run(runs: dict[str, Path], tmp_path: Path) -> No
     bad.write_text("cat dog\n", encoding="utf-8")
     res = runner.invoke(app, ["similarity", "--run", str(runs["groc"]), "--lang", "en", "--dataset", str(bad)])
     assert res.exit_code == 2
+
+
+def test_similarity_datasets_with_the_same_name_are_both_scored(tmp_path: Path) -> None:
+    write_vec(tmp_path / "s.vec", ["a", "b", "c"], np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))
+    for folder, scores in (("x", "1 2 3"), ("y", "3 2 1")):
+        (tmp_path / folder).mkdir()
+        s = scores.split()
+        (tmp_path / folder / "EN_RG-65.txt").write_text(f"a b {s[0]}\nb c {s[1]}\na c {s[2]}\n", encoding="utf-8")
+    res = runner.invoke(app, ["similarity", "--vectors", str(tmp_path / "s.vec"),
+                              "--dataset", str(tmp_path / "x" / "EN_RG-65.txt"),
+                              "--dataset", str(tmp_path / "y" / "EN_RG-65.txt")])
+    assert res.exit_code == 0, res.output
+    got = _json(res.stdout)["datasets"]
+    assert set(got) == {"x/EN_RG-65.txt", "y/EN_RG-65.txt"}
+    assert got["x/EN_RG-65.txt"]["rho"] == pytest.approx(-got["y/EN_RG-65.txt"]["rho"]) != 0
+
+
+def test_align_polyglot_benchmark_keeps_same_named_wordsim_files(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from benchmarks.align_polyglot import similarity
+
+    paths = []
+    for folder in ("x", "y"):
+        (tmp_path / folder).mkdir()
+        paths.append(tmp_path / folder / "EN_RG-65.txt")
+        paths[-1].write_text("a b 1\nb c 2\na c 3\n", encoding="utf-8")
+    bundle = SimpleNamespace(model=SimpleNamespace(kind="tied", compositional_output=False,
+                                                   compositional_input=False))
+    vocab = SimpleNamespace(words=["a", "b", "c"], vectors=np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))
+    args = SimpleNamespace(keep_case=False, side="input")
+    got = similarity(bundle, {"en": vocab}, {"en": paths}, args)  # type: ignore[arg-type]
+    assert set(got) == {"en/x/EN_RG-65.txt", "en/y/EN_RG-65.txt"}
+
+
+def test_align_export_mapped_one_language_on_both_sides_writes_two_files(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal((40, 4)).astype(np.float32)
+    q, _ = np.linalg.qr(rng.standard_normal((4, 4)))
+    write_vec(tmp_path / "s.vec", [f"w{i}" for i in range(40)], src)
+    write_vec(tmp_path / "t.vec", [f"w{i}" for i in range(40)], (src @ q.T).astype(np.float32))
+    (tmp_path / "d.txt").write_text("".join(f"w{i} w{i}\n" for i in range(20)), encoding="utf-8")
+    res = runner.invoke(app, ["align", "--src", str(tmp_path / "s.vec"), "--tgt", str(tmp_path / "t.vec"),
+                              "--train-dict", str(tmp_path / "d.txt"), "--refine", "0", "--export-mapped",
+                              "--src-lang", "en", "--tgt-lang", "en", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    # vectors-en.txt for both sides would have kept only the target's vectors.
+    mapped = read_vec(tmp_path / "o" / "vectors-en.src.txt", lower=False)[1]
+    target = read_vec(tmp_path / "o" / "vectors-en.tgt.txt", lower=False)[1]
+    assert np.allclose(mapped, read_vec(tmp_path / "o" / "src.aligned.vec", lower=False)[1])
+    assert np.allclose(target, read_vec(tmp_path / "o" / "tgt.vec", lower=False)[1])
+    assert not (tmp_path / "o" / "vectors-en.txt").exists()
+
+
+def test_freq_bins_and_tune_cache_say_which_languages_they_leave_out(
+        runs: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
+    from polyglot_groc.analysis.freqbins import compare_runs
+    from polyglot_groc.analysis.tunecache import tune_cache
+
+    with caplog.at_level("WARNING"):
+        out = compare_runs(runs["groc"], runs["lookup"], TINY, "test", width=5, n_bins=2)
+        res = tune_cache(runs["groc"], TINY, cache="unigram", lambdas=[0.9], new_word_weights=[1.0])
+    assert out["lang"] == res["lang"] == "en" and out["languages_left_out"] == res["languages_left_out"] == ["fr"]
+    assert caplog.text.count("fr left out") == 2

@@ -6,6 +6,13 @@ via :meth:`ModelBundle.with_new_words`); lookup models give them probability 0 a
 interpolated with the uniform distribution over the union. Caches are then mixed in
 (:mod:`polyglot_groc.analysis.caches`). The model runs once per text; every setting after that
 is arithmetic on per-token vectors, which is what makes the θ/λ grid search cheap.
+
+A setting is applied in one order, with or without a cache: the model's probabilities (lookup
+models interpolated with the uniform distribution; GroC's new words times ``new_word_weight``,
+renormalised), then the cache mixed in. The new-word weight defaults to 1, so turning a cache
+on never changes how new words are scored. The seed's 0.1 (§5, chosen with its caches on wiki)
+made every cache worse than none on the crossdomain-en benchmark (benchmarks/results/2026-11-23/
+crossdomain.md: far-wiki 1108 -> 1485), while the same caches with a weight of 1 helped (1043).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from langpairs.batching import batchify, bptt_windows
-from lexicons.errors import InputError
+from lexicons.errors import CorpusError, InputError
 from polyglot_groc.analysis.caches import (
     check_cache_params,
     downweight_new,
@@ -39,8 +46,8 @@ from polyglot_groc.training.data import load_corpus
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CacheSettings", "TokenScores", "apply_settings", "load_other_split", "score_tokens", "summarize",
-           "tune_uniform_weight"]
+__all__ = ["CacheSettings", "TokenScores", "apply_settings", "cache_logprob", "check_settings", "load_other_split",
+           "mix_cache", "model_logprob", "perplexity", "score_tokens", "summarize", "tune_uniform_weight"]
 
 UNIFORM_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2)
 
@@ -51,7 +58,9 @@ class CacheSettings:
     theta: float = 0.5
     lam: float = 0.966  # weight of the model (seed convention)
     size: int = 10_000
-    new_word_weight: float = 0.1  # GroC only, applied before cache interpolation
+    #: GroC only: new words' probabilities times this weight, renormalised, before any cache (the
+    #: seed used 0.1 with its caches). 1 = as the model scores them, cache or not.
+    new_word_weight: float = 1.0
     uniform_weight: float = 0.01  # lookup models only
 
     def validate(self) -> CacheSettings:
@@ -59,6 +68,14 @@ class CacheSettings:
             raise InputError(f"--cache {self.cache!r} is unknown; use none, unigram or neural")
         check_cache_params(self.theta, self.lam, self.size, self.new_word_weight, self.uniform_weight)
         return self
+
+    def plain(self) -> CacheSettings:
+        """The same model with neither a cache nor down-weighting: what every setting is compared with."""
+        return dataclasses.replace(self, cache="none", new_word_weight=1.0)
+
+    def adjusts(self, compositional: bool) -> bool:
+        """Whether these settings change a model's scores beyond :meth:`plain`."""
+        return self.cache != "none" or (compositional and self.new_word_weight < 1.0)
 
 
 @dataclass
@@ -162,36 +179,59 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
                        compositional)
 
 
-def apply_settings(scores: TokenScores, s: CacheSettings) -> torch.Tensor:
-    """Final per-token log-probabilities under ``s``.  (N,) float64"""
-    s.validate()
-    logp = scores.logp
+def model_logprob(scores: TokenScores, s: CacheSettings) -> torch.Tensor:
+    """log p of the gold word before any cache: a lookup model interpolated with the uniform
+    distribution, GroC's new words down-weighted by ``s.new_word_weight`` (1: unchanged).  (N,)"""
     if not scores.compositional:
-        logp = uniform_interpolate(logp, scores.union_size, s.uniform_weight)
+        return uniform_interpolate(scores.logp, scores.union_size, s.uniform_weight)
+    if s.new_word_weight < 1.0:
+        return downweight_new(scores.logp, scores.new_mass, scores.is_new, s.new_word_weight)
+    return scores.logp
+
+
+def _streams(scores: TokenScores) -> list[torch.Tensor]:
+    """(N,) bool masks of the contiguous streams, in order (a few)."""
+    n = int(scores.stream.max()) + 1 if scores.stream.numel() else 0
+    return [scores.stream == k for k in range(n)]
+
+
+def cache_logprob(scores: TokenScores, s: CacheSettings) -> torch.Tensor:
+    """log p_cache of the gold word under ``s.cache`` (unigram or neural), stream by stream; -inf
+    where the cache does not hold it.  (N,) float64"""
+    parts = []
+    for m in _streams(scores):
+        if s.cache == "unigram":
+            parts.append(unigram_cache_logprob(scores.targets[m]))
+        else:
+            parts.append(neural_cache_logprob(scores.hidden[m], scores.targets[m], s.theta, s.size))
+    return torch.cat(parts) if parts else torch.empty(0, dtype=torch.float64)
+
+
+def mix_cache(scores: TokenScores, logp_model: torch.Tensor, logp_cache: torch.Tensor, lam: float) -> torch.Tensor:
+    """lam p_model + (1 - lam) p_cache, stream by stream (each stream's first token: the model alone)."""
+    parts = [interpolate_cache(logp_model[m], logp_cache[m], lam) for m in _streams(scores)]
+    return torch.cat(parts) if parts else logp_model
+
+
+def apply_settings(scores: TokenScores, s: CacheSettings) -> torch.Tensor:
+    """Final per-token log-probabilities under ``s``: :func:`model_logprob`, then the cache.  (N,) float64"""
+    s.validate()
+    logp = model_logprob(scores, s)
     if s.cache == "none":
         return logp
-    if scores.compositional and s.new_word_weight < 1.0:
-        logp = downweight_new(logp, scores.new_mass, scores.is_new, s.new_word_weight)
-    parts = []
-    for k in range(int(scores.stream.max()) + 1 if scores.stream.numel() else 0):  # a few streams
-        m = scores.stream == k
-        if s.cache == "unigram":
-            lc = unigram_cache_logprob(scores.targets[m])
-        else:
-            lc = neural_cache_logprob(scores.hidden[m], scores.targets[m], s.theta, s.size)
-        parts.append(interpolate_cache(logp[m], lc, s.lam))
-    return torch.cat(parts) if parts else logp
+    return mix_cache(scores, logp, cache_logprob(scores, s), s.lam)
 
 
-def _ppl(lp: torch.Tensor) -> float | None:
+def perplexity(lp: torch.Tensor) -> float | None:
+    """exp(-mean log p); None for no tokens."""
     return float(torch.exp(-lp.mean())) if lp.numel() else None
 
 
 def summarize(scores: TokenScores, lp: torch.Tensor) -> dict[str, Any]:
     n = int(lp.numel())
     return {"tokens": n, "oov_rate": float(scores.is_new.double().mean()) if n else 0.0,
-            "union_size": scores.union_size, "perplexity": _ppl(lp),
-            "perplexity_seen": _ppl(lp[~scores.is_new]), "perplexity_new": _ppl(lp[scores.is_new])}
+            "union_size": scores.union_size, "perplexity": perplexity(lp),
+            "perplexity_seen": perplexity(lp[~scores.is_new]), "perplexity_new": perplexity(lp[scores.is_new])}
 
 
 def tune_uniform_weight(scores: TokenScores, grid: Sequence[float] = UNIFORM_GRID) -> float:
@@ -231,7 +271,11 @@ def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: Cach
                   lexicon_coverage: float | None = None) -> dict[str, Any]:
     """Open-vocabulary perplexity of a run on another corpus (JSON-ready).
 
-    ``uniform_weight=None`` tunes it on ``data``'s valid split (lookup models only).
+    ``uniform_weight=None`` tunes it on ``data``'s valid split (lookup models only). With a cache
+    (or a new-word weight below 1) each language also reports ``perplexity_no_cache``, the plain
+    model on the same text, and ``cache_check``: the settings against the plain model on
+    ``data``'s valid split, the text such settings are tuned on. Settings that make it worse
+    there are logged as a warning.
     """
     from polyglot_groc.model.bundle import load_bundle
 
@@ -245,20 +289,58 @@ def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: Cach
         bundle = with_lexicon_coverage(bundle, lexicon_coverage)
     bptt = bundle.cfg.train.bptt
     texts = load_other_split(bundle, data, split)
+    if s.new_word_weight < 1.0 and not bundle.model.compositional_output:
+        log.warning("--new-word-weight %g acts on compositional (GroC) models only; the %s model gives new words "
+                    "probability 0 and ignores it", s.new_word_weight, bundle.model.kind)
     out: dict[str, Any] = {"run": str(run_dir), "data": str(data), "split": split, "model": bundle.model.kind,
                            "checkpoint": which, "step": payload.get("step"), "cache": dataclasses.asdict(s),
                            "lexicon_coverage": lexicon_coverage, "languages": {}}
+    valid_texts: dict[str, list[str]] = {}
+
+    def valid_scores(lang: str, scores: TokenScores) -> TokenScores:
+        """The model's scores on ``data``'s valid split (the evaluated ones when that is the split)."""
+        if split == "valid":
+            return scores
+        if not valid_texts:
+            valid_texts.update(load_other_split(bundle, data, "valid"))
+        return score_tokens(bundle, valid_texts[lang], lang, bptt, n_streams)
+
     for lang, toks in texts.items():
         scores = score_tokens(bundle, toks, lang, bptt, n_streams)
+        valid: TokenScores | None = None
         uw = s.uniform_weight
         if not scores.compositional:
             if uniform_weight is None:
-                valid = load_other_split(bundle, data, "valid")[lang] if split != "valid" else toks
-                uw = tune_uniform_weight(score_tokens(bundle, valid, lang, bptt, n_streams))
+                valid = valid_scores(lang, scores)
+                uw = tune_uniform_weight(valid)
             else:
                 uw = uniform_weight
-        lp = apply_settings(scores, dataclasses.replace(s, uniform_weight=uw))
-        res = summarize(scores, lp)
+        sl = dataclasses.replace(s, uniform_weight=uw)
+        res = summarize(scores, apply_settings(scores, sl))
         res["uniform_weight"] = None if scores.compositional else uw
+        if sl.adjusts(scores.compositional):
+            res["perplexity_no_cache"] = perplexity(apply_settings(scores, sl.plain()))
+            try:
+                valid = valid if valid is not None else valid_scores(lang, scores)
+            except CorpusError as exc:
+                log.warning("cannot check the cache settings on %s's valid split (%s); check them with "
+                            "polyglot-groc tune-cache", data, exc)
+                res["cache_check"] = None
+            else:
+                res["cache_check"] = check_settings(valid, sl, f"{data} ({lang}, valid)")
         out["languages"][lang] = res
     return out
+
+
+def check_settings(scores: TokenScores, s: CacheSettings, where: str) -> dict[str, Any]:
+    """Perplexity of ``scores`` under ``s`` and under the plain model; a warning when ``s`` is worse."""
+    with_s = perplexity(apply_settings(scores, s))
+    without = perplexity(apply_settings(scores, s.plain()))
+    helps = with_s is not None and without is not None and with_s < without
+    if not helps:
+        nww = f", new-word weight {s.new_word_weight:g}" if scores.compositional else ""
+        what = f"cache {s.cache} (θ {s.theta:g}, λ {s.lam:g}{nww})" if s.cache != "none" else f"no cache{nww}"
+        log.warning("on %s, %s gives perplexity %.1f, worse than %.1f without a cache (and new words as the model "
+                    "scores them); tune the settings with polyglot-groc tune-cache, or leave --cache and "
+                    "--new-word-weight out", where, what, with_s or math.nan, without or math.nan)
+    return {"split": "valid", "perplexity": with_s, "perplexity_no_cache": without, "helps": helps}

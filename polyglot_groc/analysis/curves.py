@@ -16,7 +16,7 @@ from typing import Any
 from lexicons.errors import InputError
 from lexicons.fileio import atomic_write_bytes
 
-__all__ = ["plot_curves", "read_metrics"]
+__all__ = ["check_png_path", "plot_curves", "read_metrics", "save_png"]
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:
@@ -93,10 +93,25 @@ def plot_curves(runs: Mapping[str, Sequence[Mapping[str, Any]]], out: Path, titl
     return save_png(fig, out, dpi=100)
 
 
+def check_png_path(out: Path, flag: str = "--out") -> Path:
+    """``out`` when it names a PNG file; any other suffix is an :class:`InputError`.
+
+    Figures are always PNG: a path ending in .json, .pdf, ... would hold PNG bytes under a
+    misleading name, and could be the very file a command writes its JSON to (``fig.json``).
+    Check before the work, so a bad path costs nothing.
+    """
+    out = Path(out)
+    if out.suffix.lower() != ".png":
+        example = out.with_suffix(".png") if out.name else out / "figure.png"
+        raise InputError(f"{flag} {out} does not end in .png; figures are written as PNG: give a .png path "
+                         f"such as {example}")
+    return out
+
+
 def save_png(fig: Any, out: Path, dpi: int = 120) -> Path:
     """Render a matplotlib figure to PNG and write it atomically (never a half-written image)."""
+    out = check_png_path(out, "figure path")
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
-    out = Path(out)
     atomic_write_bytes(out, buf.getvalue())
     return out

@@ -1,13 +1,18 @@
 """Frequency-bin loss analysis (seed 000 Figure 3): median per-token loss difference by training frequency.
 
 The median is the seed's statistic; each bin also reports the mean difference and its share of
-the whole text's mean difference (whose sum over bins is log(ppl_a / ppl_b)), because perplexity
-follows the mean: a model can lose on the median of every bin and still win on perplexity through
-the tail of badly predicted tokens.
+the binned tokens' mean difference (the shares add up to log(binned_perplexity_a /
+binned_perplexity_b)), because perplexity follows the mean: a model can lose on the median of
+every bin and still win on perplexity through the tail of badly predicted tokens.
+
+Losses are in nats per token. The binned tokens can be fewer than the text's (new words are
+left out unless both models compose them), so the result gives the binned perplexities and,
+separately, each model's perplexity over every token of the text.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +21,10 @@ from typing import Any
 import numpy as np
 
 from lexicons.errors import InputError
-from polyglot_groc.analysis.curves import save_png
+from lexicons.fileio import unique_labels
+from polyglot_groc.analysis.curves import check_png_path, save_png
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FreqBin", "bin_edges", "binned", "freq_bins", "plot_freq_bins"]
 
@@ -28,7 +36,7 @@ class FreqBin:
     n_tokens: int
     median_diff: float  # median of loss_a - loss_b over the bin's tokens (nan when empty)
     mean_diff: float = float("nan")  # mean of loss_a - loss_b over the bin's tokens (nan when empty)
-    share: float = 0.0  # sum of loss_a - loss_b over the bin / tokens in all bins: its part of log(ppl_a/ppl_b)
+    share: float = 0.0  # sum of loss_a - loss_b over the bin / tokens in all bins: its part of the binned mean
 
     def label(self) -> str:
         return f"{self.lo}+" if self.hi < 0 else f"{self.lo}-{self.hi}"
@@ -79,20 +87,30 @@ def freq_bins(train_freq: np.ndarray, loss_a: np.ndarray, loss_b: np.ndarray,
 
 
 def plot_freq_bins(bins: Sequence[FreqBin], out: Path, name_a: str, name_b: str) -> Path:
-    """Bar chart of the median loss difference per bin, written headless (Agg)."""
+    """Bar chart of the median loss difference per bin (nats per token), written headless (Agg).
+
+    Each bin's token count is under its label; an empty bin has no bar (a grey x and n=0), so
+    it is never read as a difference of zero.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-
-    labels = [b.label() for b in bins]
-    vals = [0.0 if np.isnan(b.median_diff) else b.median_diff for b in bins]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(bins)), 3.5))
-    ax.bar(range(len(bins)), vals, color=["tab:blue" if v < 0 else "tab:red" for v in vals])
+    labels = [f"{b.label()}\nn={b.n_tokens:,}" for b in bins]
+    full = [i for i, b in enumerate(bins) if b.n_tokens and not np.isnan(b.median_diff)]
+    empty = [i for i in range(len(bins)) if i not in full]
+    vals = [bins[i].median_diff for i in full]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.75 * len(bins)), 4.0))
+    ax.bar(full, vals, color=["tab:blue" if v < 0 else "tab:red" for v in vals])
+    if empty:
+        ax.plot(empty, [0.0] * len(empty), linestyle="none", marker="x", color="grey", label="empty bin (n=0)")
+        ax.legend(fontsize="small", loc="best")
     ax.axhline(0.0, color="black", linewidth=0.8)
-    ax.set_xticks(range(len(bins)), labels, rotation=45, ha="right")
-    ax.set_xlabel("training frequency")
-    ax.set_ylabel(f"median loss: {name_a} - {name_b}")
+    ax.set_xticks(range(len(bins)), labels, rotation=45, ha="right", fontsize="small")
+    ax.set_xlim(-0.6, len(bins) - 0.4)
+    ax.set_xlabel("training frequency of the target word (n = test tokens in the bin)")
+    ax.set_ylabel("median loss difference\n(nats per token)")
+    ax.set_title(f"{name_a} minus {name_b}: below 0, {name_a} predicts better", fontsize="medium")
     fig.tight_layout()
     try:
         return save_png(fig, out)
@@ -110,6 +128,8 @@ def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", widt
     from polyglot_groc.analysis.crossdomain import load_other_split, score_tokens
     from polyglot_groc.model.bundle import load_bundle
 
+    if out_png is not None:
+        check_png_path(out_png)  # before the models run
     a, _ = load_bundle(run_a, which)
     b, _ = load_bundle(run_b, which)
     if a.cfg.data.tokenize != b.cfg.data.tokenize:
@@ -124,19 +144,38 @@ def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", widt
                                         "corpus with the same vocabulary settings")
     texts = load_other_split(a, data, split)
     lang, toks = next(iter(texts.items()))
+    if len(texts) > 1:
+        log.warning("freq-bins compares the runs on the first language, %s; %s left out", lang,
+                    ", ".join(list(texts)[1:]))
     sa = score_tokens(a, toks, lang, a.cfg.train.bptt)
     sb = score_tokens(b, toks, lang, b.cfg.train.bptt)
     edges = bin_edges(width, n_bins, include_unseen=sa.compositional and sb.compositional)
     # New words have infinite loss under a lookup model: the unseen bin only when both compose words.
-    la, lb = -sa.logp.numpy(), -sb.logp.numpy()
+    la, lb = -sa.logp.numpy(), -sb.logp.numpy()  # (N,) nats per token
     bins = freq_bins(sa.train_freq, la, lb, edges)
     m = binned(sa.train_freq, edges)  # new words only where both runs compose them
-    res = {"run_a": str(run_a), "run_b": str(run_b), "data": str(data), "split": split, "lang": lang,
-           "tokens": int(la.size), "tokens_binned": int(m.sum()),
-           # Over the binned tokens, whose bins' shares add up to log(ppl_a / ppl_b).
-           "ppl_a": float(np.exp(la[m].mean())), "ppl_b": float(np.exp(lb[m].mean())),
-           "mean_diff": float((la[m].astype(np.float64) - lb[m]).mean()), "bins": [x.to_dict() for x in bins]}
+    label_a, label_b = unique_labels([run_a, run_b])
+    res = {"run_a": str(run_a), "run_b": str(run_b), "label_a": label_a, "label_b": label_b, "data": str(data),
+           "split": split, "lang": lang, "languages_left_out": list(texts)[1:], "unit": "nats per token",
+           "tokens": int(la.size),
+           "tokens_binned": int(m.sum()),
+           # Each model over every token of the text (None when it gives some token probability 0:
+           # a lookup model and a new word), then over the binned tokens only, whose bins' shares
+           # add up to log(binned_perplexity_a / binned_perplexity_b) = mean_diff.
+           "perplexity_a": _perplexity(la), "perplexity_b": _perplexity(lb),
+           "zero_probability_tokens_a": int(np.isinf(la).sum()), "zero_probability_tokens_b": int(np.isinf(lb).sum()),
+           "binned_perplexity_a": _perplexity(la[m]), "binned_perplexity_b": _perplexity(lb[m]),
+           "mean_diff": float((la[m].astype(np.float64) - lb[m]).mean()) if m.any() else None,
+           "bins": [x.to_dict() for x in bins]}
     if out_png is not None:
-        plot_freq_bins(bins, out_png, Path(run_a).name, Path(run_b).name)
+        plot_freq_bins(bins, out_png, label_a, label_b)
         res["png"] = str(out_png)
     return res
+
+
+def _perplexity(loss: np.ndarray) -> float | None:
+    """exp(mean loss); None for no tokens or an infinite loss (JSON has no Infinity)."""
+    if not loss.size:
+        return None
+    ppl = float(np.exp(np.asarray(loss, dtype=np.float64).mean()))
+    return ppl if np.isfinite(ppl) else None

@@ -27,7 +27,8 @@ R = TypeVar("R")
 T = TypeVar("T")
 
 console = Console()
-err_console = Console(stderr=True)
+#: stderr never wraps: an error or warning is one line however long (a terminal may still fold it).
+err_console = Console(stderr=True, soft_wrap=True)
 
 #: Errors that are the user's to fix: reported in one line, exit code 2.
 USER_ERRORS: tuple[type[BaseException], ...] = (GrocError, EvalInputError, FileNotFoundError, UnicodeDecodeError)
@@ -35,11 +36,20 @@ USER_ERRORS: tuple[type[BaseException], ...] = (GrocError, EvalInputError, FileN
 EXIT_USER_ERROR = 2
 
 
+def one_line(message: object) -> str:
+    """``message`` on one line: newlines and runs of blanks become single spaces."""
+    return " ".join(str(message).split())
+
+
 def fail(message: str) -> typer.Exit:
     """Print a one-line error and return the ``typer.Exit`` to raise."""
-    first_line = " ".join(str(message).split())
-    err_console.print(f"error: {first_line}", highlight=False, markup=False, soft_wrap=True)
+    err_console.print(f"error: {one_line(message)}", highlight=False, markup=False, soft_wrap=True)
     return typer.Exit(code=EXIT_USER_ERROR)
+
+
+def warn(message: str) -> None:
+    """Print a one-line warning on stderr (the command goes on)."""
+    err_console.print(f"warning: {one_line(message)}", highlight=False, markup=False, soft_wrap=True)
 
 
 #: errno -> what the user can do about it (the path comes from the exception).
@@ -125,13 +135,25 @@ def use_threads(threads: int | None) -> None:
         set_threads(threads)
 
 
+def float_list(text: str | None, flag: str) -> list[float] | None:
+    """A comma-separated list of numbers given on the command line (None: not given)."""
+    if text is None:
+        return None
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r} is not a comma-separated list of numbers; "
+                          f"e.g. {flag} 0.1,0.5,0.9") from None
+    if not values or not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{flag} {text!r} needs at least one finite number; e.g. {flag} 0.1,0.5,0.9")
+    return values
+
+
 def deprecated_alias(new: str, old: str, new_value: T, old_value: T | None) -> T:
     """Merge a hidden old spelling into its new option, warning that it goes away next release."""
     if old_value is None:
         return new_value
-    logging.getLogger("polyglot_groc.cli").warning("%s is deprecated and will be removed in the next release; use %s",
-                                                   old, new)
-    err_console.print(f"warning: {old} is deprecated; use {new}", highlight=False, markup=False)
+    warn(f"{old} is deprecated and will be removed in the next release; use {new}")
     return old_value
 
 
@@ -147,14 +169,27 @@ def version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-def setup_logging(verbose: bool) -> None:
-    """Route library logging to stderr through rich; the library itself never prints."""
-    from rich.logging import RichHandler
+class OneLineHandler(logging.Handler):
+    """Library log records on stderr, each on one line: ``warning: ...``, ``error: ...``, ``info: ...``.
 
+    Goes through ``err_console``, so it prints above a live progress bar; never wraps a record
+    over several lines (a logged error reads like the CLI's own error lines).
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = one_line(self.format(record))
+            err_console.print(f"{record.levelname.lower()}: {text}", highlight=False, markup=False, soft_wrap=True)
+        except Exception:  # a logging handler must not raise
+            self.handleError(record)
+
+
+def setup_logging(verbose: bool) -> None:
+    """Route library logging to stderr, one line a record; the library itself never prints."""
     level = logging.INFO if verbose else logging.WARNING
     root = logging.getLogger()
-    if not any(isinstance(h, RichHandler) for h in root.handlers):
-        root.addHandler(RichHandler(console=err_console, show_path=False, show_time=False))
+    if not any(isinstance(h, OneLineHandler) for h in root.handlers):
+        root.addHandler(OneLineHandler())
     root.setLevel(level)
 
 

@@ -13,6 +13,7 @@ from polyglot_groc.commands._common import (
     check_positive,
     cli_errors,
     err_console,
+    float_list,
     locked_run_dir,
     print_json,
     setup_logging,
@@ -29,23 +30,45 @@ def tune_cache_command(
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "valid",
     cache: Annotated[str, typer.Option("--cache", help="neural | unigram")] = "neural",
     cache_size: Annotated[int, typer.Option("--cache-size", help="Cache window (seed: 5000 when tuning)")] = 5000,
-    new_word_weight: Annotated[float, typer.Option("--new-word-weight", help="GroC: new-word weight")] = 0.1,
-    out: Annotated[Path | None, typer.Option("--out", help="Heat-map PNG (Figure 6)")] = None,
+    thetas: Annotated[str | None, typer.Option(
+        "--thetas", help="θ values, comma-separated", show_default="0,0.25,0.5,0.75,1")] = None,
+    lambdas: Annotated[str | None, typer.Option(
+        "--lambdas", help="λ values (model weight), comma-separated",
+        show_default="0.833,0.86625,0.8995,0.93275,0.966")] = None,
+    new_word_weights: Annotated[str | None, typer.Option(
+        "--new-word-weights", help="GroC: new-word weights, comma-separated (1: none)",
+        show_default="0.1,0.3,0.5,0.7,0.9,1")] = None,
+    new_word_weight: Annotated[float | None, typer.Option(
+        "--new-word-weight", help="GroC: fix the new-word weight instead of tuning it")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Heat-map PNG (Figure 6)",
+                                             show_default="RUN/tune-cache-CACHE.png")] = None,
     threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Grid-search cache θ (5 values in [0,1]) and λ (5 values in [0.833,0.966]); JSON + heat map."""
-    _tune(run, data, split, cache, cache_size, new_word_weight, out, verbose, threads)
+    """Grid-search the cache's θ, λ and (GroC) new-word weight against no cache at all; JSON + heat map.
+
+    No cache is the best when no grid point beats it. A best on a grid's edge is flagged (on_edge).
+
+    evaluate_args holds the evaluate options that apply the best.
+    """
+    _tune(run, data, split, cache, cache_size, out, verbose, thetas, lambdas, new_word_weights, new_word_weight,
+          threads)
 
 
 @cli_errors
-def _tune(run: Path, data: Path, split: str, cache: str, size: int, nww: float, out: Path | None,
-          verbose: bool, threads: int | None = None) -> None:
+def _tune(run: Path, data: Path, split: str, cache: str, size: int, out: Path | None, verbose: bool,
+          thetas: str | None = None, lambdas: str | None = None, new_word_weights: str | None = None,
+          new_word_weight: float | None = None, threads: int | None = None) -> None:
+    from lexicons.errors import ConfigError
     from polyglot_groc.analysis.tunecache import tune_cache
 
     setup_logging(verbose)
     use_threads(threads)
-    print_json(tune_cache(run, data, split, cache, size, nww, out or run / f"tune-cache-{cache}.png"))
+    if new_word_weight is not None and new_word_weights is not None:
+        raise ConfigError("give --new-word-weight (one value) or --new-word-weights (a grid), not both")
+    weights = [new_word_weight] if new_word_weight is not None else float_list(new_word_weights, "--new-word-weights")
+    print_json(tune_cache(run, data, split, cache, size, weights, out or run / f"tune-cache-{cache}.png",
+                          thetas=float_list(thetas, "--thetas"), lambdas=float_list(lambdas, "--lambdas")))
 
 
 def finetune_command(
@@ -133,7 +156,8 @@ def freq_bins_command(
     run_a: Annotated[Path, typer.Argument(help="First run (e.g. GroC)")],
     run_b: Annotated[Path, typer.Argument(help="Second run (e.g. tied)")],
     data: Annotated[Path, typer.Option("--data", help="Corpus directory")],
-    out: Annotated[Path, typer.Option("--out", help="PNG path (JSON written beside it)")],
+    out: Annotated[Path, typer.Option("--out", help="PNG path, ending in .png (the JSON goes beside it: "
+                                                    "fig.png -> fig.json)")],
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "test",
     bin_width: Annotated[int, typer.Option("--bin-width", help="Training-frequency bin width (seed: 50)")] = 50,
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
@@ -148,19 +172,23 @@ def freq_bins_command(
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
           verbose: bool, threads: int | None = None) -> None:
     from lexicons.fileio import atomic_write_bytes, dumps_json
+    from polyglot_groc.analysis.curves import check_png_path
     from polyglot_groc.analysis.freqbins import compare_runs
 
     setup_logging(verbose)
     use_threads(threads)
+    # --out must be a .png, so the JSON beside it (fig.png -> fig.json) is always another file.
+    json_out = check_png_path(out).with_suffix(".json")
     res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
-    atomic_write_bytes(out.with_suffix(".json"), (dumps_json(res, indent=2) + "\n").encode())
+    res["json"] = str(json_out)
+    atomic_write_bytes(json_out, (dumps_json(res, indent=2) + "\n").encode())
     print_json(res)
 
 
 @analyze_app.command("curves")
 def curves_command(
     runs: Annotated[list[Path], typer.Argument(help="Run directories (each with metrics.jsonl)")],
-    out: Annotated[Path, typer.Option("--out", help="PNG path")],
+    out: Annotated[Path, typer.Option("--out", help="PNG path, ending in .png")],
     title: Annotated[str | None, typer.Option("--title")] = None,
 ) -> None:
     """Train loss and validation perplexity of one or more runs in one PNG."""
@@ -170,15 +198,20 @@ def curves_command(
 @cli_errors
 def _curves(runs: list[Path], out: Path, title: str | None) -> None:
     from lexicons.errors import InputError
-    from polyglot_groc.analysis.curves import plot_curves, read_metrics
+    from lexicons.fileio import unique_labels
+    from polyglot_groc.analysis.curves import check_png_path, plot_curves, read_metrics
 
+    check_png_path(out)
+    # Legend labels: run names, with parent folders where two runs share one (never one lost).
+    labels = unique_labels(runs)
     records = {}
-    for run in runs:
+    for label, run in zip(labels, runs, strict=True):
         path = run / "metrics.jsonl"
         if not path.is_file():
             raise InputError(f"{path} is missing; pass run directories written by polyglot-groc train")
-        records[run.name] = read_metrics(path)
-    print_json({"png": str(plot_curves(records, out, title)), "runs": [str(r) for r in runs]})
+        records[label] = read_metrics(path)
+    print_json({"png": str(plot_curves(records, out, title)), "runs": [str(r) for r in runs],
+                "labels": dict(zip(labels, (str(r) for r in runs), strict=True))})
 
 
 @cli_errors

@@ -25,6 +25,7 @@ from polyglot_groc.commands._common import (
     print_json,
     setup_logging,
     use_threads,
+    warn,
 )
 
 if TYPE_CHECKING:
@@ -244,8 +245,11 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         ("tgt.vec", lambda p: write_vec(p, tgt_words, target)),
     ]
     if export_mapped:
-        outputs += [(f"vectors-{src_lang or 'src'}.txt", lambda p: write_vec(p, src_words, mapped)),
-                    (f"vectors-{tgt_lang or 'tgt'}.txt", lambda p: write_vec(p, tgt_words, target))]
+        src_name, tgt_name = f"vectors-{src_lang or 'src'}.txt", f"vectors-{tgt_lang or 'tgt'}.txt"
+        if src_name == tgt_name:  # one language on both sides: MUSE's names would write one file twice
+            src_name, tgt_name = f"vectors-{src_lang}.src.txt", f"vectors-{tgt_lang}.tgt.txt"
+        outputs += [(src_name, lambda p: write_vec(p, src_words, mapped)),
+                    (tgt_name, lambda p: write_vec(p, tgt_words, target))]
     outputs.append(("result.json", lambda p: atomic_write_text(p, dumps_json(result, indent=2) + "\n")))
     created = not out.exists()
     written: list[Path] = []
@@ -314,19 +318,30 @@ def similarity_command(
 
 
 def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
-    """Run ``score(path) -> dict`` on every dataset; failures become ``{"error": ...}`` entries."""
+    """Run ``score(path) -> dict`` on every dataset; failures become ``{"error": ...}`` entries.
+
+    Each failure is reported once: as a one-line warning when other datasets were scored, or
+    inside the one error (exit 2) when none could be.
+    """
     from eval.errors import EvalInputError
     from lexicons.errors import InputError
+    from lexicons.fileio import unique_labels
 
     results: dict[str, Any] = {}
-    for ds in datasets:
+    # Keyed by file name, with parent folders where two datasets share one (never one lost).
+    for label, ds in zip(unique_labels(datasets), datasets, strict=True):
         try:
-            results[ds.name] = score(ds)
+            results[label] = score(ds)
         except (EvalInputError, InputError) as exc:
-            err_console.print(f"{ds}: {exc}")
-            results[ds.name] = {"error": str(exc)}
-    if all("error" in entry for entry in results.values()):
-        raise InputError(f"no dataset could be scored ({'; '.join(r['error'] for r in results.values())})")
+            results[label] = {"error": str(exc)}
+    failed = [name for name, entry in results.items() if "error" in entry]
+    if len(failed) == len(results):
+        if len(results) == 1:
+            raise InputError(results[failed[0]]["error"])
+        raise InputError(f"none of the {len(results)} datasets could be scored: "
+                         + "; ".join(results[name]["error"] for name in failed))
+    for name in failed:
+        warn(f"dataset {name} skipped: {results[name]['error']}")
     return results
 
 

@@ -312,7 +312,9 @@ def evaluate_command(
     cache_theta: Annotated[float, typer.Option("--cache-theta", help="Neural cache flattening θ >= 0")] = 0.5,
     cache_lambda: Annotated[float, typer.Option("--cache-lambda", help="Model weight λ in [0, 1]")] = 0.966,
     cache_size: Annotated[int, typer.Option("--cache-size", help="Neural cache window")] = 10_000,
-    new_word_weight: Annotated[float, typer.Option("--new-word-weight", help="GroC: new words' weight")] = 0.1,
+    new_word_weight: Annotated[float, typer.Option(
+        "--new-word-weight", help="GroC: new words' weight before any cache (1: as the model scores them; "
+                                  "the seed used 0.1 with caches; tune-cache tunes it)")] = 1.0,
     uniform_weight: Annotated[float | None, typer.Option(
         "--uniform-weight", help="Lookup models: uniform weight (default: tuned on --data's valid)")] = None,
     lexicon_coverage: Annotated[float | None, typer.Option(
@@ -324,10 +326,12 @@ def evaluate_command(
 ) -> None:
     """Per-language perplexity of a run on a split, as JSON.
 
-    With --data, a cache, --uniform-weight or --lexicon-coverage: open-vocabulary evaluation
-    over the union of training and test words (OOV rate, perplexity on seen and new words).
+    With --data, a cache, --new-word-weight, --uniform-weight or --lexicon-coverage: open-vocabulary
+    evaluation over the union of training and test words (OOV rate, perplexity on seen and new
+    words; with a cache also the perplexity without it, and a check on --data's valid split).
     """
-    if data is not None or cache != "none" or uniform_weight is not None or lexicon_coverage is not None:
+    if (data is not None or cache != "none" or new_word_weight != 1.0 or uniform_weight is not None
+            or lexicon_coverage is not None):
         from polyglot_groc.commands.crossdomain import evaluate_open_cli
 
         evaluate_open_cli(run, split, data, checkpoint, cache, cache_theta, cache_lambda, cache_size,
