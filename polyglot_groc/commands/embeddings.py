@@ -142,12 +142,15 @@ def align_command(
     normalize: Annotated[str, typer.Option("--normalize", help="e.g. center,renorm (applied to both)")] = "",
     dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
     dico_max_rank: Annotated[int | None, typer.Option(
-        "--dico-max-rank", help="Refinement dictionary rank limit [default: 10000 with --train-dict, 15000 with "
-                                "--seed, as MUSE's supervised/unsupervised dico_max_rank]")] = None,
+        "--dico-max-rank", help="Refinement dictionary rank limit (default: 10000 with --train-dict, 15000 with "
+                                "--dictionary-mode, as MUSE's supervised/unsupervised dico_max_rank)")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per side")] = 200000,
     keep_case: Annotated[bool, typer.Option(
         "--keep-case", help="Keep every word as written (MUSE's full_vocab); default lowercases, first wins")] = False,
-    knn: Annotated[str, typer.Option("--knn", help="exact | approximate (faiss IVF for the CSLS means)")] = "exact",
+    knn: Annotated[str, typer.Option("--knn", help=(
+        "CSLS ranking: exact (faiss exact search; the full ranking, certified) | approximate (from 20000 words "
+        "on: neighbourhood means bounded from a 5% sample, one re-ranked candidate round; faster, not "
+        "guaranteed; below 20000 words the same as exact)"))] = "exact",
     eval_words: Annotated[Path | None, typer.Option(
         "--eval-words", help="Evaluate only these source words (one per line), to compare models on one set")] = None,
     export_mapped: Annotated[bool, typer.Option(

@@ -163,7 +163,7 @@ def train_command(
     no_relations: Annotated[bool, typer.Option("--no-relations")] = False,
     no_definitions: Annotated[bool, typer.Option("--no-definitions")] = False,
     lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage", help="Fraction in [0, 1]")] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads [default: config, 0=torch's]")] = None,
+    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads (default: config; 0 = torch's)")] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
     precision: Annotated[str | None, typer.Option(
         "--precision", help="fp32 | tf32 | bf16 (train.precision; loss stays fp32)")] = None,
