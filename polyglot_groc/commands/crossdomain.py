@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, locked_run_dir, print_json, setup_logging
+from polyglot_groc.commands._common import (
+    OVERWRITE_HELP,
+    check_output,
+    cli_errors,
+    locked_run_dir,
+    print_json,
+    setup_logging,
+)
 
 analyze_app = typer.Typer(help="Analyses of trained runs: loss by frequency bin, training curves.",
                           no_args_is_help=True)
@@ -20,20 +27,24 @@ def tune_cache_command(
     cache: Annotated[str, typer.Option("--cache", help="neural | unigram")] = "neural",
     cache_size: Annotated[int, typer.Option("--cache-size", help="Cache window (seed: 5000 when tuning)")] = 5000,
     new_word_weight: Annotated[float, typer.Option("--new-word-weight", help="GroC: new-word weight")] = 0.1,
-    out: Annotated[Path | None, typer.Option("--out", help="Heat-map PNG (Figure 6)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Heat-map PNG (Figure 6; default: RUN/tune-cache-CACHE.png)")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Grid-search cache θ (5 values in [0,1]) and λ (5 values in [0.833,0.966]); JSON + heat map."""
-    _tune(run, data, split, cache, cache_size, new_word_weight, out, verbose)
+    _tune(run, data, split, cache, cache_size, new_word_weight, out, verbose, overwrite)
 
 
 @cli_errors
 def _tune(run: Path, data: Path, split: str, cache: str, size: int, nww: float, out: Path | None,
-          verbose: bool) -> None:
+          verbose: bool, overwrite: bool = False) -> None:
     from polyglot_groc.analysis.tunecache import tune_cache
 
     setup_logging(verbose)
-    print_json(tune_cache(run, data, split, cache, size, nww, out or run / f"tune-cache-{cache}.png"))
+    png = out or run / f"tune-cache-{cache}.png"
+    check_output(png, overwrite)
+    print_json(tune_cache(run, data, split, cache, size, nww, png))
 
 
 def finetune_command(
@@ -76,19 +87,21 @@ def freq_bins_command(
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "test",
     bin_width: Annotated[int, typer.Option("--bin-width", help="Training-frequency bin width (seed: 50)")] = 50,
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Median per-token loss difference (A - B) by training-frequency bin (seed Figure 3), with means and shares."""
-    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose)
+    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, overwrite)
 
 
 @cli_errors
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
-          verbose: bool) -> None:
+          verbose: bool, overwrite: bool = False) -> None:
     from lexicons.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.analysis.freqbins import compare_runs
 
     setup_logging(verbose)
+    check_output(out, overwrite, also=[out.with_suffix(".json")])
     res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
     atomic_write_bytes(out.with_suffix(".json"), (dumps_json(res, indent=2) + "\n").encode())
     print_json(res)
@@ -99,15 +112,18 @@ def curves_command(
     runs: Annotated[list[Path], typer.Argument(help="Run directories (each with metrics.jsonl)")],
     out: Annotated[Path, typer.Option("--out", help="PNG path")],
     title: Annotated[str | None, typer.Option("--title")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
 ) -> None:
     """Train loss and validation perplexity of one or more runs in one PNG."""
-    _curves(runs, out, title)
+    _curves(runs, out, title, overwrite)
 
 
 @cli_errors
-def _curves(runs: list[Path], out: Path, title: str | None) -> None:
+def _curves(runs: list[Path], out: Path, title: str | None, overwrite: bool = False) -> None:
     from lexicons.errors import InputError
     from polyglot_groc.analysis.curves import plot_curves, read_metrics
+
+    check_output(out, overwrite)
 
     records = {}
     for run in runs:

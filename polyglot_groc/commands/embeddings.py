@@ -16,7 +16,9 @@ import typer
 
 from lexicons.fileio import dumps_json
 from polyglot_groc.commands._common import (
+    OVERWRITE_HELP,
     check_non_negative,
+    check_output,
     check_positive,
     cli_errors,
     deprecated_alias,
@@ -79,6 +81,7 @@ def export_command(
     skip_multiword: Annotated[bool, typer.Option(
         "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
@@ -86,12 +89,13 @@ def export_command(
     Words are written unchanged (no lowercasing); --vocab writes them most frequent first, so
     MUSE's lowercase first-occurrence rule keeps each word's most frequent casing.
     """
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device)
+    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device, overwrite)
 
 
 @cli_errors
 def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
-            checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto") -> None:
+            checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto",
+            overwrite: bool = False) -> None:
     from eval.vectors import write_vec
     from lexicons.errors import InputError
 
@@ -99,6 +103,7 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     check_positive(max_vocab=max_vocab)
     if (words is None) == (not vocab):
         raise InputError("pass exactly one of --words FILE or --vocab")
+    check_output(out, overwrite)
     wanted = _read_words(words, skip_multiword) if words is not None else None
     if wanted is not None and max_vocab:
         wanted = wanted[:max_vocab]
@@ -159,12 +164,14 @@ def align_command(
     lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs")] = None,
     wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
     seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
-           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped)
+           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped,
+           overwrite)
 
 
 @cli_errors
@@ -172,7 +179,8 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
            side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int,
            normalize: str, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
            lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool,
-           knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False) -> None:
+           knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False,
+           overwrite: bool = False) -> None:
     import torch
 
     from eval.align import KNN_MODES, align, identical_pairs, pairs_to_indices
@@ -186,6 +194,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     check_non_negative(refine=refine)
     if knn not in KNN_MODES:
         raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
+    check_output(out, overwrite, directory=True)
     lower = not keep_case
     src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src", lower)
     tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt", lower)
@@ -254,6 +263,9 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         if created:
             shutil.rmtree(out, ignore_errors=True)
         raise
+    # --overwrite replaces the earlier result whole: its mapped vectors must not outlive it.
+    for stale in set(out.glob("vectors-*.txt")) - set(written):
+        stale.unlink(missing_ok=True)
     print_json(result)
 
 
