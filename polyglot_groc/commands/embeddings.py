@@ -132,8 +132,9 @@ def _load_side(vec: Path | None, run: Path | None, lang: str | None, side: str, 
 
 
 def align_command(
-    src: Annotated[Path | None, typer.Option("--src", help="Source .vec")] = None,
-    tgt: Annotated[Path | None, typer.Option("--tgt", help="Target .vec")] = None,
+    src: Annotated[Path | None, typer.Option(
+        "--src", help="Source vectors: word2vec text (.vec) or binary (.bin), plain or .gz/.bz2/.xz")] = None,
+    tgt: Annotated[Path | None, typer.Option("--tgt", help="Target vectors, in any format --src takes")] = None,
     run: Annotated[Path | None, typer.Option("--run", help="Polyglot run to export both languages from")] = None,
     src_lang: Annotated[str | None, typer.Option("--src-lang")] = None,
     tgt_lang: Annotated[str | None, typer.Option("--tgt-lang")] = None,
@@ -294,7 +295,8 @@ def _lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | No
 
 def similarity_command(
     dataset: Annotated[list[Path], typer.Option("--dataset", help="Word-similarity file(s): w1 w2 score")],
-    vectors: Annotated[Path | None, typer.Option("--vectors", help=".vec file")] = None,
+    vectors: Annotated[Path | None, typer.Option(
+        "--vectors", help="Word vectors: word2vec text (.vec) or binary (.bin), plain or .gz/.bz2/.xz")] = None,
     run: Annotated[Path | None, typer.Option("--run", help="Run directory")] = None,
     lang: Annotated[str | None, typer.Option("--lang")] = None,
     side: Annotated[str, typer.Option("--side", help="input | output (with --run)")] = "input",
@@ -302,9 +304,9 @@ def similarity_command(
     keep_case: Annotated[bool, typer.Option(
         "--keep-case", help="Keep the vocabulary's case; look words up lowercase, Capitalized, Title")] = False,
     src_vectors: Annotated[Path | None, typer.Option(
-        "--src-vectors", help="Cross-lingual: source .vec (already mapped), first word of each pair")] = None,
+        "--src-vectors", help="Cross-lingual: source vectors (already mapped), first word of each pair")] = None,
     tgt_vectors: Annotated[Path | None, typer.Option(
-        "--tgt-vectors", help="Cross-lingual: target .vec, second word of each pair")] = None,
+        "--tgt-vectors", help="Cross-lingual: target vectors, second word of each pair")] = None,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:

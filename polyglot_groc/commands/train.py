@@ -170,7 +170,8 @@ def train_command(
     compile_: Annotated[bool | None, typer.Option(
         "--compile/--no-compile", help="torch.compile the char encoder (train.compile)")] = None,
     init_input: Annotated[Path | None, typer.Option(
-        "--init-input", help="Initialise the input table from a .vec file (seed 003)")] = None,
+        "--init-input", help="Initialise the input table from word2vec vectors, .vec or .bin, plain or .gz "
+                             "(seed 003)")] = None,
     freeze_input: Annotated[bool, typer.Option("--freeze-input", help="Keep the input table fixed")] = False,
     untie: Annotated[bool, typer.Option("--untie", help="Use separate input/output tables (tied -> untied)")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
