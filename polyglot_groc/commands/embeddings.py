@@ -117,18 +117,25 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     print_json({**info, "out": str(out), "dim": int(vecs.shape[1])})
 
 
-def _load_side(vec: Path | None, run: Path | None, lang: str | None, side: str, max_vocab: int | None,
-               name: str, lower: bool = True) -> tuple[list[str], np.ndarray]:
+def _load_side(vec: Path | None, bundle: Callable[[], Any] | None, lang: str | None, side: str,
+               max_vocab: int | None, name: str, lower: bool = True) -> tuple[list[str], np.ndarray]:
+    """One side's words and vectors, from a file or from the run; the same vocabulary rule either way.
+
+    MUSE's reading (lowercase, first occurrence wins, ``max_vocab`` distinct words; --keep-case is
+    MUSE's full_vocab) applies to a run's vocabulary exactly as to a file, so ``align --run`` scores
+    the words that ``export --vocab`` and ``align --src/--tgt`` on the exported files score.
+    """
     from eval.vectors import read_vec
     from lexicons.errors import InputError
 
     if vec is not None:
-        # MUSE's default reading: lowercase, first occurrence wins (--keep-case = MUSE's full_vocab).
         return read_vec(vec, max_vocab=max_vocab, lower=lower)
-    if run is None or lang is None:
-        raise InputError(f"give --{name} FILE.vec, or --run RUN with --{name}-lang")
-    ws, vecs, _ = run_vectors(run, lang, None, side, max_vocab)
-    return ws, vecs
+    if bundle is None or lang is None:
+        raise InputError(f"give --{name} FILE (word2vec .vec or .bin), or --run RUN with --{name}-lang")
+    from polyglot_groc.analysis.export import vocabulary_vectors
+
+    out = vocabulary_vectors(bundle(), lang, side, max_vocab, lower)
+    return out.words, out.vectors
 
 
 def align_command(
@@ -166,13 +173,14 @@ def align_command(
     wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
     seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
            dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped,
-           overwrite)
+           overwrite, device)
 
 
 @cli_errors
@@ -181,7 +189,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
            normalize: str, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
            lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool,
            knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False,
-           overwrite: bool = False) -> None:
+           overwrite: bool = False, device: str = "auto") -> None:
     import torch
 
     from eval.align import KNN_MODES, align, identical_pairs, pairs_to_indices
@@ -197,8 +205,18 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
     check_output(out, overwrite, directory=True)
     lower = not keep_case
-    src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src", lower)
-    tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt", lower)
+    loaded: list[Any] = []
+
+    def bundle() -> Any:  # the run is loaded once, and only if a side comes from it
+        if not loaded:
+            from polyglot_groc.model.bundle import load_bundle
+
+            assert run is not None
+            loaded.append(load_bundle(run, "best", device)[0])
+        return loaded[0]
+
+    src_words, src_vecs = _load_side(src, bundle if run else None, src_lang, side, max_vocab, "src", lower)
+    tgt_words, tgt_vecs = _load_side(tgt, bundle if run else None, tgt_lang, side, max_vocab, "tgt", lower)
     if src_vecs.shape[1] != tgt_vecs.shape[1]:
         raise InputError(f"source vectors have dimension {src_vecs.shape[1]} but target vectors "
                          f"{tgt_vecs.shape[1]}; align embeddings of the same size")
@@ -376,11 +394,12 @@ def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, la
         return
     if lang is None or run is None:
         raise InputError("--run needs --lang")
-    from polyglot_groc.analysis.export import embed, vocabulary_words
+    from polyglot_groc.analysis.export import embed, vocabulary_vectors
     from polyglot_groc.model.bundle import load_bundle
 
     bundle, _ = load_bundle(run, device=device)
-    vocab = embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side)
+    # The vocabulary as `similarity --vectors` reads the run's export: same words, same vectors.
+    vocab = vocabulary_vectors(bundle, lang, side, max_vocab, lower)
     composed = bundle.model.compositional_input if side == "input" else bundle.model.compositional_output
 
     def run_score(ds: Path) -> dict[str, Any]:
