@@ -169,7 +169,9 @@ def align_command(
     export_mapped: Annotated[bool, typer.Option(
         "--export-mapped", help="Also write vectors-<lang>.txt as MUSE's export does")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
-    lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs")] = None,
+    lexicon: Annotated[list[str] | None, typer.Option(
+        "--lexicon", help="wn lexicon for --dictionary-mode lexicon, repeatable, e.g. omw-fr (as `lexicon info` lists "
+                          "them; default: the installed wordnets of --src-lang and --tgt-lang)")] = None,
     wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,

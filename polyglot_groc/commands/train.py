@@ -159,7 +159,9 @@ def train_command(
     vocab_mode: Annotated[str | None, typer.Option("--vocab-mode", help="closed | open")] = None,
     no_screen: Annotated[bool, typer.Option("--no-screen", help="Score the full union vocabulary")] = False,
     schedule: Annotated[str | None, typer.Option("--schedule", help="proportional | round_robin | temperature")] = None,
-    lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon spec, e.g. omw-en:1.4")] = None,
+    lexicon: Annotated[list[str] | None, typer.Option(
+        "--lexicon", help="wn lexicon, repeatable, as `lexicon info` lists them: omw-en, omw-en:3.0 or the full "
+                          "omw-en:3.0+<hash> (default: the installed wordnets of --langs)")] = None,
     no_relations: Annotated[bool, typer.Option("--no-relations")] = False,
     no_definitions: Annotated[bool, typer.Option("--no-definitions")] = False,
     lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage", help="Fraction in [0, 1]")] = None,
