@@ -106,3 +106,18 @@ def test_deprecated_seed_still_works_hidden(tmp_path) -> None:  # type: ignore[n
                                  "--seed", "identical", "--refine", "0", "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert "--seed is deprecated; use --dictionary-mode" in result.stderr
+
+
+def test_messages_print_brackets_verbatim(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """What commands print (words, file lines, paths) is not rich markup either."""
+    import numpy as np
+
+    from eval.vectors import write_vec
+
+    write_vec(tmp_path / "v.vec", ["cat", "dog", "bird"], np.eye(3, dtype=np.float32))
+    (tmp_path / "good.txt").write_text("cat dog 1\ndog bird 2\ncat bird 3\n", encoding="utf-8")
+    (tmp_path / "[red]bad.txt").write_text("[bold] x\n", encoding="utf-8")
+    result = runner.invoke(app, ["similarity", "--vectors", str(tmp_path / "v.vec"), "--dataset",
+                                 str(tmp_path / "good.txt"), "--dataset", str(tmp_path / "[red]bad.txt")])
+    assert result.exit_code == 0, result.output
+    assert "[red]bad.txt" in result.stderr and "'[bold] x'" in result.stderr

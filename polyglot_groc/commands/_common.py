@@ -26,8 +26,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
+# No rich markup in what the commands print: messages carry words, file lines and paths, and rich
+# would swallow any "[tag]" among them (a word "[b]" or a line "[default] x").
+console = Console(markup=False)
+err_console = Console(stderr=True, markup=False)
 
 #: Errors that are the user's to fix: reported in one line, exit code 2.
 USER_ERRORS: tuple[type[BaseException], ...] = (GrocError, EvalInputError, FileNotFoundError, UnicodeDecodeError)
