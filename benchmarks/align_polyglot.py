@@ -5,8 +5,9 @@ GroC+lex), for each model:
 
 1. Export both languages' embeddings (``--side``, default OUTPUT, as Table 5.4 uses the polyglot
    models' output embeddings) over each language's vocabulary, most frequent first
-   (:func:`polyglot_groc.analysis.export.vocabulary_words` + :func:`polyglot_groc.analysis.export.embed`, at most
-   ``--max-vocab`` words). Only vocabulary words are exported, for every model alike, so GroC is
+   (:func:`polyglot_groc.analysis.export.vocabulary_vectors`: MUSE's lowercase first-occurrence rule
+   unless ``--keep-case``, at most ``--max-vocab`` distinct words, as ``polyglot-groc align --run`` and
+   ``similarity --run`` read a run). Only vocabulary words are exported, for every model alike, so GroC is
    not credited with words it could compose but lookup cannot embed.
 2. Align source onto target with :func:`eval.align.align` (Procrustes on the MUSE train
    dictionary ``<src>-<tgt>.0-5000.txt``, then ``--refine`` CSLS refinement iterations, default 5;
@@ -161,11 +162,20 @@ def wordsim_files(args: argparse.Namespace, root: Path | None) -> tuple[dict[str
 
 
 # -- one model ---------------------------------------------------------------------------------------
-def export_languages(bundle: Any, langs: Sequence[str], side: str, max_vocab: int | None) -> dict[str, Any]:
-    """Each language's vocabulary embeddings (most frequent first) on ``side``."""
-    from polyglot_groc.analysis.export import embed, vocabulary_words
+def export_languages(bundle: Any, langs: Sequence[str], side: str, max_vocab: int | None,
+                     lower: bool = True) -> tuple[dict[str, Any], dict[str, int]]:
+    """Each language's vocabulary embeddings (most frequent first) on ``side``, read by MUSE's rule
+    (lowercase, first occurrence wins, ``max_vocab`` distinct words) exactly as ``align --run``
+    reads them; and per language how many casing duplicates the rule dropped."""
+    from eval.vectors import first_occurrences
+    from polyglot_groc.analysis.export import vocabulary_vectors, vocabulary_words
 
-    return {lang: embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side) for lang in langs}
+    exported, dropped = {}, {}
+    for lang in langs:
+        exported[lang] = vocabulary_vectors(bundle, lang, side, max_vocab, lower)
+        kept, rows = first_occurrences(vocabulary_words(bundle, lang), lower, max_vocab)
+        dropped[lang] = int(rows[-1]) + 1 - len(kept) if len(kept) else 0
+    return exported, dropped
 
 
 def dictionary_indices(path: Path, src_words: list[str], tgt_words: list[str], lower: bool,
@@ -185,29 +195,16 @@ def dictionary_indices(path: Path, src_words: list[str], tgt_words: list[str], l
     return indices, {"path": str(path), **stats}
 
 
-def muse_vocabulary(words: list[str], vectors: Any, lower: bool) -> tuple[list[str], Any]:
-    """MUSE's reading rule on an export: lowercase, first (most frequent) occurrence wins."""
-    import numpy as np
-
-    from eval.vectors import vocabulary_index
-
-    if not lower:
-        return words, vectors
-    rows = np.sort(np.fromiter(vocabulary_index(words, lower=True).values(), dtype=np.int64))
-    return [words[i].lower() for i in rows], vectors[rows]
-
-
-def alignment(exported: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def alignment(exported: dict[str, Any], args: argparse.Namespace, dropped: dict[str, int]) -> dict[str, Any]:
     from eval.align import align
     from langpairs.dictionaries import read_dictionary
     from polyglot_groc.analysis.alignment_report import evaluate_with_baselines
 
     lower = not args.keep_case
-    src_words, src_vecs = muse_vocabulary(exported[args.src].words, exported[args.src].vectors, lower)
-    tgt_words, tgt_vecs = muse_vocabulary(exported[args.tgt].words, exported[args.tgt].vectors, lower)
+    src_words, src_vecs = exported[args.src].words, exported[args.src].vectors
+    tgt_words, tgt_vecs = exported[args.tgt].words, exported[args.tgt].vectors
     out: dict[str, Any] = {"src_words": len(src_words), "tgt_words": len(tgt_words),
-                           "case_duplicates_dropped": {args.src: len(exported[args.src].words) - len(src_words),
-                                                       args.tgt: len(exported[args.tgt].words) - len(tgt_words)}}
+                           "case_duplicates_dropped": {args.src: dropped[args.src], args.tgt: dropped[args.tgt]}}
     train_pairs, out["train_dictionary"] = dictionary_indices(args.train_dict, src_words, tgt_words, lower,
                                                               args.lenient)
     if train_pairs is None:
@@ -281,12 +278,13 @@ def evaluate_model(label: str, run: Path, files: dict[str, list[Path]], args: ar
     if model.kind != label:
         record["note"] = f"passed as --{label} but the run is a {model.kind} model"
     t0 = time.perf_counter()
-    exported = export_languages(bundle, (args.src, args.tgt), args.side, args.max_vocab)
+    exported, dropped = export_languages(bundle, (args.src, args.tgt), args.side, args.max_vocab,
+                                         lower=not args.keep_case)
     record["export"] = {lang: {"words": len(e.words), "missing": len(e.missing)} for lang, e in exported.items()}
     record["export_seconds"] = _round(time.perf_counter() - t0, 2)
     log.info("[%s] exported %s", label, ", ".join(f"{k} {v['words']} words" for k, v in record["export"].items()))
     try:
-        record["alignment"] = alignment(exported, args)
+        record["alignment"] = alignment(exported, args, dropped)
     except Exception as exc:  # keep the similarity figures and the other models
         log.error("[%s] alignment failed: %s\n%s", label, exc, traceback.format_exc())
         record["alignment"] = {"error": _error_text(exc)}

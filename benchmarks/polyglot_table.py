@@ -358,7 +358,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--baseline-polyglot", action="store_true",
                     help="Also train lookup and elmo EN+tgt / rel+tgt (Table 5.2's other columns)")
     ap.add_argument("--lexicon", nargs="+", default=None, metavar="SPEC",
-                    help="Lexicon specs for groc-lex (e.g. omw-en:1.4 omw-fr:1.4); without it groc-lex is skipped")
+                    help="Lexicon specs for groc-lex (e.g. omw-en omw-fr, as `polyglot-groc lexicon info` lists them); "
+                         "without it groc-lex is skipped")
     ap.add_argument("--lexicon-backend", default="wn", help="Lexicon backend for groc-lex: wn, nltk or tsv")
     ap.add_argument("--wn-dir", default="", help="wn data folder for groc-lex (default: wn's own)")
     ap.add_argument("--memory-pair", default=None,

@@ -11,7 +11,7 @@ the figure to compare across machines (absolute tokens/s depend on the machine a
 small CPU size of benchmarks/ptb_groc_vs_lookup.py (2x256, d=256, batch 64x35).
 ``--repeats R`` trains every model R times, going round the models in turn, and reports medians
 (each repeat's figures are in ``*_runs``): on a noisy machine one run of each can move the ratio
-by 10%. groc-lex needs a lexicon (``--lexicon omw-en:1.4`` with ``--wn-dir``); without one it is skipped
+by 10%. groc-lex needs a lexicon (``--lexicon omw-en`` with ``--wn-dir``); without one it is skipped
 and the JSON says so.
 """
 
@@ -104,7 +104,7 @@ def main() -> None:
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--impl", default="auto", help="model.surface.impl: auto | grouped | padded")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--lexicon", default="", help="lexicon spec for groc-lex, e.g. omw-en:1.4")
+    ap.add_argument("--lexicon", default="", help="lexicon spec for groc-lex, e.g. omw-en (see `lexicon info`)")
     ap.add_argument("--wn-dir", default="")
     ap.add_argument("--work", type=Path, default=Path("bench_out/throughput"))
     ap.add_argument("--set", action="append", default=[])

@@ -1,20 +1,34 @@
-"""Read and write word vectors in word2vec text format (``.vec``), as MUSE and fastText do.
+"""Read and write word vectors in word2vec format: text (``.vec``), binary (``.bin``), compressed.
 
-The format is a header line ``N D`` followed by ``N`` rows ``word v1 ... vD`` separated by single
-spaces.  The reader is strict where MUSE is lenient: MUSE silently drops undecodable bytes
+The text format is a header line ``N D`` followed by ``N`` rows ``word v1 ... vD`` separated by
+single spaces; the binary format (word2vec's ``-binary 1``, gensim's ``binary=True``) has the same
+header, then per row the word, a space and ``D`` little-endian float32 values (word2vec adds a
+newline after each row, gensim does not; both are read).  Either may be gzip, bzip2 or xz
+compressed (``.vec.gz``, ``.bin.gz``, ...): the compression is recognised by the file's first
+bytes, and binary rows by the ``.bin`` suffix or by a first row that is not text.  These are the
+files gensim's ``KeyedVectors.load_word2vec_format`` reads.
+
+The reader is strict where MUSE is lenient: MUSE silently drops undecodable bytes
 (``errors='ignore'``) and skips rows of the wrong dimension with a warning, which hides truncated or
 corrupted files and shifts every later word's frequency rank.  Here each of those is an
-:class:`~eval.errors.EvalInputError` naming the file, the line and the fix.  Duplicate words are the
-one leniency kept from MUSE: the first occurrence wins and the rest are counted in one warning.
+:class:`~eval.errors.EvalInputError` naming the file, the line (or row) and the fix.  Duplicate
+words are the one leniency kept from MUSE: the first occurrence wins and the rest are counted in
+one warning (:func:`first_occurrences` is the same rule for words already in memory).
 """
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import io
 import logging
+import lzma
 import os
 import tempfile
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import IO, cast
 
 import numpy as np
 
@@ -22,13 +36,22 @@ from eval.errors import EvalInputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["read_vec", "write_vec", "vocabulary_index"]
+__all__ = ["first_occurrences", "read_vec", "write_vec", "vocabulary_index"]
 
 # Rows are converted to floats in chunks: one numpy conversion per chunk instead of per row keeps
 # reading fast, and a chunk of 300-d rows is a few MB of strings at most.
 _CHUNK_ROWS = 4096
 # float32 needs 9 significant digits to survive a text round trip bit-for-bit.
 _FLOAT32_DIGITS = 9
+# First bytes of the compressed formats the reader opens transparently.
+_MAGIC: tuple[tuple[bytes, str], ...] = ((b"\x1f\x8b", "gzip"), (b"BZh", "bzip2"), (b"\xfd7zXZ\x00", "xz"))
+_COMPRESSED_SUFFIXES = (".gz", ".bz2", ".xz")
+# A header line is a few digits; a longer first line is not word2vec at all.
+_MAX_HEADER = 256
+# Longest word accepted in a binary file, in bytes (fastText's limit is far below).
+_MAX_BINARY_WORD = 4096
+_NOT_WORD2VEC = ("is not a word2vec file (text .vec or binary .bin: an 'N D' header line, then one row per "
+                 "word); fastText .bin models are not word2vec: use the .vec fastText writes beside them")
 
 
 def vocabulary_index(words: Sequence[str], lower: bool = False) -> dict[str, int]:
@@ -43,13 +66,38 @@ def vocabulary_index(words: Sequence[str], lower: bool = False) -> dict[str, int
     return dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
 
 
+def first_occurrences(
+    words: Sequence[str], lower: bool = False, max_vocab: int | None = None
+) -> tuple[list[str], np.ndarray]:
+    """MUSE's vocabulary rule for words in frequency order, as :func:`read_vec` applies it to a file.
+
+    Returns ``(kept, rows)``: the distinct words (lowercased when ``lower``) in order of first
+    occurrence, at most ``max_vocab`` of them, and ``rows`` ``(len(kept),)`` int64, the position
+    of each one's first occurrence in ``words`` (whose vector a reader keeps).  Exporting a
+    vocabulary to a ``.vec`` and reading it back with ``read_vec(max_vocab, lower)`` keeps exactly
+    ``[words[r] for r in rows]``'s vectors under these names.
+    """
+    if max_vocab is not None and max_vocab < 1:
+        raise EvalInputError(f"max_vocab={max_vocab}; pass a positive number or None for all words")
+    kept: dict[str, int] = {}
+    for i, word in enumerate(words):
+        key = word.lower() if lower else word
+        if key not in kept:
+            kept[key] = i
+            if max_vocab is not None and len(kept) >= max_vocab:
+                break
+    return list(kept), np.fromiter(kept.values(), dtype=np.int64, count=len(kept))
+
+
 def _parse_header(path: Path, raw: bytes) -> tuple[int, int]:
+    if len(raw) >= _MAX_HEADER and not raw.endswith(b"\n"):
+        raise EvalInputError(f"{path} {_NOT_WORD2VEC}")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise EvalInputError(
-            f"{path}: line 1 is not valid utf-8 (byte {exc.start}); re-encode the file as utf-8"
-        ) from exc
+        # Undecodable bytes in a header of two numbers: a binary file of some other kind.
+        raise EvalInputError(f"{path}: line 1 is not an 'N D' header (byte {exc.start} is not text); "
+                             f"{path.name} {_NOT_WORD2VEC}") from exc
     fields = text.split()
     try:
         if len(fields) != 2:
@@ -90,102 +138,250 @@ def _convert_chunk(path: Path, fields: list[str], line_numbers: list[int], dim: 
     return block
 
 
+def _open(path: Path) -> tuple[IO[bytes], str | None]:
+    """The file's bytes, decompressed when its first bytes say gzip, bzip2 or xz."""
+    try:
+        with path.open("rb") as probe:
+            magic = probe.read(6)
+        compression = next((name for prefix, name in _MAGIC if magic.startswith(prefix)), None)
+        if compression == "gzip":
+            return cast(IO[bytes], gzip.open(path, "rb")), compression
+        if compression == "bzip2":
+            return bz2.open(path, "rb"), compression
+        if compression == "xz":
+            return lzma.open(path, "rb"), compression
+        return path.open("rb"), None
+    except OSError as exc:
+        raise EvalInputError(f"cannot open vector file {path}: {exc.strerror}; check the path") from exc
+
+
+def _looks_binary(path: Path, stream: IO[bytes], dim: int) -> bool:
+    """Binary rows: the ``.bin`` suffix (under any compression suffix), else a first row that is not text.
+
+    A text row is printable utf-8 up to its newline; ``dim`` raw float32 values almost never are.
+    A ``.bin`` file whose first row is a valid text row is read as text.
+    """
+    start = stream.tell()
+    probe = stream.read(1 << 16)
+    stream.seek(start)
+    first = probe.split(b"\n", 1)[0].rstrip(b"\r")
+    try:
+        text = first.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    if any(ch < " " and ch != "\t" for ch in text):
+        return True
+    suffixes = [s.lower() for s in path.suffixes]
+    while suffixes and suffixes[-1] in _COMPRESSED_SUFFIXES:
+        suffixes.pop()
+    if suffixes[-1:] != [".bin"]:
+        return False
+    fields = text.split()
+    try:
+        [float(v) for v in fields[1:]]
+    except ValueError:
+        return True
+    return len(fields) != dim + 1
+
+
+class _Rows:
+    """MUSE's reading rule applied row by row: lowercase (``lower``), first occurrence wins,
+    stop after ``max_vocab`` distinct words; ``unique`` makes a repeated word an error instead."""
+
+    def __init__(self, path: Path, lower: bool, max_vocab: int | None, unique: bool) -> None:
+        self.path, self.lower, self.max_vocab, self.unique = path, lower, max_vocab, unique
+        self.words: list[str] = []
+        self.seen: set[str] = set()
+        self.duplicates = 0
+        self.examples: list[str] = []
+
+    def keep(self, word: str, where: str) -> bool:
+        """Whether this row's vector is kept; records the word."""
+        if self.unique and word in self.seen:
+            raise EvalInputError(f"{self.path}: {where} repeats the word {word[:40]!r}; this use needs one "
+                                 "vector per word: deduplicate the file (or regenerate it)")
+        if self.lower:
+            word = word.lower()
+        if word in self.seen:
+            self.duplicates += 1
+            if len(self.examples) < 5:
+                self.examples.append(word)
+            return False
+        self.seen.add(word)
+        self.words.append(word)
+        return True
+
+    @property
+    def full(self) -> bool:
+        return self.max_vocab is not None and len(self.words) >= self.max_vocab
+
+
+def _read_text(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows) -> list[np.ndarray]:
+    blocks: list[np.ndarray] = []
+    fields: list[str] = []
+    pending_lines: list[int] = []
+    n_rows = 0
+    first_blank: int | None = None
+    # Binary handles split on b"\n" only: a word holding another unicode line separator
+    # (fastText vocabularies have some) stays on its row.
+    for lineno, raw in enumerate(handle, start=2):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EvalInputError(
+                f"{path}: line {lineno} is not valid utf-8 (byte {exc.start}); re-encode the file as utf-8"
+            ) from exc
+        line = line.rstrip("\r\n")
+        if not line.strip():
+            # Blank lines are tolerated only at the end of the file (editors add them).
+            if first_blank is None:
+                first_blank = lineno
+            continue
+        if first_blank is not None:
+            raise EvalInputError(f"{path}: line {first_blank} is blank inside the data; delete it")
+        word, _, rest = line.partition(" ")
+        values = rest.split()
+        if not word:
+            raise EvalInputError(f"{path}: line {lineno} starts with a space (empty word); remove it")
+        if len(values) != dim:
+            raise EvalInputError(
+                f"{path}: line {lineno} (word {word[:40]!r}) has {len(values)} values but the header "
+                f"says {dim}; the file is truncated or the word contains a space, regenerate it"
+            )
+        n_rows += 1
+        if n_rows > count:
+            raise EvalInputError(
+                f"{path}: line {lineno} is row {n_rows} but the header declares {count} words; fix the header count"
+            )
+        if not rows.keep(word, f"line {lineno}"):
+            continue
+        fields.extend(values)
+        pending_lines.append(lineno)
+        if len(pending_lines) == _CHUNK_ROWS:
+            blocks.append(_convert_chunk(path, fields, pending_lines, dim))
+            fields, pending_lines = [], []
+        if rows.full:
+            break
+    else:
+        if n_rows != count:
+            raise EvalInputError(
+                f"{path}: the header declares {count} words but the file has {n_rows} rows; "
+                f"fix the header to '{n_rows} {dim}' or re-export the file"
+            )
+    if pending_lines:
+        blocks.append(_convert_chunk(path, fields, pending_lines, dim))
+    return blocks
+
+
+def _binary_rows(path: Path, handle: IO[bytes], count: int, dim: int) -> Iterator[tuple[int, bytes, bytes]]:
+    """``(row number, word bytes, dim * 4 value bytes)`` of a binary file, checking its layout."""
+    width = 4 * dim
+    buf = b""
+    pos = 0
+    eof = False
+
+    def fill(n: int) -> bool:
+        """Make ``n`` bytes available from ``pos``; False at the end of the file."""
+        nonlocal buf, pos, eof
+        while len(buf) - pos < n and not eof:
+            chunk = handle.read(max(1 << 20, n))
+            if not chunk:
+                eof = True
+                break
+            buf = buf[pos:] + chunk
+            pos = 0
+        return len(buf) - pos >= n
+
+    for row in range(1, count + 1):
+        while fill(1) and buf[pos : pos + 1] in (b"\n", b"\r"):  # word2vec ends rows with a newline
+            pos += 1
+        if not fill(1):
+            raise EvalInputError(f"{path}: the header declares {count} words but the file ends after {row - 1} "
+                                 "rows; the file is truncated: fix the header count or re-export it")
+        end = buf.find(b" ", pos, pos + _MAX_BINARY_WORD + 1)
+        while end < 0 and not eof and len(buf) - pos <= _MAX_BINARY_WORD:
+            fill(len(buf) - pos + 1)
+            end = buf.find(b" ", pos, pos + _MAX_BINARY_WORD + 1)
+        if end < 0:
+            raise EvalInputError(f"{path}: binary row {row} has no word followed by a space; {path.name} "
+                                 f"{_NOT_WORD2VEC}")
+        word = buf[pos:end]
+        pos = end + 1
+        if not fill(width):
+            raise EvalInputError(f"{path}: binary row {row} ends after {len(buf) - pos} of its {width} value bytes; "
+                                 "the file is truncated or its header's dimension is wrong: re-export it")
+        yield row, word, buf[pos : pos + width]
+        pos += width
+    rest = buf[pos:] + (b"" if eof else handle.read(_MAX_HEADER))
+    if rest.strip():
+        raise EvalInputError(f"{path}: more data follows the {count} rows the header declares; "
+                             "fix the header count or re-export the file")
+
+
+def _read_binary(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows) -> list[np.ndarray]:
+    kept: list[bytes] = []
+    row_numbers: list[int] = []
+    for n_rows, raw_word, values in _binary_rows(path, handle, count, dim):
+        try:
+            word = raw_word.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EvalInputError(f"{path}: the word of binary row {n_rows} is not valid utf-8 (byte {exc.start}); "
+                                 "re-export the file with utf-8 words") from exc
+        if not word or word.split() != [word]:
+            raise EvalInputError(f"{path}: the word of binary row {n_rows} ({word[:40]!r}) is empty or holds "
+                                 f"whitespace; {path.name} {_NOT_WORD2VEC}")
+        if not rows.keep(word, f"binary row {n_rows}"):
+            continue
+        kept.append(values)
+        row_numbers.append(n_rows)
+        if rows.full:
+            break
+    block = np.frombuffer(b"".join(kept), dtype="<f4").astype(np.float32).reshape(len(kept), dim)  # (n, D)
+    finite = np.isfinite(block).all(axis=1)  # (n,)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise EvalInputError(f"{path}: binary row {row_numbers[i]} (word {rows.words[i][:40]!r}) contains nan "
+                             "or inf; remove or retrain that vector")
+    return [block]
+
+
 def read_vec(
-    path: str | os.PathLike[str], max_vocab: int | None = None, lower: bool = False
+    path: str | os.PathLike[str], max_vocab: int | None = None, lower: bool = False, *, unique: bool = False
 ) -> tuple[list[str], np.ndarray]:
-    """Read a word2vec text file; returns ``(words, vectors)`` with vectors float32 ``(n, D)``.
+    """Read a word2vec file (text or binary, plain or compressed); returns ``(words, vectors)`` with
+    vectors float32 ``(n, D)``.
 
     ``max_vocab`` keeps the first ``max_vocab`` distinct words (files are frequency-sorted, so these
     are the most frequent ones) and stops reading there, like MUSE's ``--max_vocab``.  ``lower``
-    lowercases words before the duplicate check, like MUSE without ``full_vocab``.  The header
-    count is checked against the rows only when the file is read to its end.
+    lowercases words before the duplicate check, like MUSE without ``full_vocab``; ``unique``
+    makes a repeated word an error (for uses that need one vector per word).  The header count is
+    checked against the rows only when the file is read to its end.
     """
     path = Path(path)
     if max_vocab is not None and max_vocab < 1:
         raise EvalInputError(f"max_vocab={max_vocab} for {path}; pass a positive number or None for all words")
+    handle, compression = _open(path)
+    rows = _Rows(path, lower, max_vocab, unique)
     try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise EvalInputError(f"cannot open vector file {path}: {exc.strerror}; check the path") from exc
-
-    words: list[str] = []
-    seen: set[str] = set()
-    blocks: list[np.ndarray] = []
-    fields: list[str] = []
-    pending_lines: list[int] = []
-    duplicates = 0
-    duplicate_examples: list[str] = []
-    rows = 0
-    first_blank: int | None = None
-    reached_end = True
-
-    with handle:
-        header = handle.readline()
-        if not header:
-            raise EvalInputError(f"{path} is empty; expected a word2vec text file with an 'N D' header")
-        count, dim = _parse_header(path, header)
-        # Binary handles split on b"\n" only: a word holding another unicode line separator
-        # (fastText vocabularies have some) stays on its row.
-        for lineno, raw in enumerate(handle, start=2):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise EvalInputError(
-                    f"{path}: line {lineno} is not valid utf-8 (byte {exc.start}); re-encode the file as utf-8"
-                ) from exc
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                # Blank lines are tolerated only at the end of the file (editors add them).
-                if first_blank is None:
-                    first_blank = lineno
-                continue
-            if first_blank is not None:
-                raise EvalInputError(f"{path}: line {first_blank} is blank inside the data; delete it")
-            word, _, rest = line.partition(" ")
-            values = rest.split()
-            if not word:
-                raise EvalInputError(f"{path}: line {lineno} starts with a space (empty word); remove it")
-            if len(values) != dim:
-                raise EvalInputError(
-                    f"{path}: line {lineno} (word {word[:40]!r}) has {len(values)} values but the header "
-                    f"says {dim}; the file is truncated or the word contains a space, regenerate it"
-                )
-            rows += 1
-            if rows > count:
-                raise EvalInputError(
-                    f"{path}: line {lineno} is row {rows} but the header declares {count} words; fix the header count"
-                )
-            if lower:
-                word = word.lower()
-            if word in seen:
-                duplicates += 1
-                if len(duplicate_examples) < 5:
-                    duplicate_examples.append(word)
-                continue
-            seen.add(word)
-            words.append(word)
-            fields.extend(values)
-            pending_lines.append(lineno)
-            if len(pending_lines) == _CHUNK_ROWS:
-                blocks.append(_convert_chunk(path, fields, pending_lines, dim))
-                fields, pending_lines = [], []
-            if max_vocab is not None and len(words) >= max_vocab:
-                reached_end = False
-                break
-    if pending_lines:
-        blocks.append(_convert_chunk(path, fields, pending_lines, dim))
-
-    if reached_end and rows != count:
-        raise EvalInputError(
-            f"{path}: the header declares {count} words but the file has {rows} rows; "
-            f"fix the header to '{rows} {dim}' or re-export the file"
-        )
-    if duplicates:
+        with handle:
+            header = handle.readline(_MAX_HEADER)
+            if not header:
+                raise EvalInputError(f"{path} is empty; expected a word2vec file with an 'N D' header")
+            count, dim = _parse_header(path, header)
+            binary = _looks_binary(path, handle, dim)
+            read = _read_binary if binary else _read_text
+            blocks = read(path, handle, count, dim, rows)
+    except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
+        if compression is None:
+            raise
+        raise EvalInputError(f"{path}: cannot decompress its {compression} data ({exc}); the file is damaged "
+                             "or truncated: download or export it again") from exc
+    if rows.duplicates:
         logger.warning(
             "%s: %d duplicate word(s) skipped, first occurrence kept (e.g. %s)",
             path,
-            duplicates,
-            ", ".join(repr(w) for w in duplicate_examples),
+            rows.duplicates,
+            ", ".join(repr(w) for w in rows.examples),
         )
     vectors = np.concatenate(blocks, axis=0) if blocks else np.zeros((0, dim), dtype=np.float32)  # (n, D)
     zero = int((~vectors.any(axis=1)).sum())
@@ -193,8 +389,9 @@ def read_vec(
         # MUSE nudges null vectors (vect[0] = 0.01); we keep the data and let the cosine code treat
         # a zero vector as similar to nothing.
         logger.warning("%s: %d all-zero vector(s); they have cosine 0 with every word", path, zero)
-    logger.info("read %d words of dimension %d from %s", len(words), dim, path)
-    return words, vectors
+    logger.info("read %d words of dimension %d from %s%s%s", len(rows.words), dim, path,
+                " (binary)" if binary else "", f" ({compression})" if compression else "")
+    return rows.words, vectors
 
 
 def write_vec(
@@ -209,7 +406,8 @@ def write_vec(
     The file is written to a temporary file in the same directory and moved over ``path`` with
     :func:`os.replace`, so readers never see half a file.  The default 9 significant digits
     reproduce float32 values exactly; MUSE, fastText and gensim read the result (``N D`` header,
-    single spaces, ``\\n`` line ends).
+    single spaces, ``\\n`` line ends).  A path ending in ``.gz`` is written gzip-compressed
+    (gensim and :func:`read_vec` read it; MUSE needs it unpacked).
     """
     path = Path(path)
     matrix = np.asarray(vectors)
@@ -237,9 +435,13 @@ def write_vec(
     if not directory.is_dir():
         raise EvalInputError(f"directory {directory} does not exist; create it before writing {path}")
     row_format = " ".join([f"%.{digits}g"] * matrix.shape[1])
+    gzipped = path.suffix.lower() == ".gz"
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+        with os.fdopen(fd, "wb") as raw:
+            # A .gz path gets gzip (mtime 0: the same vectors give the same bytes).
+            packed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if gzipped else None
+            out = io.TextIOWrapper(packed or raw, encoding="utf-8", newline="\n")
             out.write(f"{matrix.shape[0]} {matrix.shape[1]}\n")
             for start in range(0, matrix.shape[0], _CHUNK_ROWS):
                 block = matrix[start : start + _CHUNK_ROWS].tolist()  # python floats print exactly
@@ -250,7 +452,11 @@ def write_vec(
                     )
                 )
             out.flush()
-            os.fsync(out.fileno())
+            out.detach()  # raw is closed by its with-block
+            if packed is not None:
+                packed.close()  # writes the gzip trailer (raw stays open)
+            raw.flush()
+            os.fsync(raw.fileno())
         # mkstemp creates 0600 files; give the result the usual permissions of a data file.
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
         os.chmod(tmp_name, mode)

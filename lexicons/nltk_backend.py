@@ -191,17 +191,26 @@ class NltkLexicon:
         return dedupe_related(word, lemmas)
 
     def definition(self, word: str, lang: str) -> list[str]:
+        text, _ = self._gloss(word, lang)
+        return tokenize_gloss(text) if text else []
+
+    def definition_lang(self, word: str, lang: str) -> str | None:
+        """The language of :meth:`definition`'s gloss: ``lang``'s own where OMW has one, else English."""
+        return self._gloss(word, lang)[1]
+
+    def _gloss(self, word: str, lang: str) -> tuple[str | None, str | None]:
+        """The first synset's gloss and its language, ``(None, None)`` without one."""
         iso, synsets = self._synsets(word, lang)
         if not synsets:
-            return []
+            return None, None
         first = synsets[0]
-        text = None
         if iso != "eng":
             own = first.definition(lang=iso)
             text = own[0] if isinstance(own, list) and own else own or None
-        if not text:
-            text = first.definition()
-        return tokenize_gloss(text) if text else []
+            if text:
+                return text, normalize_lang(lang)
+        text = first.definition()
+        return (text, "en") if text else (None, None)
 
     # -- internals --------------------------------------------------------------------------
 

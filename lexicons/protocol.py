@@ -13,7 +13,9 @@ needs them:
   wordnet has one, else the English gloss of the synset linked through the shared synset / ILI
   (what the thesis, seed 004 §5, does for non-English words).
 
-Both return ``[]`` for a word the lexicon does not know.  ``specs`` names the data (lexicon
+Both return ``[]`` for a word the lexicon does not know.  A backend may also say which language a
+definition is in (``definition_lang(word, lang) -> str | None``, all three here do): ``lexicon
+lookup`` labels every gloss with it, since a French word's gloss is often English.  ``specs`` names the data (lexicon
 specifiers with versions, or content hashes) so caches keyed on it are invalidated when the data
 changes.
 """

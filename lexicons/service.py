@@ -82,12 +82,19 @@ def _unit_hash(word: str, salt: str) -> float:
 
 @dataclass(frozen=True)
 class WordForms:
-    """One word's forms before id conversion (what ``lexicon lookup`` prints)."""
+    """One word's forms before id conversion (what ``lexicon lookup`` prints).
+
+    ``related`` holds one string per related word (a multiword lemma keeps its spaces);
+    ``definition_lang`` is the language of the definition's gloss, which for a non-English word
+    is often English (borrowed through ILI); None without a definition, or when the backend
+    cannot say (it has no ``definition_lang`` method).
+    """
 
     word: str
     lang: str | None
     related: list[str]
     definition: list[str]
+    definition_lang: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -264,7 +271,9 @@ class LexiconService:
                 continue
             related, definition = self.lexicon.related(word, lang), self.lexicon.definition(word, lang)
             if related or definition:
-                return WordForms(word, lang, related, definition)
+                gloss_lang = getattr(self.lexicon, "definition_lang", None)
+                where = gloss_lang(word, lang) if definition and callable(gloss_lang) else None
+                return WordForms(word, lang, related, definition, where)
         return WordForms(word, None, [], [])
 
     def cache_key(self, words: Sequence[str], word_langs: Sequence[Sequence[str]]) -> str:

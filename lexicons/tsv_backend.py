@@ -142,6 +142,11 @@ class TsvLexicon:
             tokens = self._tokens[key] = tokenize_gloss(self._glosses[key])
         return list(tokens)
 
+    def definition_lang(self, word: str, lang: str) -> str | None:
+        """A TSV definition is in its record's language."""
+        key = self._key(word, lang)
+        return key[0] if key is not None and key in self._glosses else None
+
     def words(self, lang: str) -> list[str]:
         """Every word with a record in ``lang``, in file order."""
         lang = normalize_lang(lang)

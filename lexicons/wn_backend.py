@@ -1,9 +1,10 @@
 """The main lexicon backend: wordnets installed in a ``wn`` (WN-LMF / SQLite) data directory.
 
-Lexicons are selected by ``wn`` specifiers (``omw-en:3.0+1a2b3c4d``, or just ``omw-en`` when one
-version is installed) or by language.  Cross-lingual glosses follow ILI links: a French synset
-without a French definition gets the definition of the English synset with the same ILI id
-(from the English lexicon among the selected ones, else the first English lexicon installed).
+Lexicons are selected by ``wn`` specifiers (``omw-en:3.0+1a2b3c4d``; ``omw-en:3.0`` for any build
+of 3.0; just ``omw-en`` when one version is installed) or by language.  Cross-lingual glosses
+follow ILI links: a French synset without a French definition gets the definition of the English
+synset with the same ILI id (from the English lexicon among the selected ones, else the first
+English lexicon installed).
 
 Performance: GroC needs forms for every vocabulary word (100k+), and ``wn``'s object API issues
 several SQL queries per word.  So each lexicon is bulk-loaded once, lazily on first use, with a
@@ -612,15 +613,27 @@ def _split_specs(specs: Sequence[str] | str) -> list[str]:
     return [s for s in items if s]
 
 
+def _version_matches(wanted: str, version: str) -> bool:
+    """``3.0`` names every build of 3.0 (``3.0+1a2b3c4d``, what ``lexicon import`` installs): the
+    part after ``+`` is build metadata, as in semantic versions."""
+    return wanted in ("", "*", version) or ("+" not in wanted and version.split("+", 1)[0] == wanted)
+
+
 def _resolve(spec: str, installed: list[_Installed], wn_dir: Path) -> list[_Installed]:
+    """The installed lexicons ``spec`` names: ``id`` (the installed version), ``id:version`` (a
+    version without ``+build`` matches its builds), ``id:*`` (every version) or ``*`` (all)."""
     if spec == "*":
         return list(installed)
     lex_id, _, version = spec.partition(":")
-    matches = [x for x in installed if x.id == lex_id and (not version or version in ("*", x.version))]
+    matches = [x for x in installed if x.id == lex_id and _version_matches(version, x.version)]
     if not matches:
         have = ", ".join(x.spec for x in installed) or "none"
+        same_id = [x.spec for x in installed if x.id == lex_id]
+        fix = (f"pass {lex_id} (the installed version) or {same_id[0]}" if same_id else
+               "pass one of those (the id alone, e.g. omw-en, picks the installed version)" if installed else "")
         raise LexiconMissingError(
-            f"lexicon {spec!r} is not installed in {str(wn_dir)!r} (installed: {have}); {_IMPORT_HINT}"
+            f"lexicon {spec!r} is not installed in {str(wn_dir)!r} (installed: {have}); "
+            f"{fix + ', or ' if fix else ''}{_IMPORT_HINT}"
         )
     if len(matches) > 1 and version != "*":
         raise LexiconError(
@@ -701,7 +714,7 @@ class WnLexicon:
         self._loader: Loader = loader
         self._data: dict[str, _LexData] = {}
         self._ili_defs: dict[str, str] | None = None
-        self._gloss_tokens: dict[tuple[str, int], list[str]] = {}
+        self._gloss_tokens: dict[tuple[str, int], tuple[list[str], str | None]] = {}
         self._lock = threading.Lock()
         self._cache_conns: list[sqlite3.Connection] = []
 
@@ -710,6 +723,11 @@ class WnLexicon:
     @property
     def specs(self) -> list[str]:
         return [x.spec for x in dict.fromkeys(self._chosen + self._gloss)]
+
+    @property
+    def gloss_specs(self) -> list[str]:
+        """The lexicons whose glosses serve synsets without one in their own language (through ILI)."""
+        return [x.spec for x in self._gloss]
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -753,6 +771,15 @@ class WnLexicon:
             if synsets:
                 return list(self._gloss_of(data, synsets[0]))
         return []
+
+    def definition_lang(self, word: str, lang: str) -> str | None:
+        """The language of :meth:`definition`'s gloss: ``lang``'s own, or that of the lexicon it was
+        borrowed from through ILI (English; ILI's own definitions are English); None without one."""
+        for data in self._lexicons_for(lang):
+            synsets = self._lookup(data, word)
+            if synsets:
+                return self._gloss_entry(data, synsets[0])[1]
+        return None
 
     # -- extras -----------------------------------------------------------------------------
 
@@ -1019,9 +1046,13 @@ class WnLexicon:
         return tuple(dict.fromkeys(out))
 
     def _gloss_of(self, data: _LexData, synset: int) -> list[str]:
+        return self._gloss_entry(data, synset)[0]
+
+    def _gloss_entry(self, data: _LexData, synset: int) -> tuple[list[str], str | None]:
+        """The synset's gloss tokens and their language (None where there is no gloss)."""
         key = (data.spec, synset)
-        tokens = self._gloss_tokens.get(key)
-        if tokens is None:
+        entry = self._gloss_tokens.get(key)
+        if entry is None:
             source, s = data, synset
             ili = data.synset_ili[synset]
             if not data.definitions[synset] and ili:
@@ -1032,12 +1063,12 @@ class WnLexicon:
                         source, s = gloss, g
                         break
             if source.definitions[s]:
-                tokens = source.gloss_tokens(s)  # pre-tokenised when loaded from the cache
+                entry = (source.gloss_tokens(s), source.lang)  # pre-tokenised when loaded from the cache
             else:
                 text = self._ili_definitions().get(ili) if ili else None
-                tokens = tokenize_gloss(text) if text else []
-            self._gloss_tokens[key] = tokens
-        return tokens
+                entry = (tokenize_gloss(text), "en") if text else ([], None)  # ILI definitions are English
+            self._gloss_tokens[key] = entry
+        return entry
 
     def _ili_definitions(self) -> dict[str, str]:
         if self._ili_defs is None:

@@ -213,7 +213,8 @@ def test_tune_cache_grids_from_the_command_line(runs: dict[str, Path]) -> None:
     for bad, needle in ((["--lambdas", "0.5,x"], "--lambdas"), (["--lambdas", "1.5"], "--lambdas"),
                         (["--thetas", ","], "--thetas"), (["--new-word-weights", "0"], "--new-word-weights"),
                         (["--new-word-weight", "0.1", "--new-word-weights", "0.1,1"], "not both")):
-        _one_line_exit_2(runner.invoke(app, [*args, *bad]), needle)
+        # --overwrite: the PNG of the good call above exists; the grids are what is checked here.
+        _one_line_exit_2(runner.invoke(app, [*args, "--overwrite", *bad]), needle)
 
 
 def test_evaluate_cache_defaults_leave_new_words_alone_and_check_on_valid(

@@ -119,7 +119,7 @@ def test_align_with_lexicon_seed(tmp_path: Path, wn_dir: Path) -> None:
     np.testing.assert_allclose(np.load(tmp_path / "out" / "W.npy"), q, atol=1e-4)  # the rotation, from 4 pairs
     # the same lexicons named by spec (repeatable --lexicon)
     code, out, err = _align(tmp_path, "--src-lang", "en", "--tgt-lang", "fr", "--wn-dir", str(wn_dir),
-                            "--lexicon", "test-en:1", "--lexicon", "test-fr")
+                            "--lexicon", "test-en:1", "--lexicon", "test-fr", "--overwrite")
     assert code == 0, out + err
 
 

@@ -114,3 +114,27 @@ def test_nltk_backend_agrees_with_wn(lexicon: WnLexicon, tmp_path_factory: pytes
     same_def = sum(lexicon.definition(w, "en") == nltk_lex.definition(w, "en") for w in words)
     assert same_rel >= len(words) - 2 and same_def >= len(words) - 2
     assert set(nltk_lex.related("chien", "fr")) == set(lexicon.related("chien", "fr"))
+
+
+def test_cli_names_what_import_installed(imported: tuple[Path, list[str]]) -> None:
+    """`lexicon import` installs omw-<lang>:3.0+<hash>; omw-fr and omw-fr:3.0 name it, omw-fr:1.4 does not."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from polyglot_groc.commands.lexicon import app
+
+    wn_dir, specs = imported
+    runner = CliRunner()
+    for name in ("omw-fr", "omw-fr:3.0", specs[1]):
+        res = runner.invoke(app, ["lookup", "chien", "--specs", name, "--wn-dir", str(wn_dir), "--json"])
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout)
+        # the given lexicon is the one used, in its own language (no --lang: the spec's languages)
+        assert out["lang"] == "fr" and out["lexicons"] == [specs[1]] and out["gloss_lexicons"] == [specs[0]]
+        assert "canis familiaris" in out["related"] and out["definition_lang"] == "en"
+    res = runner.invoke(app, ["lookup", "dog", "--specs", "omw-en:1.4", "--wn-dir", str(wn_dir)])
+    assert res.exit_code == 2
+    line = res.stderr.strip()
+    assert line.startswith("error: ") and "\n" not in line
+    assert f"installed: {specs[0]}, {specs[1]}" in line and "pass omw-en" in line

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from eval.vectors import first_occurrences
 from lexicons.errors import InputError
 from polyglot_groc.model.bundle import ModelBundle
 
@@ -41,8 +42,34 @@ def vocabulary_words(bundle: ModelBundle, lang: str, max_vocab: int | None = Non
     return words[:max_vocab] if max_vocab else words
 
 
+#: Words per forward pass when embedding.
+EMBED_BATCH = 4096
+
+
+def vocabulary_vectors(bundle: ModelBundle, lang: str, side: str = "input", max_vocab: int | None = None,
+                       lower: bool = True, batch_size: int = EMBED_BATCH) -> Exported:
+    """``lang``'s vocabulary as ``read_vec(max_vocab=, lower=)`` reads what ``export --vocab`` writes.
+
+    MUSE's vocabulary rule (:func:`eval.vectors.first_occurrences`): words most frequent first,
+    lowercased when ``lower`` with the first (most frequent) casing's vector kept, at most
+    ``max_vocab`` distinct words.  The words are embedded in the very batches ``export --vocab``
+    uses (a prefix of the vocabulary in whole batches), so every vector is bit for bit the one in
+    the exported file: aligning or scoring a run directly and through its export give the same
+    words and the same numbers.
+    """
+    words = vocabulary_words(bundle, lang)
+    kept, rows = first_occurrences(words, lower=lower, max_vocab=max_vocab)
+    if not kept:
+        raise InputError(f"language {lang!r} of this run has no words to embed")
+    end = min(len(words), -(-(int(rows[-1]) + 1) // batch_size) * batch_size)
+    out = embed(bundle, lang, words[:end], side=side, batch_size=batch_size)
+    if out.words != words[:end]:  # vocabulary words are always embeddable; guard the row mapping anyway
+        raise InputError(f"{len(out.missing)} vocabulary words of {lang!r} could not be embedded")
+    return Exported(kept, np.ascontiguousarray(out.vectors[rows]), [], 0)
+
+
 def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "input",
-          batch_size: int = 4096) -> Exported:
+          batch_size: int = EMBED_BATCH) -> Exported:
     """Embeddings of ``words`` on the model's ``side`` ("input" or "output")."""
     if side not in ("input", "output"):
         raise InputError(f"side {side!r} is unknown; use input or output")

@@ -19,16 +19,18 @@ import typer
 from rich.console import Console
 
 from eval.errors import EvalInputError
-from lexicons.errors import ConfigError, GrocError
+from lexicons.errors import ConfigError, GrocError, InputError
 from lexicons.fileio import dumps_json
 
 P = ParamSpec("P")
 R = TypeVar("R")
 T = TypeVar("T")
 
-console = Console()
+# No rich markup in what the commands print: messages carry words, file lines and paths, and rich
+# would swallow any "[tag]" among them (a word "[b]" or a line "[default] x").
+console = Console(markup=False)
 #: stderr never wraps: an error or warning is one line however long (a terminal may still fold it).
-err_console = Console(stderr=True, soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True, markup=False)
 
 #: Errors that are the user's to fix: reported in one line, exit code 2.
 USER_ERRORS: tuple[type[BaseException], ...] = (GrocError, EvalInputError, FileNotFoundError, UnicodeDecodeError)
@@ -147,6 +149,34 @@ def float_list(text: str | None, flag: str) -> list[float] | None:
     if not values or not all(math.isfinite(v) for v in values):
         raise ConfigError(f"{flag} {text!r} needs at least one finite number; e.g. {flag} 0.1,0.5,0.9")
     return values
+
+
+#: The help of every command's ``--overwrite``: one wording for one behaviour.
+OVERWRITE_HELP = "Replace an existing --out (without it, an existing output is an error)"
+
+
+def check_output(path: Path, overwrite: bool, *, directory: bool = False, flag: str = "--out",
+                 also: Sequence[Path] = ()) -> None:
+    """Refuse to replace an existing output without ``--overwrite``, as ``train`` does for its run directory.
+
+    A file output (``directory=False``) is refused if it exists, and so is each path in ``also``
+    (files written beside it, such as a JSON next to a PNG); a directory output if it holds
+    anything.  Called before any work, so a refused command costs nothing and changes nothing.
+    """
+    if directory:
+        if path.exists() and not path.is_dir():
+            raise InputError(f"{flag} {path} is a file, not a directory; give a directory path")
+        held = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
+        if held and not overwrite:
+            shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
+            raise InputError(f"{flag} {path} already exists and is not empty ({shown}); "
+                              f"pass --overwrite to replace its results or choose another {flag}")
+        return
+    for target in (path, *also):
+        if target.is_dir():
+            raise InputError(f"{flag} {target} is a directory; give a file path")
+        if target.exists() and not overwrite:
+            raise InputError(f"{target} already exists; pass --overwrite to replace it or choose another {flag}")
 
 
 def deprecated_alias(new: str, old: str, new_value: T, old_value: T | None) -> T:

@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 
 from polyglot_groc.commands._common import (
+    OVERWRITE_HELP,
     ThreadsOption,
     check_non_negative,
+    check_output,
     check_positive,
     cli_errors,
     err_console,
@@ -42,6 +44,7 @@ def tune_cache_command(
         "--new-word-weight", help="GroC: fix the new-word weight instead of tuning it")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Heat-map PNG (Figure 6)",
                                              show_default="RUN/tune-cache-CACHE.png")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -52,13 +55,14 @@ def tune_cache_command(
     evaluate_args holds the evaluate options that apply the best.
     """
     _tune(run, data, split, cache, cache_size, out, verbose, thetas, lambdas, new_word_weights, new_word_weight,
-          threads)
+          threads, overwrite)
 
 
 @cli_errors
 def _tune(run: Path, data: Path, split: str, cache: str, size: int, out: Path | None, verbose: bool,
           thetas: str | None = None, lambdas: str | None = None, new_word_weights: str | None = None,
-          new_word_weight: float | None = None, threads: int | None = None) -> None:
+          new_word_weight: float | None = None, threads: int | None = None,
+          overwrite: bool = False) -> None:
     from lexicons.errors import ConfigError
     from polyglot_groc.analysis.tunecache import tune_cache
 
@@ -67,8 +71,10 @@ def _tune(run: Path, data: Path, split: str, cache: str, size: int, out: Path | 
     if new_word_weight is not None and new_word_weights is not None:
         raise ConfigError("give --new-word-weight (one value) or --new-word-weights (a grid), not both")
     weights = [new_word_weight] if new_word_weight is not None else float_list(new_word_weights, "--new-word-weights")
-    print_json(tune_cache(run, data, split, cache, size, weights, out or run / f"tune-cache-{cache}.png",
-                          thetas=float_list(thetas, "--thetas"), lambdas=float_list(lambdas, "--lambdas")))
+    theta_grid, lambda_grid = float_list(thetas, "--thetas"), float_list(lambdas, "--lambdas")
+    png = out or run / f"tune-cache-{cache}.png"
+    check_output(png, overwrite)
+    print_json(tune_cache(run, data, split, cache, size, weights, png, thetas=theta_grid, lambdas=lambda_grid))
 
 
 def finetune_command(
@@ -161,16 +167,17 @@ def freq_bins_command(
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "test",
     bin_width: Annotated[int, typer.Option("--bin-width", help="Training-frequency bin width (seed: 50)")] = 50,
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Median per-token loss difference (A - B) by training-frequency bin (seed Figure 3), with means and shares."""
-    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, threads)
+    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, threads, overwrite)
 
 
 @cli_errors
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
-          verbose: bool, threads: int | None = None) -> None:
+          verbose: bool, threads: int | None = None, overwrite: bool = False) -> None:
     from lexicons.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.analysis.curves import check_png_path
     from polyglot_groc.analysis.freqbins import compare_runs
@@ -179,6 +186,7 @@ def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: in
     use_threads(threads)
     # --out must be a .png, so the JSON beside it (fig.png -> fig.json) is always another file.
     json_out = check_png_path(out).with_suffix(".json")
+    check_output(out, overwrite, also=[json_out])
     res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
     res["json"] = str(json_out)
     atomic_write_bytes(json_out, (dumps_json(res, indent=2) + "\n").encode())
@@ -190,18 +198,20 @@ def curves_command(
     runs: Annotated[list[Path], typer.Argument(help="Run directories (each with metrics.jsonl)")],
     out: Annotated[Path, typer.Option("--out", help="PNG path, ending in .png")],
     title: Annotated[str | None, typer.Option("--title")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
 ) -> None:
     """Train loss and validation perplexity of one or more runs in one PNG."""
-    _curves(runs, out, title)
+    _curves(runs, out, title, overwrite)
 
 
 @cli_errors
-def _curves(runs: list[Path], out: Path, title: str | None) -> None:
+def _curves(runs: list[Path], out: Path, title: str | None, overwrite: bool = False) -> None:
     from lexicons.errors import InputError
     from lexicons.fileio import unique_labels
     from polyglot_groc.analysis.curves import check_png_path, plot_curves, read_metrics
 
     check_png_path(out)
+    check_output(out, overwrite)
     # Legend labels: run names, with parent folders where two runs share one (never one lost).
     labels = unique_labels(runs)
     records = {}

@@ -16,8 +16,10 @@ import typer
 
 from lexicons.fileio import dumps_json
 from polyglot_groc.commands._common import (
+    OVERWRITE_HELP,
     ThreadsOption,
     check_non_negative,
+    check_output,
     check_positive,
     cli_errors,
     deprecated_alias,
@@ -83,6 +85,7 @@ def export_command(
         "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
     threads: ThreadsOption = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
@@ -90,13 +93,14 @@ def export_command(
     Words are written unchanged (no lowercasing); --vocab writes them most frequent first, so
     MUSE's lowercase first-occurrence rule keeps each word's most frequent casing.
     """
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device, threads)
+    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device, threads,
+            overwrite)
 
 
 @cli_errors
 def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
             checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto",
-            threads: int | None = None) -> None:
+            threads: int | None = None, overwrite: bool = False) -> None:
     from eval.vectors import write_vec
     from lexicons.errors import InputError
 
@@ -105,6 +109,7 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     use_threads(threads)
     if (words is None) == (not vocab):
         raise InputError("pass exactly one of --words FILE or --vocab")
+    check_output(out, overwrite)
     wanted = _read_words(words, skip_multiword) if words is not None else None
     if wanted is not None and max_vocab:
         wanted = wanted[:max_vocab]
@@ -118,23 +123,31 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     print_json({**info, "out": str(out), "dim": int(vecs.shape[1])})
 
 
-def _load_side(vec: Path | None, run: Path | None, lang: str | None, side: str, max_vocab: int | None,
-               name: str, lower: bool = True) -> tuple[list[str], np.ndarray]:
+def _load_side(vec: Path | None, bundle: Callable[[], Any] | None, lang: str | None, side: str,
+               max_vocab: int | None, name: str, lower: bool = True) -> tuple[list[str], np.ndarray]:
+    """One side's words and vectors, from a file or from the run; the same vocabulary rule either way.
+
+    MUSE's reading (lowercase, first occurrence wins, ``max_vocab`` distinct words; --keep-case is
+    MUSE's full_vocab) applies to a run's vocabulary exactly as to a file, so ``align --run`` scores
+    the words that ``export --vocab`` and ``align --src/--tgt`` on the exported files score.
+    """
     from eval.vectors import read_vec
     from lexicons.errors import InputError
 
     if vec is not None:
-        # MUSE's default reading: lowercase, first occurrence wins (--keep-case = MUSE's full_vocab).
         return read_vec(vec, max_vocab=max_vocab, lower=lower)
-    if run is None or lang is None:
-        raise InputError(f"give --{name} FILE.vec, or --run RUN with --{name}-lang")
-    ws, vecs, _ = run_vectors(run, lang, None, side, max_vocab)
-    return ws, vecs
+    if bundle is None or lang is None:
+        raise InputError(f"give --{name} FILE (word2vec .vec or .bin), or --run RUN with --{name}-lang")
+    from polyglot_groc.analysis.export import vocabulary_vectors
+
+    out = vocabulary_vectors(bundle(), lang, side, max_vocab, lower)
+    return out.words, out.vectors
 
 
 def align_command(
-    src: Annotated[Path | None, typer.Option("--src", help="Source .vec")] = None,
-    tgt: Annotated[Path | None, typer.Option("--tgt", help="Target .vec")] = None,
+    src: Annotated[Path | None, typer.Option(
+        "--src", help="Source vectors: word2vec text (.vec) or binary (.bin), plain or .gz/.bz2/.xz")] = None,
+    tgt: Annotated[Path | None, typer.Option("--tgt", help="Target vectors, in any format --src takes")] = None,
     run: Annotated[Path | None, typer.Option("--run", help="Polyglot run to export both languages from")] = None,
     src_lang: Annotated[str | None, typer.Option("--src-lang")] = None,
     tgt_lang: Annotated[str | None, typer.Option("--tgt-lang")] = None,
@@ -148,28 +161,35 @@ def align_command(
     normalize: Annotated[str, typer.Option("--normalize", help="e.g. center,renorm (applied to both)")] = "",
     dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
     dico_max_rank: Annotated[int | None, typer.Option(
-        "--dico-max-rank", help="Refinement dictionary rank limit [default: 10000 with --train-dict, 15000 with "
-                                "--seed, as MUSE's supervised/unsupervised dico_max_rank]")] = None,
+        "--dico-max-rank", help="Refinement dictionary rank limit (default: 10000 with --train-dict, 15000 with "
+                                "--dictionary-mode, as MUSE's supervised/unsupervised dico_max_rank)")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per side")] = 200000,
     keep_case: Annotated[bool, typer.Option(
         "--keep-case", help="Keep every word as written (MUSE's full_vocab); default lowercases, first wins")] = False,
-    knn: Annotated[str, typer.Option("--knn", help="exact | approximate (faiss IVF for the CSLS means)")] = "exact",
+    knn: Annotated[str, typer.Option("--knn", help=(
+        "CSLS ranking: exact (faiss exact search; the full ranking, certified) | approximate (from 20000 words "
+        "on: neighbourhood means bounded from a 5% sample, one re-ranked candidate round; faster, not "
+        "guaranteed; below 20000 words the same as exact)"))] = "exact",
     eval_words: Annotated[Path | None, typer.Option(
         "--eval-words", help="Evaluate only these source words (one per line), to compare models on one set")] = None,
     export_mapped: Annotated[bool, typer.Option(
         "--export-mapped", help="Also write vectors-<lang>.txt as MUSE's export does")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
-    lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon specs")] = None,
+    lexicon: Annotated[list[str] | None, typer.Option(
+        "--lexicon", help="wn lexicon for --dictionary-mode lexicon, repeatable, e.g. omw-fr (as `lexicon info` lists "
+                          "them; default: the installed wordnets of --src-lang and --tgt-lang)")] = None,
     wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
     threads: ThreadsOption = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
     seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
            dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped,
-           threads)
+           threads, overwrite, device)
 
 
 @cli_errors
@@ -178,7 +198,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
            normalize: str, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
            lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool,
            knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False,
-           threads: int | None = None) -> None:
+           threads: int | None = None, overwrite: bool = False, device: str = "auto") -> None:
     import torch
 
     from eval.align import KNN_MODES, align, identical_pairs, pairs_to_indices
@@ -193,9 +213,20 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     use_threads(threads)
     if knn not in KNN_MODES:
         raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
+    check_output(out, overwrite, directory=True)
     lower = not keep_case
-    src_words, src_vecs = _load_side(src, run, src_lang, side, max_vocab, "src", lower)
-    tgt_words, tgt_vecs = _load_side(tgt, run, tgt_lang, side, max_vocab, "tgt", lower)
+    loaded: list[Any] = []
+
+    def bundle() -> Any:  # the run is loaded once, and only if a side comes from it
+        if not loaded:
+            from polyglot_groc.model.bundle import load_bundle
+
+            assert run is not None
+            loaded.append(load_bundle(run, "best", device)[0])
+        return loaded[0]
+
+    src_words, src_vecs = _load_side(src, bundle if run else None, src_lang, side, max_vocab, "src", lower)
+    tgt_words, tgt_vecs = _load_side(tgt, bundle if run else None, tgt_lang, side, max_vocab, "tgt", lower)
     if src_vecs.shape[1] != tgt_vecs.shape[1]:
         raise InputError(f"source vectors have dimension {src_vecs.shape[1]} but target vectors "
                          f"{tgt_vecs.shape[1]}; align embeddings of the same size")
@@ -264,6 +295,9 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
         if created:
             shutil.rmtree(out, ignore_errors=True)
         raise
+    # --overwrite replaces the earlier result whole: its mapped vectors must not outlive it.
+    for stale in set(out.glob("vectors-*.txt")) - set(written):
+        stale.unlink(missing_ok=True)
     print_json(result)
 
 
@@ -292,7 +326,8 @@ def _lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | No
 
 def similarity_command(
     dataset: Annotated[list[Path], typer.Option("--dataset", help="Word-similarity file(s): w1 w2 score")],
-    vectors: Annotated[Path | None, typer.Option("--vectors", help=".vec file")] = None,
+    vectors: Annotated[Path | None, typer.Option(
+        "--vectors", help="Word vectors: word2vec text (.vec) or binary (.bin), plain or .gz/.bz2/.xz")] = None,
     run: Annotated[Path | None, typer.Option("--run", help="Run directory")] = None,
     lang: Annotated[str | None, typer.Option("--lang")] = None,
     side: Annotated[str, typer.Option("--side", help="input | output (with --run)")] = "input",
@@ -300,9 +335,9 @@ def similarity_command(
     keep_case: Annotated[bool, typer.Option(
         "--keep-case", help="Keep the vocabulary's case; look words up lowercase, Capitalized, Title")] = False,
     src_vectors: Annotated[Path | None, typer.Option(
-        "--src-vectors", help="Cross-lingual: source .vec (already mapped), first word of each pair")] = None,
+        "--src-vectors", help="Cross-lingual: source vectors (already mapped), first word of each pair")] = None,
     tgt_vectors: Annotated[Path | None, typer.Option(
-        "--tgt-vectors", help="Cross-lingual: target .vec, second word of each pair")] = None,
+        "--tgt-vectors", help="Cross-lingual: target vectors, second word of each pair")] = None,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -386,11 +421,12 @@ def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, la
         return
     if lang is None or run is None:
         raise InputError("--run needs --lang")
-    from polyglot_groc.analysis.export import embed, vocabulary_words
+    from polyglot_groc.analysis.export import embed, vocabulary_vectors
     from polyglot_groc.model.bundle import load_bundle
 
     bundle, _ = load_bundle(run, device=device)
-    vocab = embed(bundle, lang, vocabulary_words(bundle, lang, max_vocab), side=side)
+    # The vocabulary as `similarity --vectors` reads the run's export: same words, same vectors.
+    vocab = vocabulary_vectors(bundle, lang, side, max_vocab, lower)
     composed = bundle.model.compositional_input if side == "input" else bundle.model.compositional_output
 
     def run_score(ds: Path) -> dict[str, Any]:

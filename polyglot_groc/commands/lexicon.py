@@ -10,6 +10,7 @@ import gzip
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -28,11 +29,51 @@ _WN_DIR = typer.Option(
 _BACKEND = typer.Option("wn", "--backend", help="Lexicon backend: wn, nltk or tsv.")
 _TSV = typer.Option(None, "--tsv", help="TSV lexicon file (with --backend tsv).")
 _NLTK = typer.Option(None, "--nltk-data", envvar="NLTK_DATA", help="NLTK data directory (with --backend nltk).")
-_SPECS = typer.Option(None, "--specs", help="wn lexicon specifiers, comma-separated (default: by language).")
+_SPECS = typer.Option(
+    None, "--specs", help="wn lexicons to use, comma-separated, as `lexicon info` lists them: omw-fr, omw-fr:3.0 or "
+                          "omw-fr:3.0+<hash> (default: the installed wordnets of the languages)."
+)
 
 
 def _split(value: str | None) -> list[str]:
     return [x.strip() for x in (value or "").split(",") if x.strip()]
+
+
+def _languages(lexicon: Any, given: list[str], specs: list[str], flag: str) -> list[str]:
+    """The languages to look words up in: as given, else those of the --specs lexicons.
+
+    With --specs the given languages must be theirs: looking French lexicons up in English would
+    find nothing (the default --lang used to be en whatever --specs said).
+    """
+    from lexicons.protocol import normalize_lang
+
+    covered = list(lexicon.languages())
+    if not given:
+        return covered
+    missing = [x for x in given if normalize_lang(x) not in covered]
+    if specs and missing:
+        raise InputError(f"{flag} {','.join(missing)} is not a language of --specs {','.join(specs)} (they cover "
+                         f"{','.join(covered) or 'none'}); pass {flag} {','.join(covered)}, or add a lexicon of "
+                         f"{','.join(missing)} to --specs")
+    return given
+
+
+def _open(backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None,
+          nltk_data: Path | None, flag: str) -> tuple[Any, list[str]]:
+    """The lexicon the options name, and the languages to use it in (see :func:`_languages`)."""
+    chosen = _split(specs)
+    if chosen and backend != "wn":
+        raise InputError(f"--specs selects wn lexicons; with --backend {backend} leave it out "
+                         "(the tsv backend reads --tsv, the nltk backend --nltk-data)")
+    lexicon = _lexicon(backend, langs or ([] if chosen else ["en"]), specs, wn_dir, tsv, nltk_data)
+    return lexicon, _languages(lexicon, langs or ([] if chosen else ["en"]), chosen, flag)
+
+
+def _sources(lexicon: Any) -> str:
+    """Which lexicons a lookup used: the selected ones, and those that only lend glosses."""
+    selected = list(getattr(lexicon, "selected_specs", lexicon.specs))
+    gloss = [x for x in getattr(lexicon, "gloss_specs", []) if x not in selected]
+    return ", ".join(selected) + (f"; glosses also from {', '.join(gloss)}" if gloss else "")
 
 
 def _lexicon(
@@ -72,23 +113,31 @@ def info(wn_dir: Path | None = _WN_DIR, as_json: bool = typer.Option(False, "--j
 @cli_errors
 def lookup(
     word: str = typer.Argument(..., help="The word to look up."),
-    lang: str = typer.Option("en", "--lang", help="Language(s) in priority order, comma-separated (fr,en)."),
+    lang: str | None = typer.Option(
+        None, "--lang", help="Language(s) in priority order, comma-separated, e.g. fr,en (default: the languages of "
+                             "--specs, else en)."),
     backend: str = _BACKEND,
     specs: str | None = _SPECS,
     wn_dir: Path | None = _WN_DIR,
     tsv: Path | None = _TSV,
     nltk_data: Path | None = _NLTK,
-    max_related: int = typer.Option(3, help="Related words GroC uses (marked in the output)."),
+    max_related: int = typer.Option(3, help="Related words GroC uses (the first ones; counted in the output)."),
     max_definition: int = typer.Option(10, help="Definition tokens GroC uses."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Print a word's relational and definitional forms (a short summary, or JSON with --json)."""
+    """Print a word's relational and definitional forms (a short summary, or JSON with --json).
+
+    Related words are separated by ' | ' (one may hold spaces: canis familiaris); JSON gives a list.
+    Every definition is labelled with its language: a word without a gloss in its own language
+    gets the English one (through ILI).
+    """
     from lexicons.service import LexiconService
 
     langs = _split(lang)
-    if not langs:
+    if lang is not None and not langs:
         raise InputError("--lang needs at least one language code, e.g. --lang fr")
-    service = LexiconService(_lexicon(backend, langs, specs, wn_dir, tsv, nltk_data), max_related, max_definition)
+    lexicon, langs = _open(backend, langs, specs, wn_dir, tsv, nltk_data, "--lang")
+    service = LexiconService(lexicon, max_related, max_definition)
     forms = service.lookup(word, langs)
     if as_json:
         print_json(
@@ -97,15 +146,25 @@ def lookup(
                 "lang": forms.lang,
                 "related": forms.related,
                 "definition": forms.definition,
+                "definition_lang": forms.definition_lang,
                 "used_related": forms.related[:max_related],
                 "used_definition": forms.definition[:max_definition],
                 "specs": service.lexicon.specs,
+                "lexicons": list(getattr(lexicon, "selected_specs", lexicon.specs)),
+                "gloss_lexicons": list(getattr(lexicon, "gloss_specs", [])),
             }
         )
         return
-    console.print(f"{word} ({forms.lang or 'not found'}; {', '.join(service.lexicon.specs)})", markup=False)
-    console.print(f"  related:    {' '.join(forms.related) or '-'}", markup=False)
-    console.print(f"  definition: {' '.join(forms.definition) or '-'}", markup=False)
+    # Plain lines, never re-wrapped: one line per field, related words split by " | ".
+    found = forms.lang or f"not found in {','.join(langs)}"
+    typer.echo(f"{word} ({found}; {_sources(lexicon)})")
+    related = " | ".join(forms.related) or "-"
+    typer.echo(f"  related ({len(forms.related)}, GroC uses {min(max_related, len(forms.related))}): {related}")
+    if forms.definition:
+        typer.echo(f"  definition ({forms.definition_lang or 'language unknown'}, {len(forms.definition)} tokens, "
+                   f"GroC uses {min(max_definition, len(forms.definition))}): {' '.join(forms.definition)}")
+    else:
+        typer.echo("  definition: -")
 
 
 def _read_tokens(path: Path) -> Counter[str]:
@@ -136,7 +195,8 @@ def _train_file(data: Path, lang: str) -> Path:
 @cli_errors
 def coverage(
     data: Path = typer.Option(..., "--data", help="Corpus directory laid out as <DIR>/<lang>/train.txt."),
-    langs: str = typer.Option("en", "--langs", help="Languages, comma-separated."),
+    langs: str | None = typer.Option(
+        None, "--langs", help="Languages, comma-separated (default: the languages of --specs, else en)."),
     backend: str = _BACKEND,
     specs: str | None = _SPECS,
     wn_dir: Path | None = _WN_DIR,
@@ -151,9 +211,10 @@ def coverage(
     if min_count < 1:
         raise InputError(f"--min-count={min_count} must be a positive count; pass 1 or more")
     lang_list = _split(langs)
-    if not lang_list:
+    if langs is not None and not lang_list:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
-    service = LexiconService(_lexicon(backend, lang_list, specs, wn_dir, tsv, nltk_data))
+    lexicon, lang_list = _open(backend, lang_list, specs, wn_dir, tsv, nltk_data, "--langs")
+    service = LexiconService(lexicon)
     load = getattr(service.lexicon, "load", None)
     if callable(load):
         load()  # bulk lookups: read each wordnet (or its cache) into memory once, not row by row
@@ -227,7 +288,8 @@ def import_(
 @app.command("download")
 @cli_errors
 def download(
-    spec: str = typer.Argument(..., help="A wn project specifier, e.g. omw-en:1.4."),
+    spec: str = typer.Argument(..., help="A project in wn's download index, e.g. omw-fr:1.4 (installed under that "
+                                         "specifier; `lexicon import` installs omw-fr:3.0+<hash> offline)."),
     wn_dir: Path | None = _WN_DIR,
 ) -> None:
     """Download a wordnet with wn (needs network; offline, use `lexicon import`)."""

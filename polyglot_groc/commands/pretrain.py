@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, print_json, setup_logging
+from polyglot_groc.commands._common import OVERWRITE_HELP, check_output, cli_errors, print_json, setup_logging
 
 
 def pretrain_vectors_command(
@@ -20,19 +20,21 @@ def pretrain_vectors_command(
     extra: Annotated[list[Path] | None, typer.Option(
         "--extra", help="More in-domain text, one sentence a line")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Train word2vec/fastText vectors on the training text (and --extra files) with gensim."""
-    _pretrain(data, out, langs, algorithm, dim, epochs, extra or [], seed, verbose)
+    _pretrain(data, out, langs, algorithm, dim, epochs, extra or [], seed, verbose, overwrite)
 
 
 @cli_errors
 def _pretrain(data: Path, out: Path, langs: str, algorithm: str, dim: int, epochs: int, extra: list[Path],
-              seed: int, verbose: bool) -> None:
+              seed: int, verbose: bool, overwrite: bool = False) -> None:
     from lexicons.errors import InputError
     from polyglot_groc.training.pretrain import pretrain_vectors
 
     setup_logging(verbose)
+    check_output(out, overwrite)
     texts = [data / lang / "train.txt" for lang in langs.split(",") if lang]
     for t in texts:
         if not t.is_file():

@@ -161,18 +161,21 @@ def train_command(
     vocab_mode: Annotated[str | None, typer.Option("--vocab-mode", help="closed | open")] = None,
     no_screen: Annotated[bool, typer.Option("--no-screen", help="Score the full union vocabulary")] = False,
     schedule: Annotated[str | None, typer.Option("--schedule", help="proportional | round_robin | temperature")] = None,
-    lexicon: Annotated[list[str] | None, typer.Option("--lexicon", help="Lexicon spec, e.g. omw-en:1.4")] = None,
+    lexicon: Annotated[list[str] | None, typer.Option(
+        "--lexicon", help="wn lexicon, repeatable, as `lexicon info` lists them: omw-en, omw-en:3.0 or the full "
+                          "omw-en:3.0+<hash> (default: the installed wordnets of --langs)")] = None,
     no_relations: Annotated[bool, typer.Option("--no-relations")] = False,
     no_definitions: Annotated[bool, typer.Option("--no-definitions")] = False,
     lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage", help="Fraction in [0, 1]")] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads [default: config, 0=torch's]")] = None,
+    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads (default: config; 0 = torch's)")] = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
     precision: Annotated[str | None, typer.Option(
         "--precision", help="fp32 | tf32 | bf16 (train.precision; loss stays fp32)")] = None,
     compile_: Annotated[bool | None, typer.Option(
         "--compile/--no-compile", help="torch.compile the char encoder (train.compile)")] = None,
     init_input: Annotated[Path | None, typer.Option(
-        "--init-input", help="Initialise the input table from a .vec file (seed 003)")] = None,
+        "--init-input", help="Initialise the input table from word2vec vectors, .vec or .bin, plain or .gz "
+                             "(seed 003)")] = None,
     freeze_input: Annotated[bool, typer.Option("--freeze-input", help="Keep the input table fixed")] = False,
     untie: Annotated[bool, typer.Option("--untie", help="Use separate input/output tables (tied -> untied)")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,

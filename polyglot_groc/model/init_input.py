@@ -1,4 +1,4 @@
-"""In-domain input initialisation (Welch et al. 2020, seed 003): input table rows from a .vec file.
+"""In-domain input initialisation (Welch et al. 2020, seed 003): input table rows from word vectors.
 
 Words found in the file get its vector; the rest keep the model's random init. Only kinds whose
 input embedding is a d-dimensional lookup table can take it (untied, tied, bilinear, deep-residual,
@@ -23,22 +23,6 @@ from polyglot_groc.model.vocab import Vocab
 log = logging.getLogger(__name__)
 
 
-def _check_unique(path: Path) -> None:
-    """Seed 003 needs one vector per word: a duplicate is an error here (read_vec would keep the first)."""
-    seen: set[bytes] = set()
-    try:
-        with path.open("rb") as fh:
-            fh.readline()
-            for lineno, line in enumerate(fh, start=2):
-                word = line.split(b" ", 1)[0]
-                if word in seen and word.strip():
-                    raise InputError(f"{path}: line {lineno} repeats the word {word.decode('utf-8', 'replace')!r}; "
-                                     "deduplicate the file or regenerate it with polyglot-groc pretrain-vectors")
-                seen.add(word)
-    except OSError:
-        return  # read_vec reports the unreadable file with its own message
-
-
 def init_input_table(model: LanguageModel, vocab: Vocab, path: Path) -> int:
     """Copy vectors of vocabulary words into the input table; returns how many were found."""
     path = Path(path)
@@ -47,8 +31,9 @@ def init_input_table(model: LanguageModel, vocab: Vocab, path: Path) -> int:
         log.warning("model kind %s has no input lookup table; --init-input %s initialises nothing "
                     "(use untied, tied, bilinear, deep-residual or conv)", model.kind, path)
         return 0
-    _check_unique(path)
-    words, vectors = read_vec(path)  # (n, D); raises on a lying header, ragged rows, bad utf-8
+    # Seed 003 needs one vector per word: a repeated word is an error (not first-occurrence-wins).
+    # Text or binary word2vec, plain or compressed; raises on a lying header, ragged rows, bad utf-8.
+    words, vectors = read_vec(path, unique=True)  # (n, D)
     if vectors.shape[1] != emb.weight.shape[1]:
         raise InputError(f"{path} has {vectors.shape[1]}-dimensional vectors but model.d={emb.weight.shape[1]}; "
                          f"pass --set model.d={vectors.shape[1]} or regenerate the vectors with --dim")
