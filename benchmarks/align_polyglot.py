@@ -182,13 +182,13 @@ def dictionary_indices(path: Path, src_words: list[str], tgt_words: list[str], l
                        lenient: bool) -> tuple[Any, dict[str, Any]]:
     """``(pairs (n, 2) or None, stats)``; a dictionary with no pair in the vocabularies gives None + error."""
     from eval.align import pairs_to_indices
-    from eval.errors import EvalInputError
+    from groc_base.errors import InputError
     from langpairs.dictionaries import read_dictionary
 
     pairs = read_dictionary(path, lower=lower, lenient=lenient)
     try:
         indices, stats = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)
-    except EvalInputError as exc:
+    except InputError as exc:
         # pairs_to_indices refuses an empty match; record it instead of losing the other models.
         return None, {"path": str(path), "pairs": len(pairs), "found": 0, "not_found": len(pairs),
                       "unique_source": 0, "error": str(exc)}
@@ -221,7 +221,7 @@ def alignment(exported: dict[str, Any], args: argparse.Namespace, dropped: dict[
     try:
         stats, precision, baselines = evaluate_with_baselines(pairs, src_words, tgt_words, mapped, target,
                                                               lower=lower, eval_words=args.eval_words_set)
-    except ValueError as exc:  # EvalInputError: no pair of the dictionary is in the vocabularies
+    except ValueError as exc:  # InputError: no pair of the dictionary is in the vocabularies
         out.update({"precision": None, "eval_dictionary": {"path": str(args.eval_dict), "error": str(exc)},
                     "error": "no pair of the evaluation dictionary is in the vocabularies; no P@k"})
         return out
@@ -234,7 +234,7 @@ def alignment(exported: dict[str, Any], args: argparse.Namespace, dropped: dict[
 def similarity(bundle: Any, exported: dict[str, Any], files: dict[str, list[Path]],
                args: argparse.Namespace) -> dict[str, Any]:
     from eval.similarity import read_word_similarity, word_similarity
-    from lexicons.fileio import unique_labels
+    from groc_base.fileio import unique_labels
     from polyglot_groc.analysis.export import embed
 
     lower = not args.keep_case

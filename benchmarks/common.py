@@ -34,15 +34,14 @@ class BadInput(SystemExit):
 def script_main(main: Callable[[], object]) -> NoReturn:
     """A benchmark script's entry point: bad input (:class:`BadInput`, or the toolkit's own input
     errors: a bad override, a missing wordnet) is one line on stderr and exit status 2."""
-    from eval.errors import EvalInputError
-    from lexicons.errors import GrocError
+    from groc_base.errors import GrocError
 
     try:
         rc = main()
     except BadInput as exc:
         print(exc, file=sys.stderr)
         raise SystemExit(2) from None
-    except (GrocError, EvalInputError) as exc:
+    except GrocError as exc:
         print(BadInput(str(exc)), file=sys.stderr)
         raise SystemExit(2) from None
     raise SystemExit(rc if isinstance(rc, int) else 0)
@@ -137,7 +136,7 @@ def add_device_arg(ap: argparse.ArgumentParser) -> None:
 
 def device_label(spec: str) -> str:
     """The JSON's top-level ``device`` (e.g. ``cuda:NVIDIA H100``) for ``--device spec``; exits on a bad spec."""
-    from lexicons.errors import ConfigError
+    from groc_base.errors import ConfigError
     from polyglot_groc.model.device import device_name, resolve_device
 
     try:

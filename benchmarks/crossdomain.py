@@ -27,8 +27,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import add_output_args, emit, filters_override, result_path, script_main, shared_data  # noqa: E402
+from groc_base.fileio import atomic_write_bytes  # noqa: E402
 from langpairs.crossdomain import CROSSDOMAIN_DOMAINS, prepare_crossdomain_en  # noqa: E402
-from lexicons.fileio import atomic_write_bytes  # noqa: E402
 from polyglot_groc.analysis.crossdomain import (  # noqa: E402
     CacheSettings,
     apply_settings,

@@ -385,8 +385,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.memory_probe is not None:
         return memory_probe(json.loads(args.memory_probe))
 
+    from groc_base.errors import GrocError
     from langpairs.registry import RELATED
-    from lexicons.errors import GrocError
 
     started_all = time.monotonic()
     root = args.data_root or (Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else None)

@@ -145,7 +145,7 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
 
     import torch
 
-    from lexicons.fileio import atomic_write_bytes, dumps_json
+    from groc_base.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.config import load_config
     from polyglot_groc.model.bundle import ModelBundle
     from polyglot_groc.model.checkpoint import load_checkpoint

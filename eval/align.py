@@ -12,7 +12,7 @@ Every algorithm exists once here and reproduces MUSE's numbers (facebookresearch
   exact mode returns the full search's answer at a fraction of its cost;
 * zero vectors stay zero instead of turning into NaN when rows are L2-normalised;
 * bad input (dimension mismatch, out-of-range pair indices, no pair covered) raises
-  :class:`~eval.errors.EvalInputError` instead of an ``assert`` or a silent NaN.
+  :class:`~groc_base.errors.InputError` instead of an ``assert`` or a silent NaN.
 
 Conventions: ``src_mapped`` is the source embedding matrix already mapped into the target space
 (``src @ W.T``), one row per word, rows sorted by decreasing frequency (word2vec files are), so
@@ -42,8 +42,8 @@ from typing import Literal
 import faiss
 import numpy as np
 
-from eval.errors import EvalInputError
 from eval.vectors import vocabulary_index
+from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -95,14 +95,14 @@ def _matrix(name: str, x: np.ndarray) -> np.ndarray:
     """Return ``x`` as a finite, non-empty, C-contiguous float32 matrix (no copy if it is one)."""
     arr = np.asarray(x)
     if arr.ndim != 2:
-        raise EvalInputError(f"{name} must be a 2-d (words, dim) array, got shape {arr.shape}")
+        raise InputError(f"{name} must be a 2-d (words, dim) array, got shape {arr.shape}")
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise EvalInputError(f"{name} is empty (shape {arr.shape}); load at least one vector")
+        raise InputError(f"{name} is empty (shape {arr.shape}); load at least one vector")
     if not np.issubdtype(arr.dtype, np.number):
-        raise EvalInputError(f"{name} has dtype {arr.dtype}; pass numeric vectors")
+        raise InputError(f"{name} has dtype {arr.dtype}; pass numeric vectors")
     arr = np.ascontiguousarray(arr, dtype=np.float32)
     if not np.isfinite(arr).all():
-        raise EvalInputError(f"{name} contains nan or inf; fix or drop those vectors")
+        raise InputError(f"{name} contains nan or inf; fix or drop those vectors")
     return arr
 
 
@@ -110,7 +110,7 @@ def _two_matrices(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndar
     a = _matrix("src_mapped", src)
     b = _matrix("tgt", tgt)
     if a.shape[1] != b.shape[1]:
-        raise EvalInputError(
+        raise InputError(
             f"source vectors have dimension {a.shape[1]} but target vectors {b.shape[1]}; "
             "map the source into the target space first (src @ W.T) or use vectors of equal size"
         )
@@ -126,34 +126,34 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
 
 def _positive(name: str, value: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise EvalInputError(f"{name}={value!r}; pass a positive integer")
+        raise InputError(f"{name}={value!r}; pass a positive integer")
     return int(value)
 
 
 def _check_knn_mode(mode: str) -> None:
     if mode not in KNN_MODES:
-        raise EvalInputError(f"unknown knn mode {mode!r}; use one of {', '.join(KNN_MODES)}")
+        raise InputError(f"unknown knn mode {mode!r}; use one of {', '.join(KNN_MODES)}")
 
 
 def _check_method(method: str) -> None:
     if method not in METHODS:
-        raise EvalInputError(f"unknown retrieval method {method!r}; use one of {', '.join(METHODS)}")
+        raise InputError(f"unknown retrieval method {method!r}; use one of {', '.join(METHODS)}")
 
 
 def _check_pairs(pairs: np.ndarray, n_src: int, n_tgt: int, name: str = "pairs") -> np.ndarray:
     """Validate an ``(n, 2)`` array of (source row, target row) indices; returns int64."""
     arr = np.asarray(pairs)
     if arr.size == 0:
-        raise EvalInputError(f"{name} is empty; pass at least one (source, target) index pair")
+        raise InputError(f"{name} is empty; pass at least one (source, target) index pair")
     if arr.ndim != 2 or arr.shape[1] != 2:
-        raise EvalInputError(f"{name} must have shape (n, 2), got {arr.shape}; use pairs_to_indices")
+        raise InputError(f"{name} must have shape (n, 2), got {arr.shape}; use pairs_to_indices")
     if not np.issubdtype(arr.dtype, np.integer):
-        raise EvalInputError(f"{name} has dtype {arr.dtype}; pass integer row indices (see pairs_to_indices)")
+        raise InputError(f"{name} has dtype {arr.dtype}; pass integer row indices (see pairs_to_indices)")
     arr = arr.astype(np.int64, copy=False)
     for column, size, side in ((0, n_src, "source"), (1, n_tgt, "target")):
         bad = (arr[:, column] < 0) | (arr[:, column] >= size)
         if bad.any():
-            raise EvalInputError(
+            raise InputError(
                 f"{name} row {int(np.argmax(bad))} has {side} index {int(arr[bad, column][0])} outside "
                 f"0..{size - 1}; build the indices against the same vocabularies as the vectors"
             )
@@ -165,12 +165,12 @@ def _rows(src_rows: np.ndarray | Sequence[int] | None, n: int) -> np.ndarray | N
         return None
     rows = np.asarray(src_rows)
     if rows.ndim != 1 or (rows.size and not np.issubdtype(rows.dtype, np.integer)):
-        raise EvalInputError(f"src_rows must be a 1-d array of integer row indices, got shape {rows.shape}")
+        raise InputError(f"src_rows must be a 1-d array of integer row indices, got shape {rows.shape}")
     rows = rows.astype(np.int64, copy=False)
     if rows.size == 0:
-        raise EvalInputError("src_rows is empty; pass at least one query row or None for all rows")
+        raise InputError("src_rows is empty; pass at least one query row or None for all rows")
     if rows.min() < 0 or rows.max() >= n:
-        raise EvalInputError(f"src_rows holds indices outside 0..{n - 1}; index rows of src_mapped")
+        raise InputError(f"src_rows holds indices outside 0..{n - 1}; index rows of src_mapped")
     return rows
 
 
@@ -186,7 +186,7 @@ def _check_r(name: str, r: np.ndarray | None, n: int) -> np.ndarray | None:
         return None
     arr = np.asarray(r, dtype=np.float32).reshape(-1)
     if arr.shape[0] != n:
-        raise EvalInputError(f"{name} has {arr.shape[0]} values but there are {n} words; recompute it")
+        raise InputError(f"{name} has {arr.shape[0]} values but there are {n} words; recompute it")
     return arr
 
 
@@ -205,10 +205,10 @@ def normalize_embeddings(X: np.ndarray, ops: Sequence[str] | str) -> np.ndarray:
     op_list = [op for op in ops.split(",") if op] if isinstance(ops, str) else list(ops)
     unknown = [op for op in op_list if op not in NORMALIZATIONS]
     if unknown:
-        raise EvalInputError(f"unknown normalisation {unknown[0]!r}; use 'center' and/or 'renorm'")
+        raise InputError(f"unknown normalisation {unknown[0]!r}; use 'center' and/or 'renorm'")
     arr = np.asarray(X)
     if arr.ndim != 2:
-        raise EvalInputError(f"embeddings must be a 2-d (words, dim) array, got shape {arr.shape}")
+        raise InputError(f"embeddings must be a 2-d (words, dim) array, got shape {arr.shape}")
     dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.dtype(np.float32)
     out = np.array(arr, dtype=dtype, copy=True)  # (n, d)
     for op in op_list:
@@ -232,21 +232,21 @@ def procrustes(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     a = np.asarray(A)
     b = np.asarray(B)
     if a.ndim != 2 or b.ndim != 2:
-        raise EvalInputError(f"procrustes needs 2-d arrays, got shapes {a.shape} and {b.shape}")
+        raise InputError(f"procrustes needs 2-d arrays, got shapes {a.shape} and {b.shape}")
     if a.shape != b.shape:
-        raise EvalInputError(
+        raise InputError(
             f"procrustes got source pairs of shape {a.shape} but target pairs of shape {b.shape}; "
             "pass one row per dictionary pair on each side, with equal dimensions"
         )
     if a.shape[0] == 0:
-        raise EvalInputError("procrustes got no dictionary pairs; pass at least one (source, target) pair")
+        raise InputError("procrustes got no dictionary pairs; pass at least one (source, target) pair")
     dtype = np.result_type(a.dtype, b.dtype, np.float32)
     if not np.issubdtype(dtype, np.floating):
         dtype = np.dtype(np.float32)
     # The d x d cross-covariance is tiny; float64 keeps the SVD accurate for any n.
     m = b.astype(np.float64).T @ a.astype(np.float64)  # (d, d)
     if not np.isfinite(m).all():
-        raise EvalInputError("procrustes inputs contain nan or inf; fix the vectors first")
+        raise InputError("procrustes inputs contain nan or inf; fix the vectors first")
     u, _, vt = np.linalg.svd(m)
     return np.asarray(u @ vt, dtype=dtype)  # (d, d)
 
@@ -326,7 +326,7 @@ def mean_knn_similarity(
     q = _matrix("queries", queries)
     kk = _matrix("keys", keys)
     if q.shape[1] != kk.shape[1]:
-        raise EvalInputError(
+        raise InputError(
             f"queries have dimension {q.shape[1]} but keys {kk.shape[1]}; map both into one space first"
         )
     k = _clip_k("k", _positive("k", k), kk.shape[0])
@@ -380,7 +380,7 @@ class NeighbourhoodMeans:
         self.keys = _matrix("keys", keys)  # (m, d)
         self.neighbours = _matrix("neighbours", neighbours)  # (n, d)
         if self.keys.shape[1] != self.neighbours.shape[1]:
-            raise EvalInputError(
+            raise InputError(
                 f"keys have dimension {self.keys.shape[1]} but neighbours {self.neighbours.shape[1]}; "
                 "map both into one space first"
             )
@@ -578,7 +578,7 @@ def _means(
     """Wrap ``r`` (None: compute on demand; an array: exact values) for ``keys`` over ``neighbours``."""
     if isinstance(r, NeighbourhoodMeans):
         if r.keys.shape[0] != keys.shape[0] or r.neighbours.shape[0] != neighbours.shape[0]:
-            raise EvalInputError(
+            raise InputError(
                 f"{name} was computed for {r.keys.shape[0]} x {r.neighbours.shape[0]} words but there are "
                 f"{keys.shape[0]} x {neighbours.shape[0]}; recompute it for this mapping"
             )
@@ -699,12 +699,12 @@ def build_dictionary(
     _check_method(method)
     _check_knn_mode(knn_mode)
     if build not in BUILDS:
-        raise EvalInputError(f"unknown dictionary build {build!r}; use one of {', '.join(BUILDS)}")
+        raise InputError(f"unknown dictionary build {build!r}; use one of {', '.join(BUILDS)}")
     src, tgt_m = _two_matrices(src_mapped, tgt)
     knn = _positive("knn", knn)
     batch_size = _positive("batch_size", batch_size)
     if max_rank is not None and (isinstance(max_rank, bool) or max_rank < 0):
-        raise EvalInputError(f"max_rank={max_rank!r}; pass a positive rank, or 0/None for all words")
+        raise InputError(f"max_rank={max_rank!r}; pass a positive rank, or 0/None for all words")
     limit = int(max_rank) if max_rank else max(src.shape[0], tgt_m.shape[0])
     if not assume_normalized:
         src, tgt_m = _unit_rows(src), _unit_rows(tgt_m)
@@ -830,7 +830,7 @@ def translation_precision(
     gold = _check_pairs(pairs, src.shape[0], tgt_m.shape[0])
     k_list = [_positive("k", k) for k in ks]
     if not k_list:
-        raise EvalInputError("ks is empty; pass the cut-offs to report, e.g. (1, 5, 10)")
+        raise InputError("ks is empty; pass the cut-offs to report, e.g. (1, 5, 10)")
     knn = _positive("knn", knn)
     src, tgt_m = _unit_rows(src), _unit_rows(tgt_m)
 
@@ -888,7 +888,7 @@ def pairs_to_indices(
     and ``unique_source`` (distinct source words among the found pairs).
     """
     if len(pairs) == 0:
-        raise EvalInputError("the dictionary has no pairs; check the file and its language direction")
+        raise InputError("the dictionary has no pairs; check the file and its language direction")
     src_index = vocabulary_index(src_words, lower)
     tgt_index = vocabulary_index(tgt_words, lower)
     if lower:
@@ -905,7 +905,7 @@ def pairs_to_indices(
         "unique_source": int(np.unique(src_ids[found]).shape[0]),
     }
     if stats["found"] == 0:
-        raise EvalInputError(
+        raise InputError(
             f"none of the {len(pairs)} dictionary pairs has both words in the vocabularies "
             f"({stats['not_found_source']} unknown source, {stats['not_found_target']} unknown target words); "
             "check the language direction (en-es vs es-en), the casing (lower=True), or raise max_vocab"
@@ -934,7 +934,7 @@ def identical_pairs(src_words: Sequence[str], tgt_words: Sequence[str]) -> np.nd
     tgt_index = vocabulary_index(tgt_words)
     common = src_index.keys() & tgt_index.keys()  # set intersection in C
     if not common:
-        raise EvalInputError(
+        raise InputError(
             "no word is spelled identically in both vocabularies; use a seed dictionary instead of "
             "the identical-strings seed"
         )
@@ -1015,11 +1015,11 @@ def align(
     """
     n_refinement = int(n_refinement)
     if n_refinement < 0:
-        raise EvalInputError(f"n_refinement={n_refinement}; pass 0 or more refinement iterations")
+        raise InputError(f"n_refinement={n_refinement}; pass 0 or more refinement iterations")
     _check_method(method)
     _check_knn_mode(knn_mode)
     if dico_build not in BUILDS:
-        raise EvalInputError(f"unknown dictionary build {dico_build!r}; use one of {', '.join(BUILDS)}")
+        raise InputError(f"unknown dictionary build {dico_build!r}; use one of {', '.join(BUILDS)}")
     knn = _positive("knn", knn)
     criterion_n_src = _positive("criterion_n_src", criterion_n_src)
     batch_size = _positive("batch_size", batch_size)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from eval.errors import EvalInputError
+from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def identical_precision(
     """
     arr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if arr.shape[0] == 0:
-        raise EvalInputError("no test pairs for the identical-string baseline")
+        raise InputError("no test pairs for the identical-string baseline")
     queries, inverse = _gold_by_query(arr)
     tgt_index = {w: i for i, w in reversed(list(enumerate(tgt_words)))}
     guess = np.fromiter((tgt_index.get(src_words[q], -1) for q in queries), dtype=np.int64, count=len(queries))
@@ -104,7 +104,7 @@ def char_ngram_matrix(words: Sequence[str], n: int = 3, vocabulary: dict[str, in
     With ``vocabulary`` given, n-grams outside it are ignored (queries against target features).
     """
     if n < 1:
-        raise EvalInputError(f"n={n}; character n-grams need n >= 1")
+        raise InputError(f"n={n}; character n-grams need n >= 1")
     grow = vocabulary is None
     vocab: dict[str, int] = {} if vocabulary is None else vocabulary
     indptr = [0]
@@ -139,7 +139,7 @@ def char_ngram_precision(
     ``return_ranks`` as in :func:`identical_precision`."""
     arr = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if arr.shape[0] == 0:
-        raise EvalInputError("no test pairs for the character n-gram baseline")
+        raise InputError("no test pairs for the character n-gram baseline")
     queries, inverse = _gold_by_query(arr)
     k_max = min(max(ks), len(tgt_words))
     targets, vocab = char_ngram_matrix(tgt_words, n)

@@ -14,7 +14,7 @@ from typing import Any, Protocol, SupportsFloat
 
 import numpy as np
 
-from eval.errors import EvalInputError
+from groc_base.errors import InputError
 
 
 class Scorer(Protocol):
@@ -52,12 +52,12 @@ def perplexity(scorer: Scorer, streams: np.ndarray, bptt: int,
     Every position but the first of each stream is a target exactly once.
     """
     if streams.ndim != 2 or streams.shape[1] < 2:
-        raise EvalInputError(
+        raise InputError(
             f"evaluation streams have shape {streams.shape}; need (batch, length >= 2) — "
             "use a smaller eval batch size or a longer split"
         )
     if bptt <= 0:
-        raise EvalInputError(f"bptt={bptt} must be positive")
+        raise InputError(f"bptt={bptt} must be positive")
     b, n = streams.shape
     state = scorer.init_state(b)
     total_nll: Any = 0.0  # stays a device number if the scorer returns one; read once below

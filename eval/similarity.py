@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from eval.errors import EvalInputError
 from eval.vectors import vocabulary_index
+from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -46,18 +46,18 @@ def read_word_pairs(path: str | os.PathLike[str]) -> tuple[list[tuple[str, str, 
     reader, counting them in ``multiword`` and in one log line.  Words are returned as written
     (lowercasing happens at lookup, see :func:`word_similarity`).  Blank lines are skipped; a line
     with fewer than three fields or a score that is not a finite number is an
-    :class:`EvalInputError` naming the line.
+    :class:`InputError` naming the line.
     """
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise EvalInputError(f"cannot read word-similarity file {path}: {exc.strerror}; check the path") from exc
+        raise InputError(f"cannot read word-similarity file {path}: {exc.strerror}; check the path") from exc
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         bad_line = data[: exc.start].count(b"\n") + 1
-        raise EvalInputError(f"{path}: line {bad_line} is not valid utf-8; re-encode the file as utf-8") from exc
+        raise InputError(f"{path}: line {bad_line} is not valid utf-8; re-encode the file as utf-8") from exc
     triples: list[tuple[str, str, float]] = []
     multiword = 0
     # split("\n") rather than splitlines(): unicode line separators inside a word are not breaks.
@@ -69,21 +69,21 @@ def read_word_pairs(path: str | os.PathLike[str]) -> tuple[list[tuple[str, str, 
             multiword += 1
             continue
         if len(fields) != 3:
-            raise EvalInputError(
+            raise InputError(
                 f"{path}: line {lineno} has {len(fields)} fields, expected 'word1 word2 score' "
                 f"(got {line.strip()[:60]!r}); fix or delete the line"
             )
         try:
             score = float(fields[2])
         except ValueError as exc:
-            raise EvalInputError(
+            raise InputError(
                 f"{path}: line {lineno} has the non-numeric score {fields[2][:30]!r}; the third field must be a number"
             ) from exc
         if not math.isfinite(score):
-            raise EvalInputError(f"{path}: line {lineno} has the score {fields[2]!r}; use a finite number")
+            raise InputError(f"{path}: line {lineno} has the score {fields[2]!r}; use a finite number")
         triples.append((fields[0], fields[1], score))
     if not triples:
-        raise EvalInputError(
+        raise InputError(
             f"{path} holds no single-word pairs ({multiword} multiword lines skipped); "
             "expected lines 'word1 word2 score'"
         )
@@ -115,11 +115,11 @@ def spearman(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -
     a = np.asarray(x, dtype=np.float64).reshape(-1)
     b = np.asarray(y, dtype=np.float64).reshape(-1)
     if a.shape != b.shape:
-        raise EvalInputError(f"spearman got {a.shape[0]} and {b.shape[0]} values; pass two equally long lists")
+        raise InputError(f"spearman got {a.shape[0]} and {b.shape[0]} values; pass two equally long lists")
     if a.shape[0] < 2:
-        raise EvalInputError(f"spearman needs at least 2 pairs, got {a.shape[0]}")
+        raise InputError(f"spearman needs at least 2 pairs, got {a.shape[0]}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
-        raise EvalInputError("spearman got nan or inf values; drop them first")
+        raise InputError("spearman got nan or inf values; drop them first")
     ra = _average_ranks(a) - (a.shape[0] + 1) / 2.0
     rb = _average_ranks(b) - (b.shape[0] + 1) / 2.0
     denom = math.sqrt(float(ra @ ra) * float(rb @ rb))
@@ -165,19 +165,19 @@ def word_similarity(
     found; a zero vector has cosine 0 with everything.
     """
     if len(triples) == 0:
-        raise EvalInputError("no word pairs to evaluate; read them with read_word_similarity")
+        raise InputError("no word pairs to evaluate; read them with read_word_similarity")
     matrix = np.asarray(vectors)
     if matrix.ndim != 2 or matrix.shape[0] != len(words):
-        raise EvalInputError(f"{len(words)} words but vectors of shape {matrix.shape}; pass one vector row per word")
+        raise InputError(f"{len(words)} words but vectors of shape {matrix.shape}; pass one vector row per word")
     index = vocabulary_index(words, lower)
     other = matrix
     index2 = index
     if tgt_words is not None or tgt_vectors is not None:
         if tgt_words is None or tgt_vectors is None:
-            raise EvalInputError("cross-lingual similarity needs both tgt_words and tgt_vectors")
+            raise InputError("cross-lingual similarity needs both tgt_words and tgt_vectors")
         other = np.asarray(tgt_vectors)
         if other.ndim != 2 or other.shape[0] != len(tgt_words) or other.shape[1] != matrix.shape[1]:
-            raise EvalInputError(
+            raise InputError(
                 f"{len(tgt_words)} target words but target vectors of shape {other.shape} (source dimension "
                 f"{matrix.shape[1]}); pass one row per word, in the source's space"
             )
@@ -195,7 +195,7 @@ def word_similarity(
     u = matrix[ids[found, 0]].astype(np.float64)  # (found, d)
     v = other[ids[found, 1]].astype(np.float64)  # (found, d)
     if not (np.isfinite(u).all() and np.isfinite(v).all()):
-        raise EvalInputError("the vectors of some evaluated words contain nan or inf; fix the vectors")
+        raise InputError("the vectors of some evaluated words contain nan or inf; fix the vectors")
     norms = np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)  # (found,)
     cosine = np.einsum("ij,ij->i", u, v) / np.where(norms == 0, 1.0, norms)
     rho = spearman(gold[found], cosine)

@@ -11,7 +11,7 @@ files gensim's ``KeyedVectors.load_word2vec_format`` reads.
 The reader is strict where MUSE is lenient: MUSE silently drops undecodable bytes
 (``errors='ignore'``) and skips rows of the wrong dimension with a warning, which hides truncated or
 corrupted files and shifts every later word's frequency rank.  Here each of those is an
-:class:`~eval.errors.EvalInputError` naming the file, the line (or row) and the fix.  Duplicate
+:class:`~groc_base.errors.InputError` naming the file, the line (or row) and the fix.  Duplicate
 words are the one leniency kept from MUSE: the first occurrence wins and the rest are counted in
 one warning (:func:`first_occurrences` is the same rule for words already in memory).
 """
@@ -24,7 +24,6 @@ import io
 import logging
 import lzma
 import os
-import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -32,7 +31,8 @@ from typing import IO, cast
 
 import numpy as np
 
-from eval.errors import EvalInputError
+from groc_base.errors import InputError
+from groc_base.fileio import atomic_write
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def first_occurrences(
     ``[words[r] for r in rows]``'s vectors under these names.
     """
     if max_vocab is not None and max_vocab < 1:
-        raise EvalInputError(f"max_vocab={max_vocab}; pass a positive number or None for all words")
+        raise InputError(f"max_vocab={max_vocab}; pass a positive number or None for all words")
     kept: dict[str, int] = {}
     for i, word in enumerate(words):
         key = word.lower() if lower else word
@@ -91,12 +91,12 @@ def first_occurrences(
 
 def _parse_header(path: Path, raw: bytes) -> tuple[int, int]:
     if len(raw) >= _MAX_HEADER and not raw.endswith(b"\n"):
-        raise EvalInputError(f"{path} {_NOT_WORD2VEC}")
+        raise InputError(f"{path} {_NOT_WORD2VEC}")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         # Undecodable bytes in a header of two numbers: a binary file of some other kind.
-        raise EvalInputError(f"{path}: line 1 is not an 'N D' header (byte {exc.start} is not text); "
+        raise InputError(f"{path}: line 1 is not an 'N D' header (byte {exc.start} is not text); "
                              f"{path.name} {_NOT_WORD2VEC}") from exc
     fields = text.split()
     try:
@@ -104,12 +104,12 @@ def _parse_header(path: Path, raw: bytes) -> tuple[int, int]:
             raise ValueError(text)
         count, dim = int(fields[0]), int(fields[1])
     except ValueError as exc:
-        raise EvalInputError(
+        raise InputError(
             f"{path}: line 1 must be the header 'N D' (word count and dimension), got {text.strip()[:60]!r}; "
             "add the header (glove files have none: prepend '<rows> <dim>')"
         ) from exc
     if count < 1 or dim < 1:
-        raise EvalInputError(
+        raise InputError(
             f"{path}: line 1 declares {count} words of dimension {dim}; both must be positive, fix the header"
         )
     return count, dim
@@ -126,15 +126,15 @@ def _convert_chunk(path: Path, fields: list[str], line_numbers: list[int], dim: 
                 try:
                     float(token)
                 except ValueError:
-                    raise EvalInputError(
+                    raise InputError(
                         f"{path}: line {lineno} has the non-numeric value {token[:40]!r}; "
                         "each row must be a word followed by numbers"
                     ) from exc
-        raise EvalInputError(f"{path}: unparsable values near line {line_numbers[0]}; {exc}") from exc
+        raise InputError(f"{path}: unparsable values near line {line_numbers[0]}; {exc}") from exc
     finite = np.isfinite(block).all(axis=1)  # (rows,)
     if not finite.all():
         lineno = line_numbers[int(np.argmin(finite))]
-        raise EvalInputError(f"{path}: line {lineno} contains nan or inf; remove or retrain that vector")
+        raise InputError(f"{path}: line {lineno} contains nan or inf; remove or retrain that vector")
     return block
 
 
@@ -152,7 +152,7 @@ def _open(path: Path) -> tuple[IO[bytes], str | None]:
             return lzma.open(path, "rb"), compression
         return path.open("rb"), None
     except OSError as exc:
-        raise EvalInputError(f"cannot open vector file {path}: {exc.strerror}; check the path") from exc
+        raise InputError(f"cannot open vector file {path}: {exc.strerror}; check the path") from exc
 
 
 def _looks_binary(path: Path, stream: IO[bytes], dim: int) -> bool:
@@ -198,7 +198,7 @@ class _Rows:
     def keep(self, word: str, where: str) -> bool:
         """Whether this row's vector is kept; records the word."""
         if self.unique and word in self.seen:
-            raise EvalInputError(f"{self.path}: {where} repeats the word {word[:40]!r}; this use needs one "
+            raise InputError(f"{self.path}: {where} repeats the word {word[:40]!r}; this use needs one "
                                  "vector per word: deduplicate the file (or regenerate it)")
         if self.lower:
             word = word.lower()
@@ -228,7 +228,7 @@ def _read_text(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows)
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise EvalInputError(
+            raise InputError(
                 f"{path}: line {lineno} is not valid utf-8 (byte {exc.start}); re-encode the file as utf-8"
             ) from exc
         line = line.rstrip("\r\n")
@@ -238,19 +238,19 @@ def _read_text(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows)
                 first_blank = lineno
             continue
         if first_blank is not None:
-            raise EvalInputError(f"{path}: line {first_blank} is blank inside the data; delete it")
+            raise InputError(f"{path}: line {first_blank} is blank inside the data; delete it")
         word, _, rest = line.partition(" ")
         values = rest.split()
         if not word:
-            raise EvalInputError(f"{path}: line {lineno} starts with a space (empty word); remove it")
+            raise InputError(f"{path}: line {lineno} starts with a space (empty word); remove it")
         if len(values) != dim:
-            raise EvalInputError(
+            raise InputError(
                 f"{path}: line {lineno} (word {word[:40]!r}) has {len(values)} values but the header "
                 f"says {dim}; the file is truncated or the word contains a space, regenerate it"
             )
         n_rows += 1
         if n_rows > count:
-            raise EvalInputError(
+            raise InputError(
                 f"{path}: line {lineno} is row {n_rows} but the header declares {count} words; fix the header count"
             )
         if not rows.keep(word, f"line {lineno}"):
@@ -264,7 +264,7 @@ def _read_text(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows)
             break
     else:
         if n_rows != count:
-            raise EvalInputError(
+            raise InputError(
                 f"{path}: the header declares {count} words but the file has {n_rows} rows; "
                 f"fix the header to '{n_rows} {dim}' or re-export the file"
             )
@@ -296,25 +296,25 @@ def _binary_rows(path: Path, handle: IO[bytes], count: int, dim: int) -> Iterato
         while fill(1) and buf[pos : pos + 1] in (b"\n", b"\r"):  # word2vec ends rows with a newline
             pos += 1
         if not fill(1):
-            raise EvalInputError(f"{path}: the header declares {count} words but the file ends after {row - 1} "
+            raise InputError(f"{path}: the header declares {count} words but the file ends after {row - 1} "
                                  "rows; the file is truncated: fix the header count or re-export it")
         end = buf.find(b" ", pos, pos + _MAX_BINARY_WORD + 1)
         while end < 0 and not eof and len(buf) - pos <= _MAX_BINARY_WORD:
             fill(len(buf) - pos + 1)
             end = buf.find(b" ", pos, pos + _MAX_BINARY_WORD + 1)
         if end < 0:
-            raise EvalInputError(f"{path}: binary row {row} has no word followed by a space; {path.name} "
+            raise InputError(f"{path}: binary row {row} has no word followed by a space; {path.name} "
                                  f"{_NOT_WORD2VEC}")
         word = buf[pos:end]
         pos = end + 1
         if not fill(width):
-            raise EvalInputError(f"{path}: binary row {row} ends after {len(buf) - pos} of its {width} value bytes; "
+            raise InputError(f"{path}: binary row {row} ends after {len(buf) - pos} of its {width} value bytes; "
                                  "the file is truncated or its header's dimension is wrong: re-export it")
         yield row, word, buf[pos : pos + width]
         pos += width
     rest = buf[pos:] + (b"" if eof else handle.read(_MAX_HEADER))
     if rest.strip():
-        raise EvalInputError(f"{path}: more data follows the {count} rows the header declares; "
+        raise InputError(f"{path}: more data follows the {count} rows the header declares; "
                              "fix the header count or re-export the file")
 
 
@@ -325,10 +325,10 @@ def _read_binary(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Row
         try:
             word = raw_word.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise EvalInputError(f"{path}: the word of binary row {n_rows} is not valid utf-8 (byte {exc.start}); "
+            raise InputError(f"{path}: the word of binary row {n_rows} is not valid utf-8 (byte {exc.start}); "
                                  "re-export the file with utf-8 words") from exc
         if not word or word.split() != [word]:
-            raise EvalInputError(f"{path}: the word of binary row {n_rows} ({word[:40]!r}) is empty or holds "
+            raise InputError(f"{path}: the word of binary row {n_rows} ({word[:40]!r}) is empty or holds "
                                  f"whitespace; {path.name} {_NOT_WORD2VEC}")
         if not rows.keep(word, f"binary row {n_rows}"):
             continue
@@ -340,7 +340,7 @@ def _read_binary(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Row
     finite = np.isfinite(block).all(axis=1)  # (n,)
     if not finite.all():
         i = int(np.argmin(finite))
-        raise EvalInputError(f"{path}: binary row {row_numbers[i]} (word {rows.words[i][:40]!r}) contains nan "
+        raise InputError(f"{path}: binary row {row_numbers[i]} (word {rows.words[i][:40]!r}) contains nan "
                              "or inf; remove or retrain that vector")
     return [block]
 
@@ -359,14 +359,14 @@ def read_vec(
     """
     path = Path(path)
     if max_vocab is not None and max_vocab < 1:
-        raise EvalInputError(f"max_vocab={max_vocab} for {path}; pass a positive number or None for all words")
+        raise InputError(f"max_vocab={max_vocab} for {path}; pass a positive number or None for all words")
     handle, compression = _open(path)
     rows = _Rows(path, lower, max_vocab, unique)
     try:
         with handle:
             header = handle.readline(_MAX_HEADER)
             if not header:
-                raise EvalInputError(f"{path} is empty; expected a word2vec file with an 'N D' header")
+                raise InputError(f"{path} is empty; expected a word2vec file with an 'N D' header")
             count, dim = _parse_header(path, header)
             binary = _looks_binary(path, handle, dim)
             read = _read_binary if binary else _read_text
@@ -374,7 +374,7 @@ def read_vec(
     except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
         if compression is None:
             raise
-        raise EvalInputError(f"{path}: cannot decompress its {compression} data ({exc}); the file is damaged "
+        raise InputError(f"{path}: cannot decompress its {compression} data ({exc}); the file is damaged "
                              "or truncated: download or export it again") from exc
     if rows.duplicates:
         logger.warning(
@@ -403,8 +403,8 @@ def write_vec(
 ) -> None:
     """Write ``words`` and ``vectors`` ``(n, D)`` in word2vec text format, atomically.
 
-    The file is written to a temporary file in the same directory and moved over ``path`` with
-    :func:`os.replace`, so readers never see half a file.  The default 9 significant digits
+    The file is written to a temporary file in the same directory and renamed over ``path``
+    (:func:`groc_base.fileio.atomic_write`), so readers never see half a file.  The default 9 significant digits
     reproduce float32 values exactly; MUSE, fastText and gensim read the result (``N D`` header,
     single spaces, ``\\n`` line ends).  A path ending in ``.gz`` is written gzip-compressed
     (gensim and :func:`read_vec` read it; MUSE needs it unpacked).
@@ -412,19 +412,19 @@ def write_vec(
     path = Path(path)
     matrix = np.asarray(vectors)
     if matrix.ndim != 2:
-        raise EvalInputError(f"vectors for {path} must be a 2-d (words, dim) array, got shape {matrix.shape}")
+        raise InputError(f"vectors for {path} must be a 2-d (words, dim) array, got shape {matrix.shape}")
     if len(words) != matrix.shape[0]:
-        raise EvalInputError(f"{len(words)} words but {matrix.shape[0]} vectors for {path}; pass one vector per word")
+        raise InputError(f"{len(words)} words but {matrix.shape[0]} vectors for {path}; pass one vector per word")
     if matrix.shape[0] == 0 or matrix.shape[1] == 0:
-        raise EvalInputError(f"nothing to write to {path}: shape {matrix.shape}; pass at least one word")
+        raise InputError(f"nothing to write to {path}: shape {matrix.shape}; pass at least one word")
     if not np.issubdtype(matrix.dtype, np.number) or not np.isfinite(matrix).all():
-        raise EvalInputError(f"vectors for {path} contain nan, inf or non-numbers; fix them before writing")
+        raise InputError(f"vectors for {path} contain nan, inf or non-numbers; fix them before writing")
     if not 1 <= digits <= 17:
-        raise EvalInputError(f"digits={digits}; pass a precision between 1 and 17 (9 keeps float32 exact)")
+        raise InputError(f"digits={digits}; pass a precision between 1 and 17 (9 keeps float32 exact)")
     # str.split() == [w] holds exactly for non-empty words without any (unicode) whitespace.
     bad = next((w for w in words if not isinstance(w, str) or w.split() != [w]), None)
     if bad is not None:
-        raise EvalInputError(
+        raise InputError(
             f"word {bad!r} is empty or contains whitespace and cannot be written to {path}; "
             "replace the whitespace (e.g. with '_') or drop the word"
         )
@@ -433,38 +433,27 @@ def write_vec(
 
     directory = path.parent if str(path.parent) else Path(".")
     if not directory.is_dir():
-        raise EvalInputError(f"directory {directory} does not exist; create it before writing {path}")
+        raise InputError(f"directory {directory} does not exist; create it before writing {path}")
     row_format = " ".join([f"%.{digits}g"] * matrix.shape[1])
     gzipped = path.suffix.lower() == ".gz"
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            # A .gz path gets gzip (mtime 0: the same vectors give the same bytes).
-            packed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if gzipped else None
-            out = io.TextIOWrapper(packed or raw, encoding="utf-8", newline="\n")
-            out.write(f"{matrix.shape[0]} {matrix.shape[1]}\n")
-            for start in range(0, matrix.shape[0], _CHUNK_ROWS):
-                block = matrix[start : start + _CHUNK_ROWS].tolist()  # python floats print exactly
-                out.write(
-                    "".join(
-                        f"{word} {row_format % tuple(row)}\n"
-                        for word, row in zip(words[start : start + _CHUNK_ROWS], block, strict=True)
-                    )
+    def write(raw: IO[bytes]) -> None:
+        # A .gz path gets gzip (mtime 0: the same vectors give the same bytes).
+        packed = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if gzipped else None
+        out = io.TextIOWrapper(packed or raw, encoding="utf-8", newline="\n")
+        out.write(f"{matrix.shape[0]} {matrix.shape[1]}\n")
+        for start in range(0, matrix.shape[0], _CHUNK_ROWS):
+            block = matrix[start : start + _CHUNK_ROWS].tolist()  # python floats print exactly
+            out.write(
+                "".join(
+                    f"{word} {row_format % tuple(row)}\n"
+                    for word, row in zip(words[start : start + _CHUNK_ROWS], block, strict=True)
                 )
-            out.flush()
-            out.detach()  # raw is closed by its with-block
-            if packed is not None:
-                packed.close()  # writes the gzip trailer (raw stays open)
-            raw.flush()
-            os.fsync(raw.fileno())
-        # mkstemp creates 0600 files; give the result the usual permissions of a data file.
-        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
-    except BaseException:
-        try:
-            os.unlink(tmp_name)
-        except OSError:
-            pass
-        raise
+            )
+        out.flush()
+        out.detach()  # raw belongs to atomic_write
+        if packed is not None:
+            packed.close()  # writes the gzip trailer (raw stays open)
+
+    # Temp file beside path, fsync, rename; the file gets open()'s permissions (0666 minus the umask).
+    atomic_write(path, write)
     logger.info("wrote %d vectors of dimension %d to %s", matrix.shape[0], matrix.shape[1], path)

@@ -1,6 +1,6 @@
 """Language registry, tokenisation, corpora, batching and bilingual dictionaries.
 
-Imports only ``lexicons.errors`` from the toolkit; NLTK and Stanza are imported lazily by the
+Imports only ``groc_base.errors`` from the toolkit; NLTK and Stanza are imported lazily by the
 tokenisers that need them, so ``import langpairs`` stays cheap.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lexicons.errors import CheckpointError, ConfigError, CorpusError
+from groc_base.errors import CheckpointError, ConfigError, CorpusError
 
 __all__ = [
     "SCHEDULE_MODES",

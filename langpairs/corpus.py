@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lexicons.errors import CorpusError, UnknownLanguageError
-from lexicons.fileio import read_bytes
+from groc_base.errors import CorpusError, UnknownLanguageError
+from groc_base.fileio import read_bytes
 
 from .tokenize import Tokenizer, make_tokenizer
 

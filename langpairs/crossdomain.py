@@ -24,8 +24,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lexicons.errors import ConfigError, CorpusError
-from lexicons.fileio import atomic_write_bytes
+from groc_base.errors import ConfigError, CorpusError
+from groc_base.fileio import atomic_write_bytes
 
 __all__ = ["CROSSDOMAIN_DOMAINS", "prepare_crossdomain_en"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from lexicons.errors import DictionaryError
-from lexicons.fileio import read_bytes
+from groc_base.errors import DictionaryError
+from groc_base.fileio import read_bytes
 
 from .corpus import decode_utf8
 

@@ -38,8 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from lexicons.errors import ConfigError, CorpusError, UnknownLanguageError
-from lexicons.fileio import atomic_write_bytes
+from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
+from groc_base.fileio import atomic_write_bytes
 
 from .corpus import EOS, SPLITS, decode_utf8
 from .tokenize import SentenceTokenizer, make_tokenizer

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lexicons.errors import ConfigError, UnknownLanguageError
+from groc_base.errors import ConfigError, UnknownLanguageError
 
 __all__ = [
     "BUILTIN_LANGUAGES",

@@ -17,7 +17,7 @@ import logging
 import re
 from typing import Any, Protocol, runtime_checkable
 
-from lexicons.errors import ConfigError, ResourceMissingError
+from groc_base.errors import ConfigError, ResourceMissingError
 
 from .registry import TOKENIZER_MODES, default_registry
 

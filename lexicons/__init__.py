@@ -1,6 +1,6 @@
 """Lexicon protocol, backends (wn, NLTK, TSV), OMW import and the cached form service.
 
-Exports are resolved lazily (PEP 562): ``lexicons.errors`` is imported by every CLI command,
+Exports are resolved lazily (PEP 562): ``groc_base.errors`` is imported by every CLI command,
 and importing this package must not pull in ``wn``, ``nltk`` or ``numpy`` for that.
 """
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lexicons.errors import InputError, LexiconError, LexiconMissingError
+from groc_base.errors import InputError, LexiconError, LexiconMissingError
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang, to_iso3
 from lexicons.tokenize import tokenize_gloss
 

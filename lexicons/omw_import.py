@@ -36,8 +36,8 @@ from typing import IO
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
-from lexicons.errors import InputError, LexiconDownloadError, LexiconError, LexiconMissingError
-from lexicons.fileio import atomic_write
+from groc_base.errors import InputError, LexiconDownloadError, LexiconError, LexiconMissingError
+from groc_base.fileio import atomic_write
 from lexicons.protocol import normalize_lang, to_iso3
 from lexicons.wn_backend import default_wn_dir, wn_data_dir
 

@@ -34,8 +34,7 @@ __all__ = [
     "to_iso3",
 ]
 
-#: ISO 639-1 -> 639-3 for the languages OMW / NLTK name by three-letter codes.  Kept here rather
-#: than imported from ``langpairs`` because ``lexicons`` sits at the bottom of the dependency chain.
+#: ISO 639-1 -> 639-3 for the languages OMW / NLTK name by three-letter codes.
 ISO639_1_TO_3: dict[str, str] = {
     "en": "eng",
     "fr": "fra",

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lexicons.errors import CheckpointError, ConfigError, InputError, LexiconError
-from lexicons.fileio import atomic_write
+from groc_base.errors import CheckpointError, ConfigError, InputError, LexiconError
+from groc_base.fileio import atomic_write
 from lexicons.protocol import Lexicon, normalize_lang
 
 if TYPE_CHECKING:
@@ -504,7 +504,7 @@ def open_lexicon(
 
     Empty values (``specs=()``, ``wn_dir=""``) mean "not given", so config defaults pass through.
     ``cache_dir`` keeps the wn backend's loaded wordnets on disk (:class:`WnLexicon`; e.g.
-    :func:`lexicons.cache.default_cache_root` ``/ "wordnets"``); the other backends load fast
+    :func:`groc_base.cache.default_cache_root` ``/ "wordnets"``); the other backends load fast
     and ignore it.
     With ``langs`` and no ``specs``, the wn backend selects the installed wordnets of those
     languages and skips languages that have none (their words get surface forms only).

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lexicons.errors import LexiconFormatError, LexiconMissingError
+from groc_base.errors import LexiconFormatError, LexiconMissingError
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
 

@@ -30,7 +30,7 @@ Compiled cache: with ``cache_dir`` (the CLI's ``lexicon lookup`` and ``coverage`
 ``$POLYGLOT_GROC_CACHE/wordnets``), each lexicon's bulk-loaded data, with every definition
 already tokenised, is written once to ``<cache_dir>/<spec>-<db>-<key>-<crc32>.wnlex``, an SQLite
 file (one row per synset, one per index key; written to a temp file and renamed, under a file
-lock, :mod:`lexicons.cache`).  Later processes check its crc32 and read only the rows a lookup
+lock, :mod:`groc_base.cache`).  Later processes check its crc32 and read only the rows a lookup
 touches, so a warm ``lexicon lookup`` needs neither the database scan nor NLTK nor ``wn``;
 :meth:`WnLexicon.load` reads it all into memory for bulk use.  The key is the database's
 identity (resolved path, size, mtime and inode of ``wn.db`` and of its WAL file), the lexicon's
@@ -64,9 +64,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from lexicons.cache import cache_lock
-from lexicons.errors import InputError, LexiconError, LexiconMissingError
-from lexicons.fileio import write_then_rename
+from groc_base.cache import cache_lock
+from groc_base.errors import InputError, LexiconError, LexiconMissingError
+from groc_base.fileio import write_then_rename
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lexicons.errors import ConfigError
+from groc_base.errors import ConfigError
 
 #: Must match polyglot_groc.model.kinds.REGISTRY (a test checks); "lookup" is the old name of "tied".
 MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "groc", "groc-lex")

@@ -26,7 +26,7 @@ from eval.align import (
     procrustes,
     translation_precision,
 )
-from eval.errors import EvalInputError
+from groc_base.errors import InputError
 
 # --------------------------------------------------------------------------------------------
 # dense MUSE reference (full matrices; only for tiny inputs)
@@ -198,11 +198,11 @@ def test_procrustes_recovers_rotation() -> None:
 
 
 def test_procrustes_bad_input() -> None:
-    with pytest.raises(EvalInputError, match="shape"):
+    with pytest.raises(InputError, match="shape"):
         procrustes(np.ones((4, 3)), np.ones((4, 5)))
-    with pytest.raises(EvalInputError, match="no dictionary pairs"):
+    with pytest.raises(InputError, match="no dictionary pairs"):
         procrustes(np.ones((0, 3)), np.ones((0, 3)))
-    with pytest.raises(EvalInputError, match="nan"):
+    with pytest.raises(InputError, match="nan"):
         procrustes(np.full((2, 2), np.nan), np.ones((2, 2)))
 
 
@@ -248,15 +248,15 @@ def test_align_with_normalisation_and_history_is_gold_free() -> None:
 
 def test_align_bad_input() -> None:
     x = np.ones((5, 3), dtype=np.float32)
-    with pytest.raises(EvalInputError, match="dimension"):
+    with pytest.raises(InputError, match="dimension"):
         align(x, np.ones((5, 4)), np.array([[0, 0]]))
-    with pytest.raises(EvalInputError, match="outside"):
+    with pytest.raises(InputError, match="outside"):
         align(x, x, np.array([[0, 9]]))
-    with pytest.raises(EvalInputError, match="empty"):
+    with pytest.raises(InputError, match="empty"):
         align(x, x, np.zeros((0, 2), dtype=np.int64))
-    with pytest.raises(EvalInputError, match="dictionary build"):
+    with pytest.raises(InputError, match="dictionary build"):
         align(x, x, np.array([[0, 0]]), dico_build="S2T+T2S")  # type: ignore[arg-type]
-    with pytest.raises(EvalInputError, match="retrieval method"):
+    with pytest.raises(InputError, match="retrieval method"):
         align(x, x, np.array([[0, 0]]), method="invsm")  # type: ignore[arg-type]
 
 
@@ -273,31 +273,31 @@ def test_normalize_embeddings() -> None:
     np.testing.assert_allclose(both, [[-1, 0], [1, 0], [0, 0]])  # zero row stays zero, no nan
     np.testing.assert_allclose(normalize_embeddings(x, "renorm,center"), normalize_embeddings(x, ["renorm", "center"]))
     assert normalize_embeddings(x, ()) is not x and x[0, 0] == 1.0  # new array, input untouched
-    with pytest.raises(EvalInputError, match="unknown normalisation 'whiten'"):
+    with pytest.raises(InputError, match="unknown normalisation 'whiten'"):
         normalize_embeddings(x, ["whiten"])
 
 
 def test_knn_and_topk_bad_input() -> None:
     a = np.ones((4, 3), dtype=np.float32)
-    with pytest.raises(EvalInputError, match="dimension"):
+    with pytest.raises(InputError, match="dimension"):
         mean_knn_similarity(a, np.ones((4, 2)))
-    with pytest.raises(EvalInputError, match="nan"):
+    with pytest.raises(InputError, match="nan"):
         csls_topk(np.full((2, 3), np.nan), a, 1)
-    with pytest.raises(EvalInputError, match="k=0"):
+    with pytest.raises(InputError, match="k=0"):
         mean_knn_similarity(a, a, k=0)
-    with pytest.raises(EvalInputError, match="src_rows"):
+    with pytest.raises(InputError, match="src_rows"):
         nn_topk(a, a, 1, src_rows=[7])
-    with pytest.raises(EvalInputError, match="2-d"):
+    with pytest.raises(InputError, match="2-d"):
         nn_topk(np.ones(3), a, 1)
-    with pytest.raises(EvalInputError, match="r_tgt"):
+    with pytest.raises(InputError, match="r_tgt"):
         csls_topk(a, a, 1, r_tgt=np.zeros(2))
     # k larger than the key set is clipped, not garbage
     assert mean_knn_similarity(a, a[:2], k=10).shape == (4,)
-    with pytest.raises(EvalInputError, match="shape"):
+    with pytest.raises(InputError, match="shape"):
         translation_precision(a, a, np.array([0, 1]))
-    with pytest.raises(EvalInputError, match="integer"):
+    with pytest.raises(InputError, match="integer"):
         translation_precision(a, a, np.array([[0.0, 1.0]]))
-    with pytest.raises(EvalInputError, match="max_rank"):
+    with pytest.raises(InputError, match="max_rank"):
         build_dictionary(a, a, max_rank=-1)
 
 
@@ -322,16 +322,16 @@ def test_pairs_to_indices_stats_and_order() -> None:
     }
     cased, _ = pairs_to_indices([("The", "el")], src_words, tgt_words, lower=False)
     assert cased.tolist() == [[2, 0]]
-    with pytest.raises(EvalInputError, match="language direction"):
+    with pytest.raises(InputError, match="language direction"):
         pairs_to_indices([("perro", "dog")], src_words, tgt_words)
-    with pytest.raises(EvalInputError, match="no pairs"):
+    with pytest.raises(InputError, match="no pairs"):
         pairs_to_indices([], src_words, tgt_words)
 
 
 def test_identical_pairs() -> None:
     got = identical_pairs(["a", "b", "c", "a", "x"], ["c", "y", "a", "a"])
     assert got.tolist() == [[0, 2], [2, 0]]
-    with pytest.raises(EvalInputError, match="identical"):
+    with pytest.raises(InputError, match="identical"):
         identical_pairs(["a"], ["b"])
 
 

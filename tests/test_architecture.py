@@ -1,6 +1,8 @@
 """The architecture's import rules, checked on the source (lazy imports inside functions too).
 
-Packages: ``lexicons`` ← ``langpairs`` ← ``polyglot_groc``; ``eval`` imports none of them.
+Packages: ``groc_base`` (errors, file I/O, cache) under everything; ``lexicons`` and ``langpairs``
+are siblings above it; ``polyglot_groc`` uses all of them; ``eval`` works on arrays and imports
+only ``groc_base``.
 Inside ``polyglot_groc``: ``model`` ← ``training`` ← (``elmo``, ``analysis``) ← ``commands`` ← ``cli``.
 """
 
@@ -16,9 +18,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: package or subpackage -> module prefixes it must never import
 FORBIDDEN: dict[str, set[str]] = {
+    # The base imports nothing of the toolkit: every package may import it.
+    "groc_base": {"lexicons", "langpairs", "polyglot_groc", "eval", "benchmarks"},
+    # lexicons is about lexicons, langpairs about languages and corpora: siblings, neither imports the other.
     "lexicons": {"langpairs", "polyglot_groc", "eval"},
-    "langpairs": {"polyglot_groc", "eval"},
-    # eval works on arrays (numpy, scipy.sparse, faiss) and imports none of the toolkit's packages.
+    "langpairs": {"lexicons", "polyglot_groc", "eval"},
+    # eval works on arrays (numpy, scipy.sparse, faiss); of the toolkit it imports only the base.
     "eval": {"polyglot_groc", "lexicons", "langpairs"},
     "polyglot_groc/config.py": {"polyglot_groc.model", "polyglot_groc.training", "polyglot_groc.elmo",
                                 "polyglot_groc.analysis", "polyglot_groc.commands", "polyglot_groc.cli"},

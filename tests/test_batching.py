@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from groc_base.errors import CheckpointError, ConfigError, CorpusError
 from langpairs.batching import (
     LanguageSchedule,
     MultilingualBatcher,
@@ -15,7 +16,6 @@ from langpairs.batching import (
     bptt_windows,
     n_windows,
 )
-from lexicons.errors import CheckpointError, ConfigError, CorpusError
 
 
 def test_batchify_contiguous_streams_and_trimmed_tail() -> None:

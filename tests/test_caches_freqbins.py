@@ -136,7 +136,7 @@ def test_freq_bins_figure_marks_empty_bins_counts_and_unit(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("name", ["fig.json", "fig", "fig.pdf", "fig.png.json"])
 def test_figures_refuse_a_path_that_is_not_png(tmp_path, name: str) -> None:
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
     from polyglot_groc.analysis.curves import check_png_path
 
     bins = freq_bins(np.array([3]), np.array([1.0]), np.array([2.0]), bin_edges(50, 1, include_unseen=False))

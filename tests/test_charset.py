@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lexicons.errors import ModelError
+from groc_base.errors import ModelError
 from polyglot_groc.model.charset import BOW, EOW, PAD, UNK_CHAR, Charset, check_word_lengths
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from lexicons.errors import ConfigError
+from groc_base.errors import ConfigError
 from polyglot_groc.config import dump_toml, from_dict, load_config
 
 

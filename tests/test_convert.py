@@ -11,8 +11,8 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from groc_base.errors import ModelError
 from langpairs.corpus import MultilingualCorpus
-from lexicons.errors import ModelError
 from polyglot_groc.cli import app
 from polyglot_groc.commands.elmo import init_from_elmo_command
 from polyglot_groc.elmo.convert import (

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from groc_base.errors import CorpusError, UnknownLanguageError
 from langpairs.corpus import EOS, MultilingualCorpus, find_split, read_split
-from lexicons.errors import CorpusError, UnknownLanguageError
 
 DATA = Path(__file__).parent / "data" / "corpus"
 TINY = DATA / "tiny"

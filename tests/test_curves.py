@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 from polyglot_groc.analysis.curves import plot_curves, read_metrics
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -47,7 +47,7 @@ def test_read_metrics_roundtrip_and_damage(tmp_path: Path) -> None:
 def test_atomic_write_honours_umask(tmp_path: Path) -> None:
     import os
 
-    from lexicons.fileio import atomic_write_bytes
+    from groc_base.fileio import atomic_write_bytes
 
     old = os.umask(0o027)
     try:
@@ -58,7 +58,7 @@ def test_atomic_write_honours_umask(tmp_path: Path) -> None:
 
 
 def test_unique_labels_disambiguate_same_names_with_parent_folders(tmp_path: Path) -> None:
-    from lexicons.fileio import unique_labels
+    from groc_base.fileio import unique_labels
 
     assert unique_labels(["x/d.txt", "y/d.txt", "z/e.txt"]) == ["x/d.txt", "y/d.txt", "e.txt"]
     assert unique_labels(["a/x/run", "b/x/run", "c/y/run"]) == ["a/x/run", "b/x/run", "y/run"]

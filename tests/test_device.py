@@ -9,7 +9,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from lexicons.errors import ConfigError
+from groc_base.errors import ConfigError
 from polyglot_groc.cli import app
 from polyglot_groc.config import SurfaceConfig, load_config
 from polyglot_groc.model.bundle import load_bundle

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from groc_base.errors import DictionaryError
 from langpairs.dictionaries import group_by_source, read_dictionary
-from lexicons.errors import DictionaryError
 
 DICT = Path(__file__).parent / "data" / "corpus" / "dict"
 

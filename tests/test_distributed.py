@@ -17,7 +17,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from lexicons.errors import ConfigError
+from groc_base.errors import ConfigError
 from polyglot_groc.training.distributed import check_world
 from polyglot_groc.training.trainer import StepInfo, Trainer
 from tests.conftest import small_run_config

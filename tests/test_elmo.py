@@ -19,7 +19,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from lexicons.errors import CheckpointError, InputError, ModelError, ResourceMissingError
+from groc_base.errors import CheckpointError, InputError, ModelError, ResourceMissingError
 from polyglot_groc.config import PrefixConfig
 from polyglot_groc.elmo.bilm import (
     ElmoForwardLstm,

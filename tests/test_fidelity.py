@@ -113,7 +113,7 @@ def test_presets_load_and_validate(name: str) -> None:
 
 
 def test_bad_fidelity_values_are_config_errors() -> None:
-    from lexicons.errors import ConfigError
+    from groc_base.errors import ConfigError
 
     for bad in ('model.output.bias="table"', 'model.lexicon.combine="mul"', 'train.bptt_mode="random"',
                 "train.ar_alpha=-1", "model.prefix.word_dropout=1.0"):

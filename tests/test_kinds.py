@@ -212,7 +212,7 @@ def test_adaptive_scores_each_band_in_its_own_dimension() -> None:
 
 
 def test_adaptive_refuses_inputs_after_dropout() -> None:
-    from lexicons.errors import ConfigError
+    from groc_base.errors import ConfigError
 
     with pytest.raises(ConfigError, match="inputs_after_dropout"):
         _bundle("adaptive", {"en": EN}, "en", ["model.output.inputs_after_dropout=true"])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from lexicons.errors import LexiconError, LexiconMissingError
+from groc_base.errors import LexiconError, LexiconMissingError
 from lexicons.service import LexiconService
 from lexicons.tsv_backend import TsvLexicon
 from lexicons.wn_backend import WnLexicon

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eval.vectors import write_vec
-from lexicons.errors import InputError, LexiconMissingError
+from groc_base.errors import InputError, LexiconMissingError
 from lexicons.wn_backend import WnLexicon
 from polyglot_groc.cli import app
 

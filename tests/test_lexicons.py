@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lexicons.errors import (
+from groc_base.errors import (
     CheckpointError,
     ConfigError,
     GrocError,

@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from eval.align import NeighbourhoodMeans, build_dictionary, csls_topk, translation_precision
 from eval.baselines import char_ngram_precision, identical_precision, split_by_identical
-from eval.errors import EvalInputError
 from eval.similarity import read_word_pairs, word_similarity
 from eval.vectors import read_vec, write_vec
+from groc_base.errors import InputError
 from polyglot_groc.cli import app
 
 runner = CliRunner()
@@ -142,7 +142,7 @@ def test_pruned_dictionary_induction_equals_full_search() -> None:
 def test_neighbourhood_means_rejects_a_stale_object() -> None:
     src, tgt = _noisy_translations(300, 8, seed=5)
     stale = NeighbourhoodMeans(tgt[:200], src)
-    with pytest.raises(EvalInputError, match="r_tgt was computed for 200 x 300 words"):
+    with pytest.raises(InputError, match="r_tgt was computed for 200 x 300 words"):
         csls_topk(src, tgt, 5, r_tgt=stale)
 
 
@@ -212,7 +212,7 @@ def test_similarity_cli_scores_datasets_independently_and_cross_lingually(tmp_pa
 
 
 def test_export_words_refuses_multiword_lines(tmp_path: Path) -> None:
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
     from polyglot_groc.commands.embeddings import _read_words
 
     path = tmp_path / "w.txt"

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from eval.vectors import write_vec
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 from polyglot_groc.cli import app
 from polyglot_groc.commands._common import cli_errors, setup_logging, warn
 

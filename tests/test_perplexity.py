@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from eval.errors import EvalInputError
 from eval.perplexity import perplexity
+from groc_base.errors import InputError
 
 
 class BigramScorer:
@@ -43,7 +43,7 @@ def test_uniform_model_has_vocabulary_size_perplexity_and_bptt_does_not_matter()
 
 
 def test_too_short_stream_is_an_error() -> None:
-    with pytest.raises(EvalInputError, match="batch size"):
+    with pytest.raises(InputError, match="batch size"):
         perplexity(BigramScorer(np.ones((2, 2))), np.zeros((4, 1), dtype=np.int64), 5)
 
 

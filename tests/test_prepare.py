@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from groc_base.errors import CorpusError, UnknownLanguageError
 from langpairs.corpus import EOS, MultilingualCorpus
 from langpairs.prepare import MANIFEST_NAME, prepare_corpora
-from lexicons.errors import CorpusError, UnknownLanguageError
 
 
 def _lines(path: Path) -> list[str]:

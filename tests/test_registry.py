@@ -9,6 +9,7 @@ try:
 except ModuleNotFoundError:  # python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
+from groc_base.errors import ConfigError, UnknownLanguageError
 from langpairs.registry import (
     RELATED,
     Language,
@@ -16,7 +17,6 @@ from langpairs.registry import (
     default_registry,
     parse_lang_spec,
 )
-from lexicons.errors import ConfigError, UnknownLanguageError
 
 
 def test_ten_thesis_languages_with_table_5_1_families() -> None:

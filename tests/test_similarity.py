@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.errors import EvalInputError
 from eval.similarity import SimilarityResult, read_word_similarity, spearman, word_similarity
+from groc_base.errors import InputError
 
 
 def test_read_word_similarity_tab_and_space(tmp_path: Path) -> None:
@@ -32,16 +32,16 @@ def test_read_word_similarity_tab_and_space(tmp_path: Path) -> None:
 def test_read_word_similarity_errors(tmp_path: Path, content: str, match: str) -> None:
     path = tmp_path / "bad.txt"
     path.write_text(content, encoding="utf-8")
-    with pytest.raises(EvalInputError, match=match):
+    with pytest.raises(InputError, match=match):
         read_word_similarity(path)
 
 
 def test_read_word_similarity_not_utf8_and_missing(tmp_path: Path) -> None:
     path = tmp_path / "latin1.txt"
     path.write_bytes("a b 1\ncaf\xe9 bar 2\n".encode("latin-1"))
-    with pytest.raises(EvalInputError, match="line 2 is not valid utf-8"):
+    with pytest.raises(InputError, match="line 2 is not valid utf-8"):
         read_word_similarity(path)
-    with pytest.raises(EvalInputError, match="check the path"):
+    with pytest.raises(InputError, match="check the path"):
         read_word_similarity(tmp_path / "missing.txt")
 
 
@@ -64,9 +64,9 @@ def test_spearman_hand_values_and_errors() -> None:
     # rho = 1.5 / sqrt(1.5 * 2) = sqrt(3) / 2
     assert spearman([5, 5, 7], [1, 2, 3]) == pytest.approx(np.sqrt(3) / 2)
     assert np.isnan(spearman([1, 1, 1], [1, 2, 3]))
-    with pytest.raises(EvalInputError, match="equally long"):
+    with pytest.raises(InputError, match="equally long"):
         spearman([1, 2], [1, 2, 3])
-    with pytest.raises(EvalInputError, match="at least 2"):
+    with pytest.raises(InputError, match="at least 2"):
         spearman([1], [1])
 
 
@@ -91,7 +91,7 @@ def test_word_similarity_counts_and_cosine() -> None:
     assert (cased.found, cased.not_found) == (4, 1)
     few = word_similarity([("car", "automobile", 1.0), ("x", "y", 2.0)], words, vectors)
     assert np.isnan(few.rho) and (few.found, few.not_found) == (1, 1)
-    with pytest.raises(EvalInputError, match="one vector row per word"):
+    with pytest.raises(InputError, match="one vector row per word"):
         word_similarity(triples, words[:3], vectors)
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import langpairs.tokenize as tok
+from groc_base.errors import ConfigError, ResourceMissingError
 from langpairs.tokenize import SentenceTokenizer, Tokenizer, make_tokenizer
-from lexicons.errors import ConfigError, ResourceMissingError
 
 
 def test_whitespace() -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from lexicons.errors import CheckpointError, InputError
+from groc_base.errors import CheckpointError, InputError
 from polyglot_groc.model.bundle import load_bundle
 from polyglot_groc.model.checkpoint import load_checkpoint, save_checkpoint
 from polyglot_groc.training.trainer import Trainer

@@ -17,8 +17,8 @@ import pytest
 from gensim.models import KeyedVectors
 from typer.testing import CliRunner
 
-from eval.errors import EvalInputError
 from eval.vectors import first_occurrences, read_vec, write_vec
+from groc_base.errors import InputError
 from polyglot_groc.cli import app
 from tests.conftest import SMALL, TINY
 
@@ -93,7 +93,7 @@ def test_every_format_reads_like_gensim_and_like_text(tmp_path: Path, make: str)
     np.testing.assert_array_equal(low_vecs, vecs[rows])
     # unique: a repeated word is an error (the exact string; "the" and "The" are two words).
     assert read_vec(path, unique=True)[0] == WORDS
-    with pytest.raises(EvalInputError, match="row 3 repeats the word 'a'"):
+    with pytest.raises(InputError, match="row 3 repeats the word 'a'"):
         read_vec(_c_binary(tmp_path / "dup.bin", ["a", "b", "a"], _vectors(3)), unique=True)
 
 
@@ -101,7 +101,7 @@ def test_first_occurrences_rule() -> None:
     assert first_occurrences(["a", "B", "b", "A", "c"], lower=True) == (["a", "b", "c"], pytest.approx([0, 1, 4]))
     words, rows = first_occurrences(["a", "B", "b", "A", "c"], lower=False, max_vocab=2)
     assert words == ["a", "B"] and rows.tolist() == [0, 1]
-    with pytest.raises(EvalInputError, match="max_vocab=0"):
+    with pytest.raises(InputError, match="max_vocab=0"):
         first_occurrences(["a"], max_vocab=0)
 
 
@@ -119,7 +119,7 @@ def test_first_occurrences_rule() -> None:
 def test_bad_binary_files_are_one_line_errors(tmp_path: Path, content: bytes, match: str) -> None:
     path = tmp_path / "model.bin"
     path.write_bytes(content)
-    with pytest.raises(EvalInputError, match=match) as info:
+    with pytest.raises(InputError, match=match) as info:
         read_vec(path)
     assert str(path) in str(info.value) and "\n" not in str(info.value)
     assert "utf-8; re-encode" not in str(info.value)
@@ -129,7 +129,7 @@ def test_damaged_gzip_is_named(tmp_path: Path) -> None:
     write_vec(tmp_path / "v.vec.gz", [f"w{i}" for i in range(400)], _vectors(400))
     data = (tmp_path / "v.vec.gz").read_bytes()
     (tmp_path / "cut.vec.gz").write_bytes(data[: len(data) // 2])
-    with pytest.raises(EvalInputError, match="cannot decompress its gzip data.*damaged or truncated"):
+    with pytest.raises(InputError, match="cannot decompress its gzip data.*damaged or truncated"):
         read_vec(tmp_path / "cut.vec.gz")
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.errors import EvalInputError
 from eval.vectors import read_vec, vocabulary_index, write_vec
+from groc_base.errors import InputError
 
 FIXTURE = Path(__file__).parent / "data" / "eval" / "tiny.vec"
 
@@ -94,7 +94,7 @@ def test_read_tolerates_crlf_trailing_spaces_and_final_blank_lines(tmp_path: Pat
 def test_read_errors_name_file_line_and_fix(tmp_path: Path, content: bytes, match: str) -> None:
     path = tmp_path / "bad.vec"
     path.write_bytes(content)
-    with pytest.raises(EvalInputError, match=match) as info:
+    with pytest.raises(InputError, match=match) as info:
         read_vec(path)
     message = str(info.value)
     assert str(path) in message and "\n" not in message
@@ -102,9 +102,9 @@ def test_read_errors_name_file_line_and_fix(tmp_path: Path, content: bytes, matc
 
 
 def test_read_missing_file_and_bad_max_vocab(tmp_path: Path) -> None:
-    with pytest.raises(EvalInputError, match="check the path"):
+    with pytest.raises(InputError, match="check the path"):
         read_vec(tmp_path / "missing.vec")
-    with pytest.raises(EvalInputError, match="max_vocab=0"):
+    with pytest.raises(InputError, match="max_vocab=0"):
         read_vec(FIXTURE, max_vocab=0)
 
 
@@ -113,14 +113,14 @@ def test_read_error_in_a_later_chunk_reports_its_line(tmp_path: Path) -> None:
     rows[4500] = "w4500 1 x"
     path = tmp_path / "big.vec"
     path.write_text("5000 2\n" + "\n".join(rows) + "\n", encoding="utf-8")
-    with pytest.raises(EvalInputError, match="line 4502 has the non-numeric value 'x'"):
+    with pytest.raises(InputError, match="line 4502 has the non-numeric value 'x'"):
         read_vec(path)
 
 
 @pytest.mark.parametrize("word", ["two words", "tab\there", "nbsp\u00a0x", "", "new\nline"])
 def test_write_rejects_words_with_whitespace(tmp_path: Path, word: str) -> None:
     path = tmp_path / "out.vec"
-    with pytest.raises(EvalInputError, match="empty or contains whitespace"):
+    with pytest.raises(InputError, match="empty or contains whitespace"):
         write_vec(path, ["ok", word], np.zeros((2, 2)))
     assert not path.exists() and list(tmp_path.iterdir()) == []
 
@@ -129,13 +129,13 @@ def test_write_errors_keep_the_existing_file(tmp_path: Path) -> None:
     path = tmp_path / "out.vec"
     write_vec(path, ["a"], np.ones((1, 2)))
     before = path.read_bytes()
-    with pytest.raises(EvalInputError, match="2 words but 1 vectors"):
+    with pytest.raises(InputError, match="2 words but 1 vectors"):
         write_vec(path, ["a", "b"], np.ones((1, 2)))
-    with pytest.raises(EvalInputError, match="nan"):
+    with pytest.raises(InputError, match="nan"):
         write_vec(path, ["a"], np.array([[np.nan, 1.0]]))
-    with pytest.raises(EvalInputError, match="2-d"):
+    with pytest.raises(InputError, match="2-d"):
         write_vec(path, ["a"], np.ones(2))
-    with pytest.raises(EvalInputError, match="does not exist"):
+    with pytest.raises(InputError, match="does not exist"):
         write_vec(tmp_path / "no" / "dir.vec", ["a"], np.ones((1, 2)))
     assert path.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["out.vec"]

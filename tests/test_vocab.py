@@ -5,7 +5,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 from polyglot_groc.model.vocab import UNK, Vocab
 
 

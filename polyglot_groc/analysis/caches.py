@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 
 __all__ = [
     "check_cache_params", "downweight_new", "interpolate_cache", "neural_cache_logprob",

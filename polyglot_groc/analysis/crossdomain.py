@@ -29,8 +29,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from groc_base.errors import CorpusError, InputError
 from langpairs.batching import batchify, bptt_windows
-from lexicons.errors import CorpusError, InputError
 from polyglot_groc.analysis.caches import (
     check_cache_params,
     downweight_new,

@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lexicons.errors import InputError
-from lexicons.fileio import atomic_write_bytes
+from groc_base.errors import InputError
+from groc_base.fileio import atomic_write_bytes
 
 __all__ = ["check_png_path", "plot_curves", "read_metrics", "save_png"]
 
@@ -23,7 +23,7 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     """The records of a ``metrics.jsonl`` file (blank lines skipped); a bad line raises ``InputError``."""
     import json
 
-    from lexicons.fileio import read_bytes
+    from groc_base.fileio import read_bytes
 
     records: list[dict[str, Any]] = []
     text = read_bytes(Path(path), "metrics file", InputError).decode("utf-8", errors="replace")

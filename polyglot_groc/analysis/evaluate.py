@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 from polyglot_groc.model.bundle import load_bundle
 from polyglot_groc.model.lm import parameter_split
 from polyglot_groc.training.data import load_corpus

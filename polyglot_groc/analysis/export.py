@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from eval.vectors import first_occurrences
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 from polyglot_groc.model.bundle import ModelBundle
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from lexicons.errors import InputError
-from lexicons.fileio import unique_labels
+from groc_base.errors import InputError
+from groc_base.fileio import unique_labels
 from polyglot_groc.analysis.curves import check_png_path, save_png
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 from polyglot_groc.analysis.caches import check_cache_params
 from polyglot_groc.analysis.crossdomain import (
     CacheSettings,

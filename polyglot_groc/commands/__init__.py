@@ -1,7 +1,7 @@
 """The typer commands: thin wrappers that parse options, call library functions and own output.
 
 Each module owns one command or command group. The library logs and raises errors from the
-``lexicons.errors`` hierarchy; only this package prints, and ``_common.cli_errors`` turns errors
+``groc_base.errors`` hierarchy; only this package prints, and ``_common.cli_errors`` turns errors
 into a one-line message and exit code 2.
 
 May import anything in the project. Nothing but ``polyglot_groc.cli`` imports it.

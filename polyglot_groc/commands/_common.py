@@ -18,9 +18,8 @@ from typing import Annotated, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from eval.errors import EvalInputError
-from lexicons.errors import ConfigError, GrocError, InputError
-from lexicons.fileio import dumps_json
+from groc_base.errors import ConfigError, GrocError, InputError
+from groc_base.fileio import dumps_json
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -33,7 +32,7 @@ console = Console(markup=False)
 err_console = Console(stderr=True, soft_wrap=True, markup=False)
 
 #: Errors that are the user's to fix: reported in one line, exit code 2.
-USER_ERRORS: tuple[type[BaseException], ...] = (GrocError, EvalInputError, FileNotFoundError, UnicodeDecodeError)
+USER_ERRORS: tuple[type[BaseException], ...] = (GrocError, FileNotFoundError, UnicodeDecodeError)
 
 EXIT_USER_ERROR = 2
 

@@ -63,7 +63,7 @@ def _tune(run: Path, data: Path, split: str, cache: str, size: int, out: Path | 
           thetas: str | None = None, lambdas: str | None = None, new_word_weights: str | None = None,
           new_word_weight: float | None = None, threads: int | None = None,
           overwrite: bool = False) -> None:
-    from lexicons.errors import ConfigError
+    from groc_base.errors import ConfigError
     from polyglot_groc.analysis.tunecache import tune_cache
 
     setup_logging(verbose)
@@ -119,8 +119,8 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
               overwrite: bool, verbose: bool, resume_optimizer: bool = False, overrides: list[str] | None = None,
               threads: int | None = None, device: str | None = None, max_minutes: float | None = None,
               log_every: int = 100, tensorboard: bool = False, checkpoint: str = "best") -> None:
-    from lexicons.errors import InputError
-    from lexicons.fileio import dumps_json
+    from groc_base.errors import InputError
+    from groc_base.fileio import dumps_json
     from polyglot_groc.commands.train import EXIT_DIVERGED, RichHooks
     from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.finetune import finetune_run
@@ -178,7 +178,7 @@ def freq_bins_command(
 @cli_errors
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
           verbose: bool, threads: int | None = None, overwrite: bool = False) -> None:
-    from lexicons.fileio import atomic_write_bytes, dumps_json
+    from groc_base.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.analysis.curves import check_png_path
     from polyglot_groc.analysis.freqbins import compare_runs
 
@@ -206,8 +206,8 @@ def curves_command(
 
 @cli_errors
 def _curves(runs: list[Path], out: Path, title: str | None, overwrite: bool = False) -> None:
-    from lexicons.errors import InputError
-    from lexicons.fileio import unique_labels
+    from groc_base.errors import InputError
+    from groc_base.fileio import unique_labels
     from polyglot_groc.analysis.curves import check_png_path, plot_curves, read_metrics
 
     check_png_path(out)

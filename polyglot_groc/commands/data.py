@@ -70,8 +70,8 @@ def prepare(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Sample fixed-budget train/valid/test text per language (reproducible; see prepare.json)."""
+    from groc_base.errors import ConfigError, CorpusError
     from langpairs.prepare import MANIFEST_NAME, prepare_corpora
-    from lexicons.errors import ConfigError, CorpusError
 
     setup_logging(verbose)
     data_root = deprecated_alias("--data", "--data-root", data_root, data_root_old)

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lexicons.fileio import dumps_json
+from groc_base.fileio import dumps_json
 from polyglot_groc.commands._common import (
     ThreadsOption,
     check_positive,
@@ -66,7 +66,7 @@ def _train_overrides(finetune_epochs: int | None, max_steps: int | None, lr: flo
                      eval_every: int | None, threads: int | None) -> tuple[list[str], list[str]]:
     """(defaults, explicit): defaults go before the user's --set overrides, explicit flags after
     them (flags win, as in ``train``), so --set train.lr=... is not undone by --lr's default."""
-    from lexicons.errors import ConfigError
+    from groc_base.errors import ConfigError
 
     if finetune_epochs is not None and max_steps is not None:
         raise ConfigError("--finetune-epochs and --max-steps both given; pass one of them")
@@ -94,7 +94,7 @@ def _train_overrides(finetune_epochs: int | None, max_steps: int | None, lr: flo
 
 
 def _check_overrides(overrides: list[str], allowed: tuple[str, ...], forbidden: tuple[str, ...], why: str) -> None:
-    from lexicons.errors import ConfigError
+    from groc_base.errors import ConfigError
     from polyglot_groc.config import parse_override
 
     for ov in overrides:
@@ -110,7 +110,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
                     data: Path | None, eval_every: int | None, checkpoint: str, elmo_options: Path | None,
                     elmo_weights: Path | None, langs: str | None, overrides: list[str], threads: int | None,
                     overwrite: bool, verbose: bool) -> None:
-    from lexicons.errors import ConfigError
+    from groc_base.errors import ConfigError
     from polyglot_groc.commands.train import RichHooks
     from polyglot_groc.elmo.convert import finetune_converted
 
@@ -170,7 +170,7 @@ class _Announce:
 
 def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], defaults: list[str],
               explicit: list[str]) -> tuple[Any, RunConfig, dict[str, Any]]:
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
     from polyglot_groc.elmo.convert import convert_elmo_bundle
     from polyglot_groc.model.bundle import load_bundle
     from polyglot_groc.training.finetune import parent_record
@@ -196,8 +196,8 @@ def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], de
 def _from_weights(options_path: Path | None, weights_path: Path | None, data: Path | None, langs: str | None,
                   overrides: list[str], defaults: list[str],
                   explicit: list[str]) -> tuple[Any, RunConfig, dict[str, Any]]:
+    from groc_base.errors import ConfigError
     from langpairs.registry import parse_lang_spec
-    from lexicons.errors import ConfigError
     from polyglot_groc.config import ParentConfig
     from polyglot_groc.elmo.bilm import ElmoModel, load_bilm_options
     from polyglot_groc.elmo.convert import ELMO_FIXED_KEYS, elmo_groc_config, install_elmo_weights

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from lexicons.fileio import dumps_json
+from groc_base.fileio import dumps_json
 from polyglot_groc.commands._common import (
     OVERWRITE_HELP,
     ThreadsOption,
@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 
 def _read_words(path: Path, skip_multiword: bool = False) -> list[str]:
     """One word per line; a line with several tokens is an error unless ``skip_multiword``."""
+    from groc_base.errors import InputError
+    from groc_base.fileio import read_bytes
     from langpairs.corpus import decode_utf8
-    from lexicons.errors import InputError
-    from lexicons.fileio import read_bytes
 
     data = read_bytes(path, "word list", InputError)
     lines = [line.split() for line in decode_utf8(data, path).splitlines()]
@@ -102,7 +102,7 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
             checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto",
             threads: int | None = None, overwrite: bool = False) -> None:
     from eval.vectors import write_vec
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
 
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab)
@@ -132,7 +132,7 @@ def _load_side(vec: Path | None, bundle: Callable[[], Any] | None, lang: str | N
     the words that ``export --vocab`` and ``align --src/--tgt`` on the exported files score.
     """
     from eval.vectors import read_vec
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
 
     if vec is not None:
         return read_vec(vec, max_vocab=max_vocab, lower=lower)
@@ -203,8 +203,8 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
 
     from eval.align import KNN_MODES, align, identical_pairs, pairs_to_indices
     from eval.vectors import write_vec
+    from groc_base.errors import InputError
     from langpairs.dictionaries import read_dictionary
-    from lexicons.errors import InputError
     from polyglot_groc.model.checkpoint import atomic_write, atomic_write_text
 
     setup_logging(verbose)
@@ -306,7 +306,7 @@ def _lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | No
     """Seed pairs: words of the two languages that share a synset (ILI) in the lexicon."""
     import numpy as np
 
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
     from lexicons.service import open_lexicon
 
     if not src_lang or not tgt_lang:
@@ -358,16 +358,15 @@ def _score_datasets(datasets: list[Path], score: Any) -> dict[str, Any]:
     Each failure is reported once: as a one-line warning when other datasets were scored, or
     inside the one error (exit 2) when none could be.
     """
-    from eval.errors import EvalInputError
-    from lexicons.errors import InputError
-    from lexicons.fileio import unique_labels
+    from groc_base.errors import InputError
+    from groc_base.fileio import unique_labels
 
     results: dict[str, Any] = {}
     # Keyed by file name, with parent folders where two datasets share one (never one lost).
     for label, ds in zip(unique_labels(datasets), datasets, strict=True):
         try:
             results[label] = score(ds)
-        except (EvalInputError, InputError) as exc:
+        except InputError as exc:
             results[label] = {"error": str(exc)}
     failed = [name for name, entry in results.items() if "error" in entry]
     if len(failed) == len(results):
@@ -386,7 +385,7 @@ def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, la
                 tgt_vectors: Path | None = None, device: str = "auto", threads: int | None = None) -> None:
     from eval.similarity import read_word_pairs, word_similarity
     from eval.vectors import read_vec
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
 
     setup_logging(verbose)
     check_positive(max_vocab=max_vocab)

@@ -15,7 +15,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from lexicons.errors import CorpusError, InputError
+from groc_base.errors import CorpusError, InputError
 from polyglot_groc.commands._common import cli_errors, console, print_json
 
 app = typer.Typer(
@@ -79,7 +79,7 @@ def _sources(lexicon: Any) -> str:
 def _lexicon(
     backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None, nltk_data: Path | None
 ):  # type: ignore[no-untyped-def]
-    from lexicons.cache import default_cache_root
+    from groc_base.cache import default_cache_root
     from lexicons.service import open_lexicon
 
     # The wordnets' loaded data is cached on disk: only the first call after an import reads the

@@ -30,7 +30,7 @@ def pretrain_vectors_command(
 @cli_errors
 def _pretrain(data: Path, out: Path, langs: str, algorithm: str, dim: int, epochs: int, extra: list[Path],
               seed: int, verbose: bool, overwrite: bool = False) -> None:
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
     from polyglot_groc.training.pretrain import pretrain_vectors
 
     setup_logging(verbose)

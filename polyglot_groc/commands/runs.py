@@ -16,7 +16,7 @@ app = typer.Typer(help="Summarise run directories.", no_args_is_help=True,
 
 def summarize_run(run: Path) -> dict[str, Any]:
     """Model, languages, data, progress and perplexities of one run directory (any state, even killed)."""
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
     from polyglot_groc.analysis.curves import read_metrics
     from polyglot_groc.config import load_config
 
@@ -51,7 +51,7 @@ def list_runs(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table")] = False,
 ) -> None:
     """One line per run directory under ROOT."""
-    from lexicons.errors import InputError
+    from groc_base.errors import InputError
 
     if not root.is_dir():
         raise InputError(f"{root} is not a folder; give the folder that holds your runs")

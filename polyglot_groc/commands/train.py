@@ -59,7 +59,7 @@ class RichHooks:
             try:
                 from torch.utils.tensorboard import SummaryWriter
             except ImportError as exc:
-                from lexicons.errors import ConfigError
+                from groc_base.errors import ConfigError
 
                 raise ConfigError("--tensorboard needs the tensorboard package; pip install "
                                   "'polyglot-groc[tensorboard]' or leave the flag out") from exc
@@ -201,8 +201,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            resume: Path | None, log_every: int, tensorboard: bool, verbose: bool, init_input: Path | None = None,
            freeze_input: bool = False, untie: bool = False, precision: str | None = None,
            compile_: bool | None = None) -> None:
+    from groc_base.errors import ConfigError
     from langpairs.registry import parse_lang_spec
-    from lexicons.errors import ConfigError
     from polyglot_groc.training.data import language_registry
 
     setup_logging(verbose)
@@ -250,7 +250,7 @@ def _resume(run: Path, log_every: int, tensorboard: bool) -> None:
 
     run = run.resolve()
     if not (run / "config.toml").is_file() or not (run / "last.pt").is_file():
-        from lexicons.errors import InputError
+        from groc_base.errors import InputError
 
         raise InputError(f"{run} has no config.toml and last.pt to resume from; train it first without --resume")
     cfg = load_config(run / "config.toml", [])
@@ -261,8 +261,8 @@ def _resume(run: Path, log_every: int, tensorboard: bool) -> None:
 def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[str, Any] | None, log_every: int,
                   tensorboard: bool, bundle: Any = None) -> None:
     """Lock the run directory, train, write result.json; on an early error leave nothing behind."""
-    from lexicons.errors import InputError
-    from lexicons.fileio import dumps_json
+    from groc_base.errors import InputError
+    from groc_base.fileio import dumps_json
     from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.distributed import world_from_env
     from polyglot_groc.training.trainer import Trainer, run_dir_has_content

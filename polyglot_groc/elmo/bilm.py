@@ -33,7 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lexicons.errors import CheckpointError, InputError, ModelError, ResourceMissingError
+from groc_base.errors import CheckpointError, InputError, ModelError, ResourceMissingError
 from polyglot_groc.config import PrefixConfig, SurfaceConfig
 from polyglot_groc.model.charset import ELMO_BOS_TOKEN, ELMO_EOS_TOKEN, ELMO_N_CHARS, Charset
 from polyglot_groc.model.surface import Highway, SurfaceEncoder

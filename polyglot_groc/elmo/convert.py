@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from groc_base.errors import ConfigError, ModelError
+from groc_base.fileio import dumps_json
 from langpairs.corpus import MultilingualCorpus
-from lexicons.errors import ConfigError, ModelError
-from lexicons.fileio import dumps_json
 from polyglot_groc.config import RunConfig
 from polyglot_groc.elmo.bilm import ElmoModel, ElmoOptions, copy_forward_lstm_into, elmo_prefix_compatible
 from polyglot_groc.model.bundle import ModelBundle

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from lexicons.errors import CheckpointError, ModelError
+from groc_base.errors import CheckpointError, ModelError
 from polyglot_groc.config import RunConfig, from_dict, to_dict
 from polyglot_groc.model.charset import Charset, check_word_lengths
 from polyglot_groc.model.checkpoint import load_checkpoint
@@ -95,7 +95,7 @@ class ModelBundle:
         The run's words keep the forms they were trained with (the checkpoint's); the new words get
         theirs from the lexicon the run recorded (``cfg.model.lexicon``), else none (r = d = 0).
         """
-        from lexicons.errors import LexiconError
+        from groc_base.errors import LexiconError
         from polyglot_groc.model.lexforms import compile_forms, describe, extend_forms
 
         assert self.forms is not None

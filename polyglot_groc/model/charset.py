@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lexicons.errors import ModelError
+from groc_base.errors import ModelError
 
 PAD, BOW, EOW, UNK_CHAR = 0, 1, 2, 3
 N_SPECIAL = 4

@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from lexicons.errors import CheckpointError
-from lexicons.fileio import atomic_write
+from groc_base.errors import CheckpointError
+from groc_base.fileio import atomic_write
 
 __all__ = ["atomic_write", "atomic_write_text", "file_sha256", "load_checkpoint", "save_checkpoint"]
 

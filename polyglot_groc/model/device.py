@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from lexicons.errors import ConfigError
+from groc_base.errors import ConfigError
 from polyglot_groc.config import DEVICE_PATTERN, PRECISIONS
 
 log = logging.getLogger(__name__)

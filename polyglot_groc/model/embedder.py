@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from lexicons.errors import ModelError
+from groc_base.errors import ModelError
 from polyglot_groc.config import SurfaceConfig
 from polyglot_groc.model.surface import SurfaceEncoder, masked_mean
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from eval.vectors import read_vec
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 from polyglot_groc.model.embedder import LookupEmbedder
 from polyglot_groc.model.lm import LanguageModel
 from polyglot_groc.model.vocab import Vocab

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 
-from lexicons.cache import default_cache_root
+from groc_base.cache import default_cache_root
 from polyglot_groc.config import LexiconConfig
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.vocab import Vocab

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 import torch
 import torch.nn.functional as F
 
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 
 
 class LanguageScreen:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 
 UNK = "<unk>"
 EOS = "<eos>"

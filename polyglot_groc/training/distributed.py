@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-from lexicons.errors import ConfigError
+from groc_base.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from lexicons.errors import CheckpointError, ConfigError, InputError
+from groc_base.errors import CheckpointError, ConfigError, InputError
 from polyglot_groc.config import ParentConfig, RunConfig, load_config, parse_override, to_dict
 from polyglot_groc.model.bundle import ModelBundle, load_bundle, run_checkpoint_path
 from polyglot_groc.model.checkpoint import file_sha256

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.vectors import write_vec
-from lexicons.errors import InputError, ResourceMissingError
+from groc_base.errors import InputError, ResourceMissingError
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from types import TracebackType
 
 from filelock import FileLock, Timeout
 
-from lexicons.errors import InputError
+from groc_base.errors import InputError
 
 log = logging.getLogger(__name__)
 

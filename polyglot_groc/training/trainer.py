@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 from eval.perplexity import PerplexityResult
+from groc_base.errors import CheckpointError, InputError
+from groc_base.fileio import dumps_json
 from langpairs.batching import LanguageSchedule, MultilingualBatcher
 from langpairs.corpus import MultilingualCorpus
-from lexicons.errors import CheckpointError, InputError
-from lexicons.fileio import dumps_json
 from polyglot_groc.config import RunConfig, dump_toml
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint, set_rng_state

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lexicons.errors import ConfigError
+from groc_base.errors import ConfigError
 from polyglot_groc.config import ModelConfig
 from polyglot_groc.model.kinds import adaptive, compositional, conv, lookup
 from polyglot_groc.model.kinds.base import DotScorer, KindParts

@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.weak import WeakIdKeyDictionary
 
-from lexicons.errors import ConfigError
+from groc_base.errors import ConfigError
 from polyglot_groc.config import ModelConfig
 from polyglot_groc.model.kinds.base import KindParts, NoBias
 from polyglot_groc.model.outputs import ResidualOutputNet, VariationalDropout

@@ -1,9 +1,8 @@
 """The toolkit's one error hierarchy.
 
-It lives in ``lexicons`` because that package sits at the bottom of the dependency chain
-(``lexicons`` <- ``langpairs`` <- ``polyglot_groc``): every package above can import it.
-``eval`` imports none of the others, so its input errors derive from ``ValueError``
-(``eval.errors.EvalInputError``); the CLI maps both families to exit code 2.
+It lives in ``groc_base``, under every other package (``lexicons``, ``langpairs``, ``eval``,
+``polyglot_groc``), so each raises the same types, where the problem is found; the CLI maps every
+:class:`GrocError` to one line on stderr and exit code 2. ``InputError`` is also a ``ValueError``.
 
 Messages are lowercase, name the offending value, and say how to fix it.
 """

@@ -4,8 +4,8 @@ Cache entries are written atomically (temp file + rename) while holding a :mod:`
 beside them, so concurrent processes build an entry once and readers never see half a file.  A
 damaged entry is reported (a warning) and rebuilt: a cache is never the user's error.
 
-It lives in ``lexicons`` (the bottom of the dependency chain) so the cache root is defined once;
-``polyglot_groc`` uses :func:`default_cache_root` too.
+It lives in ``groc_base`` so the cache root is defined once, for ``lexicons`` and
+``polyglot_groc`` alike.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""File I/O shared by every package above ``eval``: atomic writes and (optionally gzipped) reads.
+"""File I/O shared by every package: atomic writes, (optionally gzipped) reads and JSON output.
 
-It lives at the bottom of the dependency chain (``lexicons`` <- ``langpairs`` <- ``polyglot_groc``)
-so there is one implementation. ``eval`` imports none of the toolkit and keeps its own writer.
+It lives in ``groc_base``, under every other package, so there is one implementation.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
-from lexicons.errors import GrocError
+from groc_base.errors import GrocError
 
 
 def write_then_rename(directory: Path, prefix: str, fill: Callable[[Path], Path], mode: int | None = None) -> Path:
