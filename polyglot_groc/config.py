@@ -23,6 +23,25 @@ ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("fp32", "tf32", "bf16")
 DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
 
+#: Each kind's own defaults for ``[model.output]`` (seed 000 Table 8, PTB rows; the same values as
+#: ``configs/ptb_table8_<kind>.toml``, a test checks). They sit between the dataclass defaults and
+#: what a config file or an override sets: ``--model deep-residual`` alone gets depth 4 and selu,
+#: and ``--set model.output.depth=2`` still wins. ``adaptive`` keeps its cutoffs as fractions of |V|
+#: (0.2/0.7 = PTB's 2k/7k of 10k words) so they fit any vocabulary; ``elmo`` is not in Table 8
+#: and keeps the dataclass defaults; ``groc-lex`` is Table 8's "GroC (ours)" row, like ``groc``.
+KIND_DEFAULTS: dict[str, dict[str, Any]] = {
+    "untied": {"output": {"dropout": 0.1}},  # Table 8 "Lookup table"
+    "tied": {"output": {"dropout": 0.0}},
+    "lookup": {"output": {"dropout": 0.0}},  # the old name of tied
+    "bilinear": {"output": {"dropout": 0.5}},
+    "deep-residual": {"output": {"dropout": 0.5, "depth": 4, "activation": "selu"}},
+    "adaptive": {"output": {"dropout": 0.3, "cutoffs": [0.2, 0.7]}},
+    "conv": {"output": {"dropout": 0.1, "correction": 128}},
+    "elmo": {},
+    "groc": {"output": {"dropout": 0.2, "depth": 0}},
+    "groc-lex": {"output": {"dropout": 0.2, "depth": 0}},
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class CharsetConfig:
@@ -261,8 +280,9 @@ class RunConfig:
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name}={p} must be in [0, 1)")
         if m.kind == "deep-residual" and m.output.depth < 1:
-            raise ConfigError("model kind deep-residual needs model.output.depth >= 1; "
-                              "e.g. --set model.output.depth=4 (seed 000 Table 8, PTB)")
+            raise ConfigError(f"model kind deep-residual needs model.output.depth >= 1, not {m.output.depth}; "
+                              "drop the setting for the kind's default 4 (seed 000 Table 8, PTB) or set e.g. "
+                              "--set model.output.depth=2")
         if m.output.correction < 1 or m.output.adaptive_factor < 1:
             raise ConfigError("model.output.correction must be >= 1 and model.output.adaptive_factor >= 1")
         if any(c <= 0 for c in m.output.cutoffs):
@@ -425,21 +445,43 @@ def _merge(base: dict[str, Any], path: Sequence[str], value: Any) -> None:
 
 def load_config(path: Path | None = None, overrides: Sequence[str] = (),
                 base: Mapping[str, Any] | None = None) -> RunConfig:
-    """Load a TOML config (optional), then apply ``section.key=value`` overrides in order."""
-    values: dict[str, Any] = to_dict(RunConfig()) if base is None else dict(_deepcopy(base))
+    """Load a TOML config (optional), then apply ``section.key=value`` overrides in order.
+
+    Without ``base``, the starting values are those of the chosen model kind (:func:`kind_defaults`):
+    dataclass defaults < the kind's defaults < the file < the overrides.
+    """
+    layers: list[Mapping[str, Any]] = []
     if path is not None:
         try:
             text = Path(path).read_text(encoding="utf-8")
-            loaded = tomllib.loads(text)
+            layers.append(tomllib.loads(text))
         except FileNotFoundError as exc:
             raise ConfigError(f"config file {path} does not exist; check the path") from exc
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-        _deep_update(values, loaded)
-    for ov in overrides:
-        p, v = parse_override(ov)
-        _merge(values, p, v)
-    return from_dict(values)
+    parsed = [parse_override(ov) for ov in overrides]
+
+    def merged(start: dict[str, Any]) -> dict[str, Any]:
+        for layer in layers:
+            _deep_update(start, _deepcopy(layer))
+        for p, v in parsed:
+            _merge(start, p, v)
+        return start
+
+    if base is not None:
+        return from_dict(merged(dict(_deepcopy(base))))
+    # The kind is known only once the file and overrides are applied; its defaults go under them.
+    chosen = merged(to_dict(RunConfig())).get("model", {})
+    kind = chosen.get("kind") if isinstance(chosen, Mapping) else None
+    return from_dict(merged(kind_defaults(kind)))
+
+
+def kind_defaults(kind: Any) -> dict[str, Any]:
+    """The default config values (a plain dict) of a run of model ``kind`` (:data:`KIND_DEFAULTS`)."""
+    values = to_dict(RunConfig())
+    if isinstance(kind, str) and kind in KIND_DEFAULTS:
+        _deep_update(values, {"model": _deepcopy(KIND_DEFAULTS[kind])})
+    return values
 
 
 def _deepcopy(m: Mapping[str, Any]) -> dict[str, Any]:
