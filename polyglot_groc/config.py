@@ -210,8 +210,10 @@ class TrainConfig:
     precision: str = "fp32"
     #: torch.compile the surface encoder (falls back to eager with a logged warning).
     compile: bool = False
-    #: Steps between host reads of the running loss (no per-step device sync).
-    log_every: int = 10
+    #: The one logging knob (CLI ``--log-every``): every N steps the running training loss is read
+    #: from the device (the loop's only host sync) and logged: the CLI's log line (loss, ppl, lr,
+    #: tok/s, ETA) and TensorBoard scalars. 0: read at evaluations only, no log lines.
+    log_every: int = 100
     #: Under torchrun: each rank encodes 1/N of the scored vocabulary (all-gathered with autograd);
     #: false encodes the whole vocabulary on every rank.
     shard_vocab: bool = True
@@ -303,8 +305,8 @@ class RunConfig:
             raise ConfigError(f"unknown device {t.device!r}; use auto, cpu, cuda or cuda:N")
         if t.precision not in PRECISIONS:
             raise ConfigError(f"train.precision={t.precision!r} must be one of {', '.join(PRECISIONS)}")
-        if t.log_every <= 0:
-            raise ConfigError(f"train.log_every={t.log_every} must be positive")
+        if t.log_every < 0:
+            raise ConfigError(f"train.log_every={t.log_every} must be >= 0 (steps between log lines; 0: none)")
         _check_finite(self)
         checks: tuple[tuple[str, float], ...] = (
             ("train.max_epochs", t.max_epochs), ("train.lr_patience", t.lr_patience),

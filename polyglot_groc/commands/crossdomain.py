@@ -100,7 +100,9 @@ def finetune_command(
     threads: ThreadsOption = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device; "
                                                "default: the run's)", show_default=False)] = None,
-    log_every: Annotated[int, typer.Option("--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps")] = 100,
+    log_every: Annotated[int | None, typer.Option(
+        "--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps; 0: no log lines (train.log_every)",
+        show_default="the run's train.log_every")] = None,
     tensorboard: Annotated[bool, typer.Option("--tensorboard", help="Also write TensorBoard scalars")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -118,7 +120,7 @@ def finetune_command(
 def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: int | None, lr: float | None,
               overwrite: bool, verbose: bool, resume_optimizer: bool = False, overrides: list[str] | None = None,
               threads: int | None = None, device: str | None = None, max_minutes: float | None = None,
-              log_every: int = 100, tensorboard: bool = False, checkpoint: str = "best") -> None:
+              log_every: int | None = None, tensorboard: bool = False, checkpoint: str = "best") -> None:
     from groc_base.errors import InputError
     from groc_base.fileio import dumps_json
     from polyglot_groc.commands.train import EXIT_DIVERGED, RichHooks
@@ -134,14 +136,15 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
     # Explicit flags win over --set, as in train.
     explicit = [*([f"train.threads={threads}"] if threads is not None else []),
                 *([f'train.device="{device}"'] if device is not None else []),
-                *([f"train.max_minutes={max_minutes}"] if max_minutes is not None else [])]
+                *([f"train.max_minutes={max_minutes}"] if max_minutes is not None else []),
+                *([f"train.log_every={log_every}"] if log_every is not None else [])]
     if Path(out).resolve() == Path(run).resolve():
         raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
         raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
     # One writer per run directory, as for train and --resume; an early error leaves nothing behind.
     with locked_run_dir(Path(out), "finetune", ("config.toml", "metrics.jsonl", "curves.png")):
-        hooks = RichHooks(Path(out), log_every, tensorboard)
+        hooks = RichHooks(Path(out), tensorboard)
         try:
             done = finetune_run(run, data, out, epochs, checkpoint, overwrite=overwrite, lr=lr, max_steps=max_steps,
                                 resume_optimizer=resume_optimizer, overrides=[*(overrides or []), *explicit],

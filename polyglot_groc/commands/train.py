@@ -39,11 +39,11 @@ def _fmt_eta(seconds: float) -> str:
 
 
 class RichHooks:
-    """Progress bar with loss, tokens/s, ETA and the language mix; a log line every ``log_every`` steps;
-    after each validation the training-curve PNG (and TensorBoard scalars). CLI only: the library
-    never prints, and training/ may not import analysis/."""
+    """Progress bar with loss, tokens/s, ETA and the language mix; a log line at the trainer's log
+    points (``train.log_every``); after each validation the training-curve PNG (and TensorBoard
+    scalars). CLI only: the library never prints, and training/ may not import analysis/."""
 
-    def __init__(self, run_dir: Path | None = None, log_every: int = 100, tensorboard: bool = False) -> None:
+    def __init__(self, run_dir: Path | None = None, tensorboard: bool = False) -> None:
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -51,7 +51,6 @@ class RichHooks:
         )
         self.task: Any = None
         self.run_dir = run_dir
-        self.log_every = log_every
         self.records: list[Mapping[str, Any]] = []
         self.total: int | None = None
         self.tb: Any = None
@@ -81,7 +80,7 @@ class RichHooks:
         mix = " ".join(f"{k}:{v / total:.0%}" for k, v in sorted(info.lang_batches.items()))
         self.progress.update(self.task, completed=info.step, description=f"epoch {info.epoch:.2f}",
                              status=f"loss {info.loss:.3f} | {info.tokens_per_s:,.0f} tok/s | {mix}")
-        if self.log_every and info.step % self.log_every == 0:
+        if info.logged:
             task = self.progress.tasks[0] if self.progress.tasks else None
             eta = task.time_remaining if task is not None else None
             ppl = math.exp(min(info.loss, 50.0))
@@ -181,7 +180,9 @@ def train_command(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     resume: Annotated[Path | None, typer.Option("--resume", help="Continue this interrupted run exactly "
                                                 "(other options are ignored)")] = None,
-    log_every: Annotated[int, typer.Option("--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps")] = 100,
+    log_every: Annotated[int | None, typer.Option(
+        "--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps; 0: no log lines (train.log_every)",
+        show_default="config's train.log_every: 100, --size small 20")] = None,
     tensorboard: Annotated[bool, typer.Option("--tensorboard", help="Also write TensorBoard scalars")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -198,7 +199,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            max_epochs: int | None, seed: int | None, tokenize: str | None, vocab_mode: str | None, no_screen: bool,
            schedule: str | None, lexicon: list[str] | None, no_relations: bool, no_definitions: bool,
            lexicon_coverage: float | None, threads: int | None, device: str | None, overwrite: bool,
-           resume: Path | None, log_every: int, tensorboard: bool, verbose: bool, init_input: Path | None = None,
+           resume: Path | None, log_every: int | None, tensorboard: bool, verbose: bool, init_input: Path | None = None,
            freeze_input: bool = False, untie: bool = False, precision: str | None = None,
            compile_: bool | None = None) -> None:
     from groc_base.errors import ConfigError
@@ -231,7 +232,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
            "model.lexicon.use_definitions": False if no_definitions else None,
            "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device,
-           "train.precision": precision, "train.compile": compile_,
+           "train.precision": precision, "train.compile": compile_, "train.log_every": log_every,
            "model.init_input": str(init_input) if init_input else None,
            "model.freeze_input": True if freeze_input else None},
     )
@@ -240,10 +241,12 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     if not cfg.data.root:
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
     cfg.validate()
-    _run_training(cfg, out, overwrite, None, log_every, tensorboard)
+    _run_training(cfg, out, overwrite, None, tensorboard)
 
 
-def _resume(run: Path, log_every: int, tensorboard: bool) -> None:
+def _resume(run: Path, log_every: int | None, tensorboard: bool) -> None:
+    import dataclasses
+
     from polyglot_groc.config import load_config
     from polyglot_groc.model.bundle import ModelBundle
     from polyglot_groc.model.checkpoint import load_checkpoint
@@ -254,11 +257,13 @@ def _resume(run: Path, log_every: int, tensorboard: bool) -> None:
 
         raise InputError(f"{run} has no config.toml and last.pt to resume from; train it first without --resume")
     cfg = load_config(run / "config.toml", [])
+    if log_every is not None:
+        cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, log_every=log_every))
     payload = load_checkpoint(run / "last.pt")
-    _run_training(cfg, run, False, payload, log_every, tensorboard, ModelBundle.from_state(payload["bundle"]))
+    _run_training(cfg, run, False, payload, tensorboard, ModelBundle.from_state(payload["bundle"]))
 
 
-def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[str, Any] | None, log_every: int,
+def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[str, Any] | None,
                   tensorboard: bool, bundle: Any = None) -> None:
     """Lock the run directory, train, write result.json; on an early error leave nothing behind."""
     from groc_base.errors import InputError
@@ -278,7 +283,7 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
     owner = locked_run_dir(out, "resume" if payload is not None else "train", clean)
     with owner if main_rank else contextlib.nullcontext():
         # Progress, curves and TensorBoard belong to rank 0 too.
-        hooks = RichHooks(out, log_every, tensorboard) if main_rank else None
+        hooks = RichHooks(out, tensorboard) if main_rank else None
         if hooks is not None and payload is not None:
             from polyglot_groc.analysis.curves import read_metrics
 

@@ -64,9 +64,13 @@ class StepInfo:
     loss: float
     lr: float
     tokens_per_s: float
-    #: Batches seen so far per language (the language mix). ``loss`` is the mean over the last
-    #: ``train.log_every`` steps (read from the device only then; NaN before the first read).
+    #: Batches seen so far per language (the language mix). ``loss`` is the running training loss:
+    #: the mean over the steps up to the last read of the device (every ``train.log_every`` steps
+    #: and at evaluations); before the first read of a run (or of a resumed run) it is peeked at
+    #: steps 1, 2, 4, 8, ..., so it is never NaN once a step was made (unless training diverged).
     lang_batches: dict[str, int]
+    #: This step is a log point (``train.log_every``): print, plot, write TensorBoard scalars.
+    logged: bool = False
 
 
 @dataclass(frozen=True)
@@ -339,6 +343,7 @@ class Trainer:
         loss_acc, loss_n = 0.0, 0
         # Running NLL stays on the device; it is read (one host sync) every train.log_every steps.
         dev_loss, dev_n, last_loss = torch.zeros((), device=self.device), 0, math.nan
+        loss_reads, steps_here = 0, 0  # reads and steps made by this process (not before a resume)
         stop_reason = "max_epochs"
         evaluated_at = -1
 
@@ -423,9 +428,10 @@ class Trainer:
 
             Returns False when the loss is not finite (training diverged).
             """
-            nonlocal dev_loss, dev_n, loss_acc, loss_n, last_loss
+            nonlocal dev_loss, dev_n, loss_acc, loss_n, last_loss, loss_reads
             if dev_n == 0:
                 return True
+            loss_reads += 1
             if self.dist.enabled:  # the global batch's loss: mean over ranks (a sync at logging only)
                 torch.distributed.all_reduce(dev_loss)
                 dev_loss /= self.dist.world
@@ -437,6 +443,13 @@ class Trainer:
             last_loss = total / dev_n
             dev_loss, dev_n = torch.zeros((), device=self.device), 0
             return True
+
+        def peek_loss() -> None:
+            """The running loss for display before the first read: one sync, the sums untouched
+            (so the logged training loss is the same however often it is peeked at)."""
+            nonlocal last_loss
+            if dev_n:
+                last_loss = float(dev_loss) / dev_n
 
         def diverged() -> bool:
             """Read the running loss; True (and logged) when it is not finite."""
@@ -496,14 +509,18 @@ class Trainer:
             lang_batches[lang] += 1
             dev_loss = dev_loss + out.loss.detach()
             dev_n += 1
+            steps_here += 1
             due = (t.eval_every and step % t.eval_every == 0) or (not t.eval_every and step % steps_per_epoch == 0)
-            if (step % t.log_every == 0 or due) and diverged():
+            log_point = bool(t.log_every) and step % t.log_every == 0
+            if (log_point or due) and diverged():
                 # Stop without evaluating a broken model; the last checkpoint stays the last good one.
                 stop_reason = "diverged"
                 evaluated_at = step
                 break
+            if not loss_reads and steps_here & (steps_here - 1) == 0:
+                peek_loss()  # steps 1, 2, 4, ... of this process until the first read
             self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, last_loss, lr,
-                                        tokens / max(train_time, 1e-9), dict(lang_batches)))
+                                        tokens / max(train_time, 1e-9), dict(lang_batches), log_point))
             if due and evaluate_and_checkpoint():
                 stop_reason = "early_stopping"
                 break
