@@ -54,17 +54,33 @@ class RichHooks:
         self.records: list[Mapping[str, Any]] = []
         self.total: int | None = None
         self.tb: Any = None
-        if tensorboard and run_dir is not None:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
+        self.tensorboard = tensorboard and run_dir is not None
+        if self.tensorboard:
+            try:  # checked now, before anything is written; the writer is made in on_start
+                import torch.utils.tensorboard  # noqa: F401
             except ImportError as exc:
                 from groc_base.errors import ConfigError
 
                 raise ConfigError("--tensorboard needs the tensorboard package; pip install "
                                   "'polyglot-groc[tensorboard]' or leave the flag out") from exc
-            self.tb = SummaryWriter(log_dir=str(run_dir / "tensorboard"))
+
+    def _open_tensorboard(self, start_step: int) -> None:
+        """``RUN/tensorboard``, made only once the trainer has prepared the run directory (a writer
+        made earlier creates it, and a new run would then find its directory "already exists").
+        A new run starts a fresh log; a resumed one purges the events logged after its checkpoint."""
+        import shutil
+
+        from torch.utils.tensorboard import SummaryWriter
+
+        assert self.run_dir is not None
+        log_dir = self.run_dir / "tensorboard"
+        if start_step == 0:
+            shutil.rmtree(log_dir, ignore_errors=True)  # the replaced run's events (--overwrite)
+        self.tb = SummaryWriter(log_dir=str(log_dir), purge_step=start_step + 1 if start_step else None)
 
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
+        if self.tensorboard and self.tb is None:
+            self._open_tensorboard(int(info.get("start_step", 0)))
         split = info.get("n_params_split") or {}
         parts = ", ".join(f"{k} {split[k]:,}" for k in ("embeddings", "prefix", "output") if k in split)
         err_console.print(f"training {info['langs']}: {info['n_params']:,} parameters ({parts}), "
@@ -87,9 +103,10 @@ class RichHooks:
             self.progress.console.print(
                 f"step {info.step}: loss {info.loss:.3f} ppl {ppl:.1f} lr {info.lr:.3g} "
                 f"{info.tokens_per_s:,.0f} tok/s ETA {_fmt_eta(eta or 0.0)}", highlight=False)
-            if self.tb is not None:
-                self.tb.add_scalar("train/loss", info.loss, info.step)
-                self.tb.add_scalar("train/tokens_per_s", info.tokens_per_s, info.step)
+            if self.tb is not None:  # the log line's scalars (ETA aside)
+                for name, value in (("loss", info.loss), ("perplexity", ppl), ("lr", info.lr),
+                                    ("tokens_per_s", info.tokens_per_s), ("epoch", info.epoch)):
+                    self.tb.add_scalar(f"train/{name}", value, info.step)
 
     def on_eval(self, record: Mapping[str, Any]) -> None:
         ppl = ", ".join(f"{k} {v:.1f}" for k, v in record["valid_perplexity"].items())
@@ -102,6 +119,7 @@ class RichHooks:
         if self.tb is not None:
             for lang, v in record["valid_perplexity"].items():
                 self.tb.add_scalar(f"valid/perplexity/{lang}", v, record["step"])
+            self.tb.add_scalar("valid/nll", record["valid_nll"], record["step"])
             self.tb.flush()
 
     def close(self) -> None:

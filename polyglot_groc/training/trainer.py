@@ -324,7 +324,8 @@ class Trainer:
         split = parameter_split(model)
         total = t.max_steps or steps_per_epoch * t.max_epochs
         self.hooks.on_start(total, {"n_params": n_params, "n_params_split": split, "vocab": len(bundle.vocab),
-                                    "langs": list(corpus.langs),
+                                    "langs": list(corpus.langs), "kind": model.kind,
+                                    "start_step": int(self.resume["step"]) if self.resume is not None else 0,
                                     "steps_per_epoch": steps_per_epoch})
         log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
                  "%d steps per epoch", model.kind, n_params, split["embeddings"], split["prefix"], split["output"],
