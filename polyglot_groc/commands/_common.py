@@ -124,7 +124,7 @@ def check_probability(**values: float | None) -> None:
 #: ``--threads`` of every command that runs a model; apply it with :func:`use_threads`.
 THREADS_HELP = ("CPU threads for torch; 0 or unset: torch's default ($OMP_NUM_THREADS if set, else all cores). "
                 "On a loaded machine 1-2 threads can be several times faster")
-ThreadsOption = Annotated[int | None, typer.Option("--threads", help=THREADS_HELP, show_default=False)]
+ThreadsOption = Annotated[int | None, typer.Option("--threads", help=THREADS_HELP, show_default="torch's default")]
 
 
 def use_threads(threads: int | None) -> None:

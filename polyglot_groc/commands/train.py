@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,7 +44,7 @@ class RichHooks:
     points (``train.log_every``); after each validation the training-curve PNG (and TensorBoard
     scalars). CLI only: the library never prints, and training/ may not import analysis/."""
 
-    def __init__(self, run_dir: Path | None = None, tensorboard: bool = False) -> None:
+    def __init__(self, run_dir: Path | None = None, tensorboard: bool = False, announce: str = "") -> None:
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -51,6 +52,8 @@ class RichHooks:
         )
         self.task: Any = None
         self.run_dir = run_dir
+        #: Where the config came from (printed with the model's size once training starts).
+        self.announce = announce
         self.records: list[Mapping[str, Any]] = []
         self.total: int | None = None
         self.tb: Any = None
@@ -83,8 +86,12 @@ class RichHooks:
             self._open_tensorboard(int(info.get("start_step", 0)))
         split = info.get("n_params_split") or {}
         parts = ", ".join(f"{k} {split[k]:,}" for k in ("embeddings", "prefix", "output") if k in split)
-        err_console.print(f"training {info['langs']}: {info['n_params']:,} parameters ({parts}), "
-                          f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch")
+        if self.announce:
+            err_console.print(self.announce, highlight=False, markup=False)
+        what = f"{info['kind']} " if info.get("kind") else ""
+        err_console.print(f"training {what}on {', '.join(info['langs'])}: {info['n_params']:,} parameters ({parts}), "
+                          f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch"
+                          + (f", {total_steps:,} steps" if total_steps else ""), highlight=False, markup=False)
         self.progress.start()
         self.total = total_steps
         self.task = self.progress.add_task("train", total=total_steps, status="")
@@ -146,6 +153,15 @@ def build_config(config: Path | None, overrides: list[str], **flags: Any) -> Run
     return load_config(config, ov)
 
 
+def describe_config(cfg: RunConfig) -> str:
+    """The configuration in a few words: kind, sizes, output net, budget."""
+    m, t = cfg.model, cfg.train
+    budget = [f"{t.max_steps} steps" if t.max_steps else "", f"{t.max_epochs} epochs",
+              f"{t.max_minutes:g} minutes" if t.max_minutes else ""]
+    return (f"model {m.kind}: d {m.d}, {m.prefix.n_layers}x{m.prefix.hidden} LSTM, output dropout "
+            f"{m.output.dropout:g}, depth {m.output.depth}; at most {' / '.join(b for b in budget if b)}")
+
+
 def untied_config(cfg: RunConfig) -> RunConfig:
     """``--untie``: the tied kind becomes untied (seed 003 unties before freezing the input)."""
     import dataclasses
@@ -158,51 +174,118 @@ def untied_config(cfg: RunConfig) -> RunConfig:
     return cfg
 
 
+@functools.cache
+def _presets() -> tuple[dict[str, Any], dict[str, Any]]:
+    from polyglot_groc.config import to_dict
+
+    return to_dict(load_config(SIZES["small"])), to_dict(load_config(SIZES["paper"]))
+
+
+def _cfg_default(key: str) -> str:
+    """The shown default of a flag that sets config ``key``: the presets' value(s)."""
+
+    def get(values: Mapping[str, Any]) -> str:
+        for part in key.split("."):
+            values = values[part]
+        v: Any = values
+        if isinstance(v, list):
+            return ", ".join(map(str, v)) or "none"
+        return str(v).lower() if isinstance(v, bool) else str(v)
+
+    small, paper = (get(v) for v in _presets())
+    return f"config's {key}: {small}" if small == paper else f"config's {key}: {small} (small), {paper} (paper)"
+
+
 def train_command(
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated language codes, e.g. en,fr")] = "en",
-    with_: Annotated[str | None, typer.Option("--with", help="Add 'related' (Table 5.1 pair) or a code")] = None,
-    data: Annotated[Path | None, typer.Option("--data", help="Corpus root <data>/<lang>/<split>.txt")] = None,
+    with_: Annotated[str | None, typer.Option(
+        "--with", help="Add 'related' (the Table 5.1 pair of --langs) or a language code",
+        show_default="none")] = None,
+    data: Annotated[Path | None, typer.Option(
+        "--data", help="Corpus root: <DATA>/<lang>/{train,valid,test}.txt (data.root)",
+        show_default="config's data.root; required if it has none")] = None,
     out: Annotated[Path, typer.Option("--out", help="Run directory to create")] = Path("runs/run"),
     model: Annotated[str | None, typer.Option(
-        "--model", help="untied | tied (= lookup) | bilinear | deep-residual | adaptive | conv | elmo | groc | groc-lex"
+        "--model", help="Model kind, with its own output-net defaults (seed 000 Table 8): untied | tied (= lookup) | "
+        "bilinear | deep-residual | adaptive | conv | elmo | groc | groc-lex", show_default=_cfg_default("model.kind"),
     )] = None,
-    size: Annotated[str | None, typer.Option("--size", help="Preset when no --config: small (CPU, ~1 min on the "
-                                             "sample) | paper (seed 004)")] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="TOML config file")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="Override, e.g. --set model.d=128")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop after N steps (default: config)")] = None,
-    max_minutes: Annotated[float | None, typer.Option("--max-minutes", help="Stop after M minutes")] = None,
-    max_epochs: Annotated[int | None, typer.Option("--max-epochs", help="Stop after N epochs")] = None,
-    seed: Annotated[int | None, typer.Option("--seed", help="Random seed (default: config)")] = None,
-    tokenize: Annotated[str | None, typer.Option("--tokenize", help="whitespace | auto | stanza | toktok")] = None,
-    vocab_mode: Annotated[str | None, typer.Option("--vocab-mode", help="closed | open")] = None,
-    no_screen: Annotated[bool, typer.Option("--no-screen", help="Score the full union vocabulary")] = False,
-    schedule: Annotated[str | None, typer.Option("--schedule", help="proportional | round_robin | temperature")] = None,
+    size: Annotated[str | None, typer.Option(
+        "--size", help="Preset: small (d 64, 2x128 LSTM; ~1 min on examples/sample on CPU) | paper (seed 004: d 256, "
+        "2x1024 LSTM, ~9M parameters with groc; a GPU model). Not with --config",
+        show_default="small, unless --config")] = None,
+    config: Annotated[Path | None, typer.Option(
+        "--config", help="TOML config file, instead of --size; flags and --set apply on top",
+        show_default="none: the --size preset")] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="Config override section.key=value, repeatable, e.g. --set model.d=128 (flags win over it)",
+        show_default="none")] = None,
+    max_steps: Annotated[int | None, typer.Option(
+        "--max-steps", help="Stop after N steps in all (with --resume: extend the run to N)",
+        show_default=_cfg_default("train.max_steps") + " = no step limit")] = None,
+    max_minutes: Annotated[float | None, typer.Option(
+        "--max-minutes", help="Stop after M minutes of this invocation",
+        show_default=_cfg_default("train.max_minutes") + " = no time limit")] = None,
+    max_epochs: Annotated[int | None, typer.Option(
+        "--max-epochs", help="Stop after N epochs in all (with --resume: extend the run to N)",
+        show_default=_cfg_default("train.max_epochs"))] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Random seed", show_default=_cfg_default("train.seed"))] = None,
+    tokenize: Annotated[str | None, typer.Option(
+        "--tokenize", help="whitespace | auto | stanza | toktok", show_default=_cfg_default("data.tokenize"))] = None,
+    vocab_mode: Annotated[str | None, typer.Option(
+        "--vocab-mode", help="closed (train+valid+test words) | open (train words only)",
+        show_default=_cfg_default("data.vocab_mode"))] = None,
+    no_screen: Annotated[bool, typer.Option(
+        "--no-screen", help="Score the full union vocabulary instead of the batch language's (data.screen=false)",
+        show_default="off: screened")] = False,
+    schedule: Annotated[str | None, typer.Option(
+        "--schedule", help="Language mix of the batches: proportional | round_robin | temperature",
+        show_default=_cfg_default("data.schedule"))] = None,
     lexicon: Annotated[list[str] | None, typer.Option(
-        "--lexicon", help="wn lexicon, repeatable, as `lexicon info` lists them: omw-en, omw-en:3.0 or the full "
-                          "omw-en:3.0+<hash> (default: the installed wordnets of --langs)")] = None,
-    no_relations: Annotated[bool, typer.Option("--no-relations")] = False,
-    no_definitions: Annotated[bool, typer.Option("--no-definitions")] = False,
-    lexicon_coverage: Annotated[float | None, typer.Option("--lexicon-coverage", help="Fraction in [0, 1]")] = None,
-    threads: Annotated[int | None, typer.Option("--threads", help="CPU threads (default: config; 0 = torch's)")] = None,
-    device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
+        "--lexicon", help="groc-lex: wn lexicon, repeatable, as `lexicon info` lists them: omw-en, omw-en:3.0 or "
+                          "the full omw-en:3.0+<hash> (model.lexicon.specs)",
+        show_default="config's model.lexicon.specs: none = the installed wordnets of --langs")] = None,
+    no_relations: Annotated[bool, typer.Option(
+        "--no-relations", help="groc-lex: leave out the related words r (model.lexicon.use_relations=false)",
+        show_default="off: relations used")] = False,
+    no_definitions: Annotated[bool, typer.Option(
+        "--no-definitions", help="groc-lex: leave out the definition words d (model.lexicon.use_definitions=false)",
+        show_default="off: definitions used")] = False,
+    lexicon_coverage: Annotated[float | None, typer.Option(
+        "--lexicon-coverage", help="groc-lex: fraction in [0, 1] of lexicon entries kept",
+        show_default=_cfg_default("model.lexicon.coverage"))] = None,
+    threads: Annotated[int | None, typer.Option(
+        "--threads", help="CPU threads; 0: torch's choice",
+        show_default=_cfg_default("train.threads"))] = None,
+    device: Annotated[str | None, typer.Option(
+        "--device", help="auto (CUDA when available) | cpu | cuda | cuda:N",
+        show_default=_cfg_default("train.device"))] = None,
     precision: Annotated[str | None, typer.Option(
-        "--precision", help="fp32 | tf32 | bf16 (train.precision; loss stays fp32)")] = None,
+        "--precision", help="fp32 | tf32 | bf16 (the loss stays fp32)",
+        show_default=_cfg_default("train.precision"))] = None,
     compile_: Annotated[bool | None, typer.Option(
-        "--compile/--no-compile", help="torch.compile the char encoder (train.compile)")] = None,
+        "--compile/--no-compile", help="torch.compile the char encoder",
+        show_default=_cfg_default("train.compile"))] = None,
     init_input: Annotated[Path | None, typer.Option(
         "--init-input", help="Initialise the input table from word2vec vectors, .vec or .bin, plain or .gz "
-                             "(seed 003)")] = None,
-    freeze_input: Annotated[bool, typer.Option("--freeze-input", help="Keep the input table fixed")] = False,
-    untie: Annotated[bool, typer.Option("--untie", help="Use separate input/output tables (tied -> untied)")] = False,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
-    resume: Annotated[Path | None, typer.Option("--resume", help="Continue this interrupted run exactly "
-                                                "(other options are ignored)")] = None,
+                             "(seed 003)",
+        show_default="none: random init")] = None,
+    freeze_input: Annotated[bool, typer.Option(
+        "--freeze-input", help="Keep the input table fixed (model.freeze_input)", show_default="off")] = False,
+    untie: Annotated[bool, typer.Option(
+        "--untie", help="Use separate input/output tables (tied -> untied)", show_default="off")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace an existing run directory", show_default="off")] = False,
+    resume: Annotated[Path | None, typer.Option(
+        "--resume", help="Continue this interrupted run exactly, with its own config",
+        show_default="none: a new run")] = None,
     log_every: Annotated[int | None, typer.Option(
         "--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps; 0: no log lines (train.log_every)",
-        show_default="config's train.log_every: 100, --size small 20")] = None,
-    tensorboard: Annotated[bool, typer.Option("--tensorboard", help="Also write TensorBoard scalars")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+        show_default=_cfg_default("train.log_every"))] = None,
+    tensorboard: Annotated[bool, typer.Option(
+        "--tensorboard", help="Also write TensorBoard scalars to RUN/tensorboard", show_default="off")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Log INFO messages (data, device, model) to stderr", show_default="off")] = False,
 ) -> None:
     """Train a language model (mono- or polyglot) and write a run directory."""
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
@@ -232,11 +315,18 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     if resume is not None:
         _resume(resume, log_every, tensorboard)
         return
-    if size is not None:
-        if size not in SIZES:
-            raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(SIZES)}")
-        if config is None:
-            config = SIZES[size]
+    if size is not None and size not in SIZES:
+        raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(SIZES)}")
+    if size is not None and config is not None:
+        raise ConfigError(f"--size {size} and --config {config} both choose the configuration; pass one of them "
+                          f"(--size {size} is --config {SIZES[size]}; add --set overrides to either)")
+    if config is None:
+        source = f"--size {size or 'small'}{'' if size else ' (the default; --size paper for the paper model)'}"
+        config = SIZES[size or "small"]
+    else:
+        source = f"--config {config}"
+    if overrides:
+        source += f" with {len(overrides)} --set override{'s' if len(overrides) > 1 else ''}"
     # The config may define languages ([languages.xx]); resolve --langs against them.
     base = load_config(config, overrides)
     lang_codes = parse_lang_spec(langs, with_, registry=language_registry(base.languages))
@@ -259,7 +349,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     if not cfg.data.root:
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
     cfg.validate()
-    _run_training(cfg, out, overwrite, None, tensorboard)
+    _run_training(cfg, out, overwrite, None, tensorboard, announce=f"config: {source}")
 
 
 def _resume(run: Path, log_every: int | None, tensorboard: bool) -> None:
@@ -278,11 +368,12 @@ def _resume(run: Path, log_every: int | None, tensorboard: bool) -> None:
     if log_every is not None:
         cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, log_every=log_every))
     payload = load_checkpoint(run / "last.pt")
-    _run_training(cfg, run, False, payload, tensorboard, ModelBundle.from_state(payload["bundle"]))
+    _run_training(cfg, run, False, payload, tensorboard, ModelBundle.from_state(payload["bundle"]),
+                  announce=f"config: {run / 'config.toml'} (resumed at step {payload.get('step')})")
 
 
 def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[str, Any] | None,
-                  tensorboard: bool, bundle: Any = None) -> None:
+                  tensorboard: bool, bundle: Any = None, announce: str = "") -> None:
     """Lock the run directory, train, write result.json; on an early error leave nothing behind."""
     from groc_base.errors import InputError
     from groc_base.fileio import dumps_json
@@ -301,7 +392,9 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
     owner = locked_run_dir(out, "resume" if payload is not None else "train", clean)
     with owner if main_rank else contextlib.nullcontext():
         # Progress, curves and TensorBoard belong to rank 0 too.
-        hooks = RichHooks(out, tensorboard) if main_rank else None
+        if announce:
+            announce = f"{announce}; {describe_config(cfg)}"
+        hooks = RichHooks(out, tensorboard, announce=announce) if main_rank else None
         if hooks is not None and payload is not None:
             from polyglot_groc.analysis.curves import read_metrics
 
@@ -328,12 +421,17 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
 
 
 def evaluate_command(
-    run: Annotated[Path, typer.Argument(help="Run directory")],
+    run: Annotated[Path, typer.Argument(help="Run directory (written by train)")],
     split: Annotated[str, typer.Option("--split", help="valid | test")] = "test",
-    data: Annotated[Path | None, typer.Option("--data", help="Corpus root (default: the run's)")] = None,
-    batch_size: Annotated[int | None, typer.Option("--batch-size", help="Eval batch size (default: config)")] = None,
+    data: Annotated[Path | None, typer.Option(
+        "--data", help="Corpus root to score instead (open-vocabulary evaluation)",
+        show_default="the run's data.root")] = None,
+    batch_size: Annotated[int | None, typer.Option(
+        "--batch-size", help="Eval batch size (parallel streams)",
+        show_default="the run's train.eval_batch_size")] = None,
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
-    no_screen: Annotated[bool, typer.Option("--no-screen", help="Score over the full union vocabulary")] = False,
+    no_screen: Annotated[bool, typer.Option(
+        "--no-screen", help="Score over the full union vocabulary", show_default="off: screened")] = False,
     cache: Annotated[str, typer.Option("--cache", help="none | unigram | neural (open vocabulary)")] = "none",
     cache_theta: Annotated[float, typer.Option("--cache-theta", help="Neural cache flattening θ >= 0")] = 0.5,
     cache_lambda: Annotated[float, typer.Option("--cache-lambda", help="Model weight λ in [0, 1]")] = 0.966,
@@ -342,13 +440,16 @@ def evaluate_command(
         "--new-word-weight", help="GroC: new words' weight before any cache (1: as the model scores them; "
                                   "the seed used 0.1 with caches; tune-cache tunes it)")] = 1.0,
     uniform_weight: Annotated[float | None, typer.Option(
-        "--uniform-weight", help="Lookup models: uniform weight (default: tuned on --data's valid)")] = None,
+        "--uniform-weight", help="Lookup models: uniform weight of new words",
+        show_default="tuned on --data's valid")] = None,
     lexicon_coverage: Annotated[float | None, typer.Option(
-        "--lexicon-coverage", help="groc-lex: fraction of lexicon entries kept at inference")] = None,
+        "--lexicon-coverage", help="groc-lex: fraction of lexicon entries kept at inference",
+        show_default="the run's model.lexicon.coverage")] = None,
     device: Annotated[str, typer.Option(
         "--device", help="auto | cpu | cuda | cuda:N (closed-vocabulary evaluation)")] = "auto",
     threads: ThreadsOption = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Log INFO messages to stderr", show_default="off")] = False,
 ) -> None:
     """Per-language perplexity of a run on a split, as JSON.
 
