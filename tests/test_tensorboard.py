@@ -47,3 +47,14 @@ def test_overwrite_starts_a_fresh_log(tmp_path: Path) -> None:
     res = _train(run, "--max-steps", "2", "--overwrite")
     assert res.exit_code == 0, res.output
     assert _scalars(run)["train/loss"] == [1, 2]  # the replaced run's steps 3, 4 are gone
+
+
+def test_resume_purges_the_events_its_checkpoint_lacks(tmp_path: Path) -> None:
+    from polyglot_groc.cli import app
+
+    run = tmp_path / "run"
+    assert _train(run, "--max-steps", "3").exit_code == 0  # events at 1..3; last.pt at step 3
+    res = runner.invoke(app, ["train", "--resume", str(run), "--max-steps", "5", "--tensorboard"])
+    assert res.exit_code == 0, res.output
+    assert _scalars(run)["train/loss"] == [1, 2, 3, 4, 5]
+    assert _scalars(run)["valid/nll"] == [2, 3, 4, 5]

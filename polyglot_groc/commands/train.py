@@ -196,7 +196,25 @@ def _cfg_default(key: str) -> str:
     return f"config's {key}: {small}" if small == paper else f"config's {key}: {small} (small), {paper} (paper)"
 
 
+#: What --resume can change: how far the run goes and how this invocation runs and reports.
+#: Everything else is the run's own config (config.toml) and is refused with --resume.
+RESUME_OPTIONS = frozenset({"resume", "max_steps", "max_epochs", "max_minutes", "threads", "device", "precision",
+                            "compile_", "log_every", "tensorboard", "verbose"})
+
+
+def given_options(ctx: typer.Context) -> list[str]:
+    """The flags the user gave (not defaults), as spelt on the command line (``--max-steps``)."""
+    flags = {p.name: p.opts[0] for p in ctx.command.params if p.name}
+    given = []
+    for name in ctx.params:
+        source = ctx.get_parameter_source(name)
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+            given.append(flags.get(name, name))
+    return given
+
+
 def train_command(
+    ctx: typer.Context,
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated language codes, e.g. en,fr")] = "en",
     with_: Annotated[str | None, typer.Option(
         "--with", help="Add 'related' (the Table 5.1 pair of --langs) or a language code",
@@ -287,11 +305,17 @@ def train_command(
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Log INFO messages (data, device, model) to stderr", show_default="off")] = False,
 ) -> None:
-    """Train a language model (mono- or polyglot) and write a run directory."""
+    """Train a language model (mono- or polyglot) and write a run directory.
+
+    With --resume RUN: continue RUN exactly where its last checkpoint left it, with its own config;
+    a larger --max-steps or --max-epochs extends a finished run.
+    """
+    resume_flags = {p.name: p.opts[0] for p in ctx.command.params if p.name in RESUME_OPTIONS}
+    not_for_resume = [f for f in given_options(ctx) if f not in resume_flags.values()]
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
            threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie,
-           precision, compile_)
+           precision, compile_, not_for_resume=not_for_resume)
 
 
 @cli_errors
@@ -302,7 +326,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            lexicon_coverage: float | None, threads: int | None, device: str | None, overwrite: bool,
            resume: Path | None, log_every: int | None, tensorboard: bool, verbose: bool, init_input: Path | None = None,
            freeze_input: bool = False, untie: bool = False, precision: str | None = None,
-           compile_: bool | None = None) -> None:
+           compile_: bool | None = None, not_for_resume: list[str] | None = None) -> None:
     from groc_base.errors import ConfigError
     from langpairs.registry import parse_lang_spec
     from polyglot_groc.training.data import language_registry
@@ -313,7 +337,14 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     check_non_negative(threads=threads, log_every=log_every)
     check_probability(lexicon_coverage=lexicon_coverage)
     if resume is not None:
-        _resume(resume, log_every, tensorboard)
+        if not_for_resume:
+            them = "it" if len(not_for_resume) == 1 else "them"
+            raise ConfigError(f"--resume continues {resume} with its own config, so {', '.join(not_for_resume)} "
+                              f"cannot apply; drop {them} (with --resume only --max-steps, --max-epochs, "
+                              "--max-minutes, --threads, --device, --precision, --compile, --log-every, "
+                              "--tensorboard and --verbose apply)")
+        _resume(resume, tensorboard, max_steps=max_steps, max_epochs=max_epochs, max_minutes=max_minutes,
+                threads=threads, device=device, precision=precision, compile_=compile_, log_every=log_every)
         return
     if size is not None and size not in SIZES:
         raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(SIZES)}")
@@ -352,24 +383,44 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     _run_training(cfg, out, overwrite, None, tensorboard, announce=f"config: {source}")
 
 
-def _resume(run: Path, log_every: int | None, tensorboard: bool) -> None:
+def _resume(run: Path, tensorboard: bool, **limits_and_runtime: Any) -> None:
+    """Resume ``run`` from last.pt; new stop limits extend it, runtime flags apply to this invocation
+    (both are written to its config.toml)."""
     import dataclasses
 
+    from groc_base.errors import InputError
     from polyglot_groc.config import load_config
     from polyglot_groc.model.bundle import ModelBundle
     from polyglot_groc.model.checkpoint import load_checkpoint
+    from polyglot_groc.training.runlock import RunLockedError, describe_owner, lock_holder
+    from polyglot_groc.training.trainer import resume_config
 
     run = run.resolve()
-    if not (run / "config.toml").is_file() or not (run / "last.pt").is_file():
-        from groc_base.errors import InputError
-
-        raise InputError(f"{run} has no config.toml and last.pt to resume from; train it first without --resume")
+    holder = lock_holder(run)  # before "is it a run?": a run still before its first checkpoint is one
+    if holder is not None:
+        raise RunLockedError(f"run {run} is being trained by {describe_owner(holder)}; wait for it to finish, "
+                             "or stop it (Ctrl-C, or kill the pid) and resume then")
+    if not (run / "last.pt").is_file() or not (run / "config.toml").is_file():
+        if (run / "config.toml").is_file():
+            raise InputError(f"run {run} stopped before its first checkpoint, so there is nothing to resume; "
+                             f"train it again with --out {run} --overwrite")
+        raise InputError(f"{run} is not a run directory (no config.toml and last.pt to resume from); "
+                         "train it first without --resume")
     cfg = load_config(run / "config.toml", [])
-    if log_every is not None:
-        cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, log_every=log_every))
     payload = load_checkpoint(run / "last.pt")
-    _run_training(cfg, run, False, payload, tensorboard, ModelBundle.from_state(payload["bundle"]),
-                  announce=f"config: {run / 'config.toml'} (resumed at step {payload.get('step')})")
+    lim = limits_and_runtime
+    cfg, changes = resume_config(cfg, payload, run, max_steps=lim.pop("max_steps"), max_epochs=lim.pop("max_epochs"),
+                                 max_minutes=lim.pop("max_minutes"), finished=(run / "result.json").is_file())
+    runtime = {"compile" if k == "compile_" else k: v for k, v in lim.items() if v is not None}
+    runtime = {k: v for k, v in runtime.items() if v != getattr(cfg.train, k)}
+    if runtime:
+        changes += [f"train.{k} {getattr(cfg.train, k)} -> {v}" for k, v in runtime.items()]
+        cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, **runtime)).validate()
+    bundle = ModelBundle.from_state(payload["bundle"])
+    bundle.cfg = dataclasses.replace(bundle.cfg, train=cfg.train)  # the checkpoints then record the new limits
+    note = f"; {', '.join(changes)}" if changes else ""
+    _run_training(cfg, run, False, payload, tensorboard, bundle,
+                  announce=f"config: {run / 'config.toml'}, resumed at step {payload.get('step')}{note}")
 
 
 def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[str, Any] | None,

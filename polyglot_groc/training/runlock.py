@@ -45,6 +45,26 @@ def _describe(owner: dict[str, object]) -> str:
     return f"pid {owner.get('pid')} on {owner.get('host')} ({owner.get('command')}, since {owner.get('since')})"
 
 
+def describe_owner(owner: dict[str, object]) -> str:
+    """``pid 123 on host (train, since ...)``: who holds a run directory."""
+    return _describe(owner) if owner else "another process (its owner note is missing)"
+
+
+def lock_holder(run_dir: Path) -> dict[str, object] | None:
+    """The owner note of the live process holding ``run_dir`` (``{}`` if it has none), or None when the
+    directory is free. Creates nothing: a directory without a lock file is free."""
+    path = Path(run_dir) / LOCK_NAME
+    if not path.is_file():
+        return None
+    probe = RunLock(Path(run_dir), "probe")
+    try:
+        probe._lock.acquire()
+    except Timeout:
+        return probe._owner()
+    probe._lock.release()
+    return None
+
+
 class RunLock:
     """``with RunLock(run_dir, "train"):`` holds the directory for this process."""
 
@@ -65,7 +85,11 @@ class RunLock:
         try:
             self._lock.acquire()
         except Timeout:
-            raise RunLockedError(f"run directory {self.run_dir} is in use by {_describe(self._owner())}; "
+            what = describe_owner(self._owner())
+            if self.command == "resume":
+                raise RunLockedError(f"run {self.run_dir} is being trained by {what}; wait for it to finish, "
+                                     "or stop it (Ctrl-C, or kill the pid) and resume then") from None
+            raise RunLockedError(f"run directory {self.run_dir} is in use by {what}; "
                                  "wait for it to finish or choose another --out") from None
         previous = self._owner()
         if previous and previous.get("host") == socket.gethostname() and isinstance(previous.get("pid"), int) \

@@ -123,6 +123,57 @@ def run_dir_has_content(run_dir: Path) -> bool:
     return run_dir.is_dir() and any(not p.name.startswith(".lock") for p in run_dir.iterdir())
 
 
+def resume_config(cfg: RunConfig, payload: Mapping[str, Any], run_dir: Path, *, max_steps: int | None = None,
+                  max_epochs: int | None = None, max_minutes: float | None = None,
+                  finished: bool = False) -> tuple[RunConfig, list[str]]:
+    """The config to resume ``run_dir`` (its ``last.pt`` is ``payload``) with new stop limits, and the
+    changes in words (``train.max_steps 60 -> 120``).
+
+    Steps and epochs are totals for the run (minutes count per invocation). A given limit must lie
+    beyond the step the run has reached; a limit not given that would stop the run before a given
+    one is lifted (and reported). ``finished``: the run completed before (its result.json is there).
+    Raises :class:`InputError` when the run cannot go on: it stopped early, or it finished at its
+    limits and none was raised (the message says how to extend it).
+    """
+    t = cfg.train
+    step = int(payload.get("step", 0))
+    epoch = float(payload.get("epoch", 0.0))
+    spe = payload.get("steps_per_epoch") or (round(step / epoch) if epoch > 0 else None)
+    extending = max_steps is not None or max_epochs is not None
+    if int(payload.get("bad_evals", 0)) >= t.stop_patience and (extending or finished):
+        raise InputError(f"run {run_dir} stopped early at step {step} (no validation improvement for "
+                         f"train.stop_patience={t.stop_patience} evaluations), so more steps or epochs cannot extend "
+                         "it; start a new run, e.g. with a lower train.lr or a larger train.stop_patience")
+    if max_steps is not None and max_steps <= step:
+        raise InputError(f"--max-steps {max_steps} does not extend run {run_dir}, which is at step {step} already; "
+                         f"pass a larger --max-steps, e.g. {2 * step}")
+    if max_epochs is not None and spe and max_epochs * spe <= step:
+        raise InputError(f"--max-epochs {max_epochs} does not extend run {run_dir}, which is at epoch "
+                         f"{epoch:.2f} already; pass a larger --max-epochs, e.g. {math.floor(epoch) + 1}")
+    new = {"max_steps": t.max_steps, "max_epochs": t.max_epochs, "max_minutes": t.max_minutes}
+    if max_steps is not None:
+        new["max_steps"] = max_steps
+        if max_epochs is None and spe and spe * t.max_epochs < max_steps:
+            new["max_epochs"] = math.ceil(max_steps / spe)  # so the epoch cap does not stop it first
+    if max_epochs is not None:
+        new["max_epochs"] = max_epochs
+        if max_steps is None and t.max_steps and spe and t.max_steps < max_epochs * spe:
+            new["max_steps"] = 0  # off: the step cap would stop it first
+    if max_minutes is not None:
+        new["max_minutes"] = max_minutes
+    at_limit = bool((new["max_steps"] and step >= new["max_steps"]) or (spe and step >= spe * new["max_epochs"]))
+    if finished and at_limit:
+        by_steps = bool(t.max_steps and step >= t.max_steps)
+        limit = f"train.max_steps={t.max_steps}" if by_steps else f"train.max_epochs={t.max_epochs}"
+        hint = f"--max-steps {2 * step}" if by_steps else f"--max-epochs {2 * t.max_epochs} or --max-steps {2 * step}"
+        raise InputError(f"run {run_dir} already finished at step {step} ({limit}); to train it further pass a "
+                         f"larger limit with --resume, e.g. polyglot-groc train --resume {run_dir} {hint}")
+    changes = [f"train.{k} {getattr(t, k):g} -> {v:g}" for k, v in new.items() if v != getattr(t, k)]
+    if not changes:
+        return cfg, []
+    return dataclasses.replace(cfg, train=dataclasses.replace(t, **new)).validate(), changes  # type: ignore[arg-type]
+
+
 def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
     run_dir = Path(run_dir)
     if run_dir_has_content(run_dir):
@@ -310,7 +361,7 @@ class Trainer:
     def fit(self) -> TrainResult:
         cfg, t = self.cfg, self.cfg.train
         bundle, model, corpus = self.bundle, self.model, self.corpus
-        if self.dist.is_main and self.resume is None:
+        if self.dist.is_main:  # on resume too: its limits may have been extended (resume_config)
             atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
         train_streams = split_streams(bundle, corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
@@ -389,7 +440,8 @@ class Trainer:
                         g["lr"] = lr
                     log.info("no improvement for %d evaluations: learning rate now %g", bad_evals, lr)
             # Everything the loop carries, so that --resume continues exactly (restored below).
-            extra = {"step": step, "epoch": step / steps_per_epoch, "batcher": batcher.state_dict(),
+            extra = {"step": step, "epoch": step / steps_per_epoch, "steps_per_epoch": steps_per_epoch,
+                     "batcher": batcher.state_dict(),
                      "best_nll": best_nll, "best_ckpt_nll": best_ckpt_nll, "bad_evals": bad_evals, "lr": lr,
                      "valid": last_valid, "best_valid": best_valid, "tokens": tokens, "train_time": train_time,
                      "loss_acc": loss_acc, "loss_n": loss_n,
