@@ -1,5 +1,5 @@
 """``train --resume`` from the command line: extending a finished run, options it cannot apply, a run
-another process is training."""
+another process is training, and what Ctrl-C / SIGTERM leave (one line, exit 130 / 143)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from polyglot_groc.cli import app
@@ -119,3 +120,48 @@ def test_resume_of_a_run_another_process_is_training(tmp_path: Path) -> None:
         holder.wait()
     # Once the trainer is gone, the same run is one that stopped before its first checkpoint.
     assert "nothing to resume" in _one_error(_resume(run))
+
+
+@pytest.mark.parametrize("sig, code, name", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_signal_says_what_was_kept_and_how_to_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      sig: int, code: int, name: str) -> None:
+    from polyglot_groc.commands.train import RichHooks
+
+    real = RichHooks.on_step
+
+    def on_step(self: RichHooks, info: Any) -> None:
+        real(self, info)
+        if info.step == 5:  # after the step-4 checkpoint
+            os.kill(os.getpid(), sig)
+
+    monkeypatch.setattr(RichHooks, "on_step", on_step)
+    before = signal.getsignal(signal.SIGTERM)
+    run = tmp_path / "run"
+    res = _train(run, "--max-steps", "8")
+    assert res.exit_code == code, res.output
+    assert signal.getsignal(signal.SIGTERM) == before  # the handler is put back
+    lines = [line for line in res.stderr.splitlines() if line.startswith("interrupted")]
+    assert len(lines) == 1, res.stderr
+    line = " ".join(res.stderr[res.stderr.index("interrupted"):].split())
+    assert f"interrupted by {name}" in line and "at step 5" in line and "step-4 checkpoint" in line
+    assert line.endswith(f"resume with: polyglot-groc train --resume {run}")
+    assert not (run / "result.json").exists() and not (run / ".lock.owner").exists()
+    monkeypatch.setattr(RichHooks, "on_step", real)
+    res = _resume(run)
+    assert res.exit_code == 0, res.output
+    assert json.loads((run / "result.json").read_text())["steps"] == 8
+
+
+def test_a_signal_before_the_first_checkpoint_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from polyglot_groc.commands.train import RichHooks
+
+    def on_step(self: RichHooks, info: Any) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(RichHooks, "on_step", on_step)
+    run = tmp_path / "run"
+    res = _train(run, "--max-steps", "8")
+    assert res.exit_code == 143, res.output
+    line = " ".join(res.stderr[res.stderr.index("interrupted"):].split())
+    assert "before the first checkpoint: nothing was kept" in line and "was removed" in line
+    assert not run.exists()

@@ -35,6 +35,35 @@ err_console = Console(stderr=True, soft_wrap=True, markup=False)
 USER_ERRORS: tuple[type[BaseException], ...] = (GrocError, FileNotFoundError, UnicodeDecodeError)
 
 EXIT_USER_ERROR = 2
+#: Conventional exit codes of a process ended by a signal: 128 + SIGINT (Ctrl-C), 128 + SIGTERM.
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+
+class Terminated(BaseException):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt (inside :func:`stop_signals`) so cleanup runs."""
+
+
+@contextlib.contextmanager
+def stop_signals() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`Terminated` instead of killing the process on the
+    spot, so ``finally`` blocks, the run lock and the caller's report run; the old handler comes back
+    after. Only the main thread can install handlers; elsewhere this does nothing."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def one_line(message: object) -> str:

@@ -12,6 +12,9 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from polyglot_groc.commands._common import (
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    Terminated,
     ThreadsOption,
     check_non_negative,
     check_positive,
@@ -21,6 +24,7 @@ from polyglot_groc.commands._common import (
     locked_run_dir,
     print_json,
     setup_logging,
+    stop_signals,
     use_threads,
 )
 from polyglot_groc.config import RunConfig, load_config
@@ -51,6 +55,8 @@ class RichHooks:
             console=err_console, transient=False,
         )
         self.task: Any = None
+        #: The last step shown (None before the first), for an interrupted run's report.
+        self.last_step: int | None = None
         self.run_dir = run_dir
         #: Where the config came from (printed with the model's size once training starts).
         self.announce = announce
@@ -99,6 +105,7 @@ class RichHooks:
     def on_step(self, info: Any) -> None:
         import math
 
+        self.last_step = info.step
         total = sum(info.lang_batches.values())
         mix = " ".join(f"{k}:{v / total:.0%}" for k, v in sorted(info.lang_batches.items()))
         self.progress.update(self.task, completed=info.step, description=f"epoch {info.epoch:.2f}",
@@ -308,7 +315,8 @@ def train_command(
     """Train a language model (mono- or polyglot) and write a run directory.
 
     With --resume RUN: continue RUN exactly where its last checkpoint left it, with its own config;
-    a larger --max-steps or --max-epochs extends a finished run.
+    a larger --max-steps or --max-epochs extends a finished run. Ctrl-C or SIGTERM stop a run with a
+    line saying which checkpoint was kept and the command that resumes it (exit 130 or 143).
     """
     resume_flags = {p.name: p.opts[0] for p in ctx.command.params if p.name in RESUME_OPTIONS}
     not_for_resume = [f for f in given_options(ctx) if f not in resume_flags.values()]
@@ -441,27 +449,39 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
         raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
     clean = ("config.toml", "metrics.jsonl", "curves.png") if payload is None else ()
     owner = locked_run_dir(out, "resume" if payload is not None else "train", clean)
-    with owner if main_rank else contextlib.nullcontext():
-        # Progress, curves and TensorBoard belong to rank 0 too.
-        if announce:
-            announce = f"{announce}; {describe_config(cfg)}"
-        hooks = RichHooks(out, tensorboard, announce=announce) if main_rank else None
-        if hooks is not None and payload is not None:
-            from polyglot_groc.analysis.curves import read_metrics
+    hooks: RichHooks | None = None
+    trainer: Trainer | None = None
+    try:
+        with stop_signals(), owner if main_rank else contextlib.nullcontext():
+            # Progress, curves and TensorBoard belong to rank 0 too.
+            if announce:
+                announce = f"{announce}; {describe_config(cfg)}"
+            hooks = RichHooks(out, tensorboard, announce=announce) if main_rank else None
+            if hooks is not None and payload is not None:
+                from polyglot_groc.analysis.curves import read_metrics
 
-            if (out / "metrics.jsonl").is_file():
-                hooks.records = list(read_metrics(out / "metrics.jsonl"))
-        trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload)
-        try:
-            result = trainer.fit()
-        finally:
-            if hooks is not None:
-                hooks.close()
-        summary = result.to_dict()
-        if trainer.bundle.lexicon_info:
-            summary["lexicon"] = trainer.bundle.lexicon_info
+                if (out / "metrics.jsonl").is_file():
+                    hooks.records = list(read_metrics(out / "metrics.jsonl"))
+            trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload)
+            try:
+                result = trainer.fit()
+            finally:
+                if hooks is not None:
+                    hooks.close()
+            summary = result.to_dict()
+            if trainer.bundle.lexicon_info:
+                summary["lexicon"] = trainer.bundle.lexicon_info
+            if main_rank:
+                atomic_write_text(out / "result.json", dumps_json(summary, indent=2) + "\n")
+    except (KeyboardInterrupt, Terminated) as exc:
+        # The lock is released and a run without a checkpoint removed (locked_run_dir); say what is left.
+        sigterm = isinstance(exc, Terminated)
         if main_rank:
-            atomic_write_text(out / "result.json", dumps_json(summary, indent=2) + "\n")
+            step = hooks.last_step if hooks is not None else None
+            kept = trainer.checkpoint_step if trainer is not None else payload.get("step") if payload else None
+            err_console.print(interrupt_report(out, "SIGTERM" if sigterm else "Ctrl-C (SIGINT)", step, kept,
+                                               tensorboard), highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(code=EXIT_SIGTERM if sigterm else EXIT_SIGINT) from None
     if main_rank:
         print_json(summary)
     if result.diverged:
@@ -469,6 +489,23 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
             err_console.print("error: training diverged; lower train.lr or train.clip (last.pt is the last good state)",
                               highlight=False, markup=False)
         raise typer.Exit(code=EXIT_DIVERGED)
+
+
+def interrupt_report(out: Path, signal_name: str, step: int | None, kept_step: int | None,
+                     tensorboard: bool = False) -> str:
+    """One line: what stopped the run, which checkpoint was kept, and the exact command to resume."""
+    import shlex
+
+    at = f" at step {step}" if step else ""
+    if (out / "last.pt").is_file():
+        which = f"the step-{kept_step} checkpoint" if kept_step is not None else "the last checkpoint"
+        best = ", best.pt beside it" if (out / "best.pt").is_file() else ""
+        command = f"polyglot-groc train --resume {shlex.quote(str(out))}" + (" --tensorboard" if tensorboard else "")
+        return (f"interrupted by {signal_name}{at}: kept {which} {out / 'last.pt'} (the last validation{best}); "
+                f"resume with: {command}")
+    gone = f" ({out} was removed)" if not out.exists() else ""
+    return (f"interrupted by {signal_name}{at} before the first checkpoint: nothing was kept{gone}; "
+            "run the same train command again to start over")
 
 
 def evaluate_command(

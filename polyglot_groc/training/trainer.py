@@ -318,6 +318,8 @@ class Trainer:
         log.info("%d vocabulary words are longer than model.charset.max_word_len=%d and keep prefix+suffix",
                  n_cut, self.bundle.charset.max_word_len)
         self.metrics_lines: list[str] = []
+        #: The step that ``last.pt`` holds (None: no checkpoint yet), for an interrupted run's report.
+        self.checkpoint_step: int | None = int(resume["step"]) if resume is not None else None
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         """The optimizer's parameters, in its order (frozen ones, ``model.freeze_input``, left out)."""
@@ -357,6 +359,7 @@ class Trainer:
                    "rng": rng_state(), "metrics_lines": list(self.metrics_lines), **cpu_extra}
         for name in names:  # each written atomically (best.pt is never a copy made in place)
             save_checkpoint(self.run_dir / name, payload)
+        self.checkpoint_step = int(extra["step"])
 
     def fit(self) -> TrainResult:
         cfg, t = self.cfg, self.cfg.train
