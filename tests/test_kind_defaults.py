@@ -73,3 +73,15 @@ def test_explicit_values_win_over_the_kind_defaults(tmp_path: Path) -> None:
     assert load_config(CONFIGS / "quickstart.toml", ['model.kind="tied"']).model.output.dropout == 0.0
     with pytest.raises(ConfigError, match="depth >= 1"):
         load_config(None, ['model.kind="deep-residual"', "model.output.depth=0"])
+
+
+def test_untie_gets_the_untied_kinds_defaults(tmp_path: Path) -> None:
+    """--untie turns tied into untied before the defaults are chosen: r 0.1 (Table 8 lookup), not tied's 0.0."""
+    from polyglot_groc.cli import app
+
+    sets = [x for s in TINY_SIZE for x in ("--set", s)]
+    res = CliRunner().invoke(app, ["train", "--langs", "en", "--data", str(TINY), "--out", str(tmp_path / "r"),
+                                   "--model", "tied", "--untie", "--max-steps", "1", *sets])
+    assert res.exit_code == 0, res.output
+    saved = load_config(tmp_path / "r" / "config.toml")
+    assert saved.model.kind == "untied" and saved.model.output.dropout == 0.1

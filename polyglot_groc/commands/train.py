@@ -370,21 +370,21 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     base = load_config(config, overrides)
     lang_codes = parse_lang_spec(langs, with_, registry=language_registry(base.languages))
     # Runs record the absolute data path, so evaluate works from any directory.
-    cfg = build_config(
-        config, overrides,
-        **{"data.langs": list(lang_codes), "data.root": str(data.resolve()) if data else None, "model.kind": model,
-           "train.max_steps": max_steps, "train.max_minutes": max_minutes, "train.max_epochs": max_epochs,
-           "train.seed": seed, "data.tokenize": tokenize, "data.vocab_mode": vocab_mode,
-           "data.screen": False if no_screen else None, "data.schedule": schedule,
-           "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
-           "model.lexicon.use_definitions": False if no_definitions else None,
-           "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device,
-           "train.precision": precision, "train.compile": compile_, "train.log_every": log_every,
-           "model.init_input": str(init_input) if init_input else None,
-           "model.freeze_input": True if freeze_input else None},
-    )
-    if untie:
-        cfg = untied_config(cfg)
+    flags: dict[str, Any] = {
+        "data.langs": list(lang_codes), "data.root": str(data.resolve()) if data else None, "model.kind": model,
+        "train.max_steps": max_steps, "train.max_minutes": max_minutes, "train.max_epochs": max_epochs,
+        "train.seed": seed, "data.tokenize": tokenize, "data.vocab_mode": vocab_mode,
+        "data.screen": False if no_screen else None, "data.schedule": schedule,
+        "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
+        "model.lexicon.use_definitions": False if no_definitions else None,
+        "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device,
+        "train.precision": precision, "train.compile": compile_, "train.log_every": log_every,
+        "model.init_input": str(init_input) if init_input else None,
+        "model.freeze_input": True if freeze_input else None}
+    cfg = build_config(config, overrides, **flags)
+    if untie and untied_config(cfg).model.kind != cfg.model.kind:
+        # Rebuilt, not patched: the untied kind brings its own defaults (KIND_DEFAULTS), not the tied one's.
+        cfg = build_config(config, overrides, **{**flags, "model.kind": "untied"})
     if not cfg.data.root:
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
     cfg.validate()
