@@ -165,3 +165,30 @@ def test_a_signal_before_the_first_checkpoint_keeps_nothing(tmp_path: Path, monk
     line = " ".join(res.stderr[res.stderr.index("interrupted"):].split())
     assert "before the first checkpoint: nothing was kept" in line and "was removed" in line
     assert not run.exists()
+
+
+def test_finetune_interrupted_says_how_to_resume(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """finetune writes an ordinary run: Ctrl-C/SIGTERM report it the same way, and train --resume finishes it."""
+    from polyglot_groc.commands.train import RichHooks
+    from polyglot_groc.training.trainer import Trainer
+    from tests.conftest import small_run_config
+
+    Trainer(small_run_config("groc", "en", ["train.max_steps=2"]), tmp_path / "parent").fit()
+    real = RichHooks.on_step
+
+    def on_step(self: RichHooks, info: Any) -> None:
+        real(self, info)
+        if info.step == 3:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(RichHooks, "on_step", on_step)
+    ft = tmp_path / "ft"
+    res = runner.invoke(app, ["finetune", str(tmp_path / "parent"), "--data", str(TINY), "--out", str(ft),
+                              "--max-steps", "6", "--threads", "1", "--set", "train.eval_every=2"])
+    assert res.exit_code == 143, res.output
+    line = " ".join(res.stderr[res.stderr.index("interrupted"):].split())
+    assert "interrupted by SIGTERM at step 3: kept" in line and line.endswith(f"train --resume {ft}")
+    monkeypatch.setattr(RichHooks, "on_step", real)
+    res = _resume(ft)
+    assert res.exit_code == 0, res.output
+    assert json.loads((ft / "result.json").read_text())["steps"] == 6

@@ -123,7 +123,7 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
               log_every: int | None = None, tensorboard: bool = False, checkpoint: str = "best") -> None:
     from groc_base.errors import InputError
     from groc_base.fileio import dumps_json
-    from polyglot_groc.commands.train import EXIT_DIVERGED, RichHooks
+    from polyglot_groc.commands.train import EXIT_DIVERGED, ReportInterrupts, RichHooks
     from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.finetune import finetune_run
     from polyglot_groc.training.trainer import run_dir_has_content
@@ -143,8 +143,9 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
         raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
     # One writer per run directory, as for train and --resume; an early error leaves nothing behind.
-    with locked_run_dir(Path(out), "finetune", ("config.toml", "metrics.jsonl", "curves.png")):
-        hooks = RichHooks(Path(out), tensorboard)
+    with ReportInterrupts(Path(out), "finetune", tensorboard) as watch, \
+            locked_run_dir(Path(out), "finetune", ("config.toml", "metrics.jsonl", "curves.png")):
+        hooks = watch.hooks = RichHooks(Path(out), tensorboard)
         try:
             done = finetune_run(run, data, out, epochs, checkpoint, overwrite=overwrite, lr=lr, max_steps=max_steps,
                                 resume_optimizer=resume_optimizer, overrides=[*(overrides or []), *explicit],

@@ -111,7 +111,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
                     elmo_weights: Path | None, langs: str | None, overrides: list[str], threads: int | None,
                     overwrite: bool, verbose: bool) -> None:
     from groc_base.errors import ConfigError
-    from polyglot_groc.commands.train import RichHooks
+    from polyglot_groc.commands.train import ReportInterrupts, RichHooks
     from polyglot_groc.elmo.convert import finetune_converted
 
     setup_logging(verbose)
@@ -133,8 +133,9 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
 
     from polyglot_groc.training.runlock import RunLock
 
-    with RunLock(out, "init-from-elmo"):  # one writer per run directory
-        hooks = RichHooks(Path(out))
+    # one writer per run directory; Ctrl-C / SIGTERM say what was kept and how to resume
+    with ReportInterrupts(Path(out), "init-from-elmo") as watch, RunLock(out, "init-from-elmo"):
+        hooks = watch.hooks = RichHooks(Path(out))
         try:
             result = finetune_converted(bundle, cfg, out, overwrite=overwrite, hooks=_Announce(hooks),
                                         report=report)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -449,39 +449,32 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
         raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
     clean = ("config.toml", "metrics.jsonl", "curves.png") if payload is None else ()
     owner = locked_run_dir(out, "resume" if payload is not None else "train", clean)
-    hooks: RichHooks | None = None
-    trainer: Trainer | None = None
-    try:
-        with stop_signals(), owner if main_rank else contextlib.nullcontext():
-            # Progress, curves and TensorBoard belong to rank 0 too.
-            if announce:
-                announce = f"{announce}; {describe_config(cfg)}"
-            hooks = RichHooks(out, tensorboard, announce=announce) if main_rank else None
-            if hooks is not None and payload is not None:
-                from polyglot_groc.analysis.curves import read_metrics
+    # Outermost, so the lock is released and a run without a checkpoint removed before the report.
+    with ReportInterrupts(out, "train", tensorboard, report=main_rank) as watch, \
+            owner if main_rank else contextlib.nullcontext():
+        if payload is not None:
+            watch.kept_step = lambda: int(payload["step"])
+        # Progress, curves and TensorBoard belong to rank 0 too.
+        if announce:
+            announce = f"{announce}; {describe_config(cfg)}"
+        hooks = watch.hooks = RichHooks(out, tensorboard, announce=announce) if main_rank else None
+        if hooks is not None and payload is not None:
+            from polyglot_groc.analysis.curves import read_metrics
 
-                if (out / "metrics.jsonl").is_file():
-                    hooks.records = list(read_metrics(out / "metrics.jsonl"))
-            trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload)
-            try:
-                result = trainer.fit()
-            finally:
-                if hooks is not None:
-                    hooks.close()
-            summary = result.to_dict()
-            if trainer.bundle.lexicon_info:
-                summary["lexicon"] = trainer.bundle.lexicon_info
-            if main_rank:
-                atomic_write_text(out / "result.json", dumps_json(summary, indent=2) + "\n")
-    except (KeyboardInterrupt, Terminated) as exc:
-        # The lock is released and a run without a checkpoint removed (locked_run_dir); say what is left.
-        sigterm = isinstance(exc, Terminated)
+            if (out / "metrics.jsonl").is_file():
+                hooks.records = list(read_metrics(out / "metrics.jsonl"))
+        trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload)
+        watch.kept_step = lambda: trainer.checkpoint_step
+        try:
+            result = trainer.fit()
+        finally:
+            if hooks is not None:
+                hooks.close()
+        summary = result.to_dict()
+        if trainer.bundle.lexicon_info:
+            summary["lexicon"] = trainer.bundle.lexicon_info
         if main_rank:
-            step = hooks.last_step if hooks is not None else None
-            kept = trainer.checkpoint_step if trainer is not None else payload.get("step") if payload else None
-            err_console.print(interrupt_report(out, "SIGTERM" if sigterm else "Ctrl-C (SIGINT)", step, kept,
-                                               tensorboard), highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(code=EXIT_SIGTERM if sigterm else EXIT_SIGINT) from None
+            atomic_write_text(out / "result.json", dumps_json(summary, indent=2) + "\n")
     if main_rank:
         print_json(summary)
     if result.diverged:
@@ -491,8 +484,37 @@ def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[s
         raise typer.Exit(code=EXIT_DIVERGED)
 
 
+class ReportInterrupts:
+    """``with ReportInterrupts(out, "train") as watch:`` Ctrl-C or SIGTERM inside the block (once the
+    inner blocks have cleaned up) end the command with one :func:`interrupt_report` line and exit
+    130 / 143. Set ``watch.hooks`` (for the step reached) and ``watch.kept_step`` (a callable giving
+    the step last.pt holds) as they become known; ``report=False`` (other ranks) prints nothing."""
+
+    def __init__(self, out: Path, command: str, tensorboard: bool = False, report: bool = True) -> None:
+        self.out, self.command, self.tensorboard, self.report = Path(out), command, tensorboard, report
+        self.hooks: RichHooks | None = None
+        self.kept_step: Callable[[], int | None] = lambda: None
+        self._signals = stop_signals()
+
+    def __enter__(self) -> ReportInterrupts:
+        self._signals.__enter__()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
+        self._signals.__exit__(None, None, None)
+        if exc_type is None or not issubclass(exc_type, (KeyboardInterrupt, Terminated)):
+            return False
+        sigterm = issubclass(exc_type, Terminated)
+        if self.report:
+            step = self.hooks.last_step if self.hooks is not None else None
+            err_console.print(interrupt_report(self.out, "SIGTERM" if sigterm else "Ctrl-C (SIGINT)", step,
+                                               self.kept_step(), self.tensorboard, self.command),
+                              highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(code=EXIT_SIGTERM if sigterm else EXIT_SIGINT) from None
+
+
 def interrupt_report(out: Path, signal_name: str, step: int | None, kept_step: int | None,
-                     tensorboard: bool = False) -> str:
+                     tensorboard: bool = False, command: str = "train") -> str:
     """One line: what stopped the run, which checkpoint was kept, and the exact command to resume."""
     import shlex
 
@@ -505,7 +527,7 @@ def interrupt_report(out: Path, signal_name: str, step: int | None, kept_step: i
                 f"resume with: {command}")
     gone = f" ({out} was removed)" if not out.exists() else ""
     return (f"interrupted by {signal_name}{at} before the first checkpoint: nothing was kept{gone}; "
-            "run the same train command again to start over")
+            f"run the same {command} command again to start over")
 
 
 def evaluate_command(
