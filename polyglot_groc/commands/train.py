@@ -210,12 +210,13 @@ RESUME_OPTIONS = frozenset({"resume", "max_steps", "max_epochs", "max_minutes", 
 
 
 def given_options(ctx: typer.Context) -> list[str]:
-    """The flags the user gave (not defaults), as spelt on the command line (``--max-steps``)."""
+    """The flags the user typed (not defaults, nor environment variables such as $POLYGLOT_GROC_WN_DIR), as spelt
+    on the command line (``--max-steps``)."""
     flags = {p.name: p.opts[0] for p in ctx.command.params if p.name}
     given = []
     for name in ctx.params:
         source = ctx.get_parameter_source(name)
-        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP"):
+        if source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP", "ENVIRONMENT"):
             given.append(flags.get(name, name))
     return given
 
@@ -279,6 +280,10 @@ def train_command(
     lexicon_coverage: Annotated[float | None, typer.Option(
         "--lexicon-coverage", help="groc-lex: fraction in [0, 1] of lexicon entries kept",
         show_default=_cfg_default("model.lexicon.coverage"))] = None,
+    wn_dir: Annotated[Path | None, typer.Option(
+        "--wn-dir", help="groc-lex: the wn data folder of `lexicon import --wn-dir` (model.lexicon.wn_dir; the run "
+                         "records it)", envvar="POLYGLOT_GROC_WN_DIR",
+        show_default="wn's own, ~/.wn_data")] = None,
     threads: Annotated[int | None, typer.Option(
         "--threads", help="CPU threads; 0: torch's choice",
         show_default=_cfg_default("train.threads"))] = None,
@@ -323,7 +328,7 @@ def train_command(
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
            threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie,
-           precision, compile_, not_for_resume=not_for_resume)
+           precision, compile_, not_for_resume=not_for_resume, wn_dir=wn_dir)
 
 
 @cli_errors
@@ -334,7 +339,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            lexicon_coverage: float | None, threads: int | None, device: str | None, overwrite: bool,
            resume: Path | None, log_every: int | None, tensorboard: bool, verbose: bool, init_input: Path | None = None,
            freeze_input: bool = False, untie: bool = False, precision: str | None = None,
-           compile_: bool | None = None, not_for_resume: list[str] | None = None) -> None:
+           compile_: bool | None = None, not_for_resume: list[str] | None = None,
+           wn_dir: Path | None = None) -> None:
     from groc_base.errors import ConfigError
     from langpairs.registry import parse_lang_spec
     from polyglot_groc.training.data import language_registry
@@ -377,7 +383,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
         "data.screen": False if no_screen else None, "data.schedule": schedule,
         "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
         "model.lexicon.use_definitions": False if no_definitions else None,
-        "model.lexicon.coverage": lexicon_coverage, "train.threads": threads, "train.device": device,
+        "model.lexicon.coverage": lexicon_coverage, "model.lexicon.wn_dir": str(wn_dir) if wn_dir else None,
+        "train.threads": threads, "train.device": device,
         "train.precision": precision, "train.compile": compile_, "train.log_every": log_every,
         "model.init_input": str(init_input) if init_input else None,
         "model.freeze_input": True if freeze_input else None}
