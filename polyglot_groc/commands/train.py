@@ -282,8 +282,8 @@ def train_command(
         show_default=_cfg_default("model.lexicon.coverage"))] = None,
     wn_dir: Annotated[Path | None, typer.Option(
         "--wn-dir", help="groc-lex: the wn data folder of `lexicon import --wn-dir` (model.lexicon.wn_dir; the run "
-                         "records it)", envvar="POLYGLOT_GROC_WN_DIR",
-        show_default="wn's own, ~/.wn_data")] = None,
+                         "records it)",
+        show_default="$POLYGLOT_GROC_WN_DIR, else wn's own ~/.wn_data")] = None,
     threads: Annotated[int | None, typer.Option(
         "--threads", help="CPU threads; 0: torch's choice",
         show_default=_cfg_default("train.threads"))] = None,
