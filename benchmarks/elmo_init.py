@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import add_output_args, emit, filters_override, script_main  # noqa: E402
-from polyglot_groc.config import RunConfig, load_config  # noqa: E402
+from polyglot_groc.config import RunConfig, load_config, merge_overrides, parse_overrides  # noqa: E402
 from polyglot_groc.elmo.convert import convert_elmo_bundle, converted_record, finetune_converted  # noqa: E402
 from polyglot_groc.model.bundle import load_bundle  # noqa: E402
 from polyglot_groc.training.data import load_corpus  # noqa: E402
@@ -82,15 +82,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def base_config(args: argparse.Namespace) -> RunConfig:
-    langs = ", ".join(f'"{c.strip()}"' for c in args.langs.split(",") if c.strip())
-    root = str(args.data).replace("\\", "\\\\").replace('"', '\\"')
-    return load_config(None, [
-        f'data.root="{root}"', f"data.langs=[{langs}]", f"model.d={args.d}", f"model.prefix.hidden={args.hidden}",
-        f"model.prefix.n_layers={args.layers}", filters_override(args.filters),
-        f"model.surface.char_dim={args.char_dim}", f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}",
-        f"train.eval_batch_size={args.eval_batch_size}", f"train.threads={args.threads}", f"train.seed={args.seed}",
-        "train.max_epochs=1000000", "train.max_minutes=0.0", *args.overrides,
-    ])
+    return load_config(None, merge_overrides({
+        "data.root": args.data, "data.langs": [c.strip() for c in args.langs.split(",") if c.strip()],
+        "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
+        **filters_override(args.filters), "model.surface.char_dim": args.char_dim,
+        "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.eval_batch_size": args.eval_batch_size,
+        "train.threads": args.threads, "train.seed": args.seed, "train.max_epochs": 1000000, "train.max_minutes": 0.0,
+    }, parse_overrides(args.overrides)))
 
 
 def with_train(cfg: RunConfig, kind: str | None = None, **train: Any) -> RunConfig:

@@ -60,19 +60,15 @@ from benchmarks.common import (  # noqa: E402
 )
 
 #: Benchmark name -> (model kind, extra overrides).
-MODELS: dict[str, tuple[str, list[str]]] = {
-    "tied": ("lookup", []),
-    "untied": ("untied", []),
-    "groc": ("groc", []),
-    "groc-lex": ("groc-lex", []),
+MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "tied": ("lookup", {}),
+    "untied": ("untied", {}),
+    "groc": ("groc", {}),
+    "groc-lex": ("groc-lex", {}),
 }
 #: Seed 000: dev/test perplexities at the paper configuration (Table 3 and Table 9).
 SEED_TARGETS = {"tied": {"dev": 88.6, "test": 86.2}, "groc": {"dev": 76.3, "test": 73.2},
                 "groc-lex": {"dev": 72.5, "test": 69.5}}
-
-
-def _toml(v: Any) -> str:
-    return json.dumps(v)
 
 
 def slice_ptb(full: Path, out: Path, train_lines: int, eval_lines: int) -> Path:
@@ -90,34 +86,38 @@ def slice_ptb(full: Path, out: Path, train_lines: int, eval_lines: int) -> Path:
     return out
 
 
-def common_overrides(args: argparse.Namespace, corpus: Path) -> list[str]:
-    budget = ([f"train.max_epochs={args.epochs}", f"train.lr_patience={args.lr_patience}",
-               f"train.stop_patience={args.stop_patience}"] if args.early_stopping else
+def common_overrides(args: argparse.Namespace, corpus: Path) -> dict[str, Any]:
+    """Every model's config overrides (dotted keys), ``--set`` last."""
+    from polyglot_groc.config import merge_overrides, parse_overrides
+
+    budget = ({"train.max_epochs": args.epochs, "train.lr_patience": args.lr_patience,
+               "train.stop_patience": args.stop_patience} if args.early_stopping else
               # No early stop or lr decay inside the budget: exactly --epochs epochs.
-              [f"train.max_epochs={args.epochs}", "train.lr_patience=1000", "train.stop_patience=1000"])
-    return [
-        f"data.root={_toml(str(corpus))}", 'data.langs=["en"]', f"model.d={args.d}",
-        f"model.prefix.hidden={args.hidden}", f"model.prefix.n_layers={args.layers}",
-        f"model.prefix.dropout={args.dropout}", f"model.output.dropout={args.output_dropout}",
-        filters_override(args.filters), f"train.batch_size={args.batch_size}",
-        f"train.bptt={args.bptt}", f"train.lr={args.lr}", f"train.clip={args.clip}",
-        "train.eval_every=0", f"train.threads={args.threads}", f"train.seed={args.seed}",
-        "train.eval_batch_size=10", f"train.max_minutes={args.max_minutes}", f'train.device="{args.device}"',
-        *budget,
-        'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={_toml(args.wn_dir)}",
-        f"model.lexicon.specs={_toml(list(args.lexicon or []))}", "model.lexicon.extra_cap=0",
-        *args.set,
-    ]
+              {"train.max_epochs": args.epochs, "train.lr_patience": 1000, "train.stop_patience": 1000})
+    return merge_overrides({
+        "data.root": str(corpus), "data.langs": ["en"], "model.d": args.d,
+        "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
+        "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,
+        **filters_override(args.filters), "train.batch_size": args.batch_size,
+        "train.bptt": args.bptt, "train.lr": args.lr, "train.clip": args.clip,
+        "train.eval_every": 0, "train.threads": args.threads, "train.seed": args.seed,
+        "train.eval_batch_size": 10, "train.max_minutes": args.max_minutes, "train.device": args.device,
+        **budget,
+        "model.lexicon.backend": "wn", "model.lexicon.wn_dir": args.wn_dir,
+        "model.lexicon.specs": list(args.lexicon or []), "model.lexicon.extra_cap": 0,
+    }, parse_overrides(args.set))
 
 
-def parse_variant(text: str) -> tuple[str, tuple[str, list[str]]]:
+def parse_variant(text: str) -> tuple[str, tuple[str, dict[str, Any]]]:
     """``NAME=KIND;key=value;...`` -> (NAME, (KIND, overrides)): one more model, one setting changed."""
+    from polyglot_groc.config import parse_overrides
+
     name, sep, rest = text.partition("=")
     parts = [p for p in rest.split(";") if p.strip()]
     if not sep or not name or not parts:
         raise BadInput(f"--variant {text!r}: write NAME=KIND;section.key=value;..., "
                        'e.g. groc-tanh=groc;model.output.bias_activation="tanh"')
-    return name, (parts[0], parts[1:])
+    return name, (parts[0], parse_overrides(parts[1:]))
 
 
 def _what_it_computes(cfg: Any) -> dict[str, Any]:
@@ -132,7 +132,7 @@ def _what_it_computes(cfg: Any) -> dict[str, Any]:
                                                   train=train))
 
 
-def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work: str,
+def train_one(name: str, spec: tuple[str, dict[str, Any]], overrides: dict[str, Any], work: str,
               output_update_prob: float, resume: bool = False, collect: bool = False) -> dict[str, Any]:
     """Train one model in this process; returns its curves and final figures.
 
@@ -146,21 +146,21 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
     import torch
 
     from groc_base.fileio import atomic_write_bytes, dumps_json
-    from polyglot_groc.config import load_config
+    from polyglot_groc.config import load_config, merge_overrides
     from polyglot_groc.model.bundle import ModelBundle
     from polyglot_groc.model.checkpoint import load_checkpoint
     from polyglot_groc.model.scoring import pooled_nll
     from polyglot_groc.training.trainer import Trainer, evaluate_split
 
     kind, extra = spec
-    sparse = [f"train.output_update_prob={output_update_prob}"] if kind.startswith("groc") else []
-    cfg = load_config(None, [*overrides, f'model.kind="{kind}"', *extra, *sparse])
+    sparse = {"train.output_update_prob": output_update_prob} if kind.startswith("groc") else {}
+    cfg = load_config(None, merge_overrides(overrides, {"model.kind": kind}, extra, sparse))
     run_dir = Path(work) / "runs" / name
     done = run_dir / "protocol.json"
     t0 = time.monotonic()
     resumed = (resume or collect) and (run_dir / "last.pt").is_file()
     if resumed:
-        if _what_it_computes(load_config(run_dir / "config.toml", [])) != _what_it_computes(cfg):
+        if _what_it_computes(load_config(run_dir / "config.toml")) != _what_it_computes(cfg):
             raise BadInput(f"{run_dir} was trained with another configuration; "
                            "resume with the flags of the first session, or use a new --work")
         if done.is_file():

@@ -107,9 +107,9 @@ def test_bad_devices_and_precisions_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="unknown device"):
         resolve_device("gpu")
     with pytest.raises(ConfigError, match="unknown device"):
-        load_config(None, ["train.device=\"tpu:0\""])
+        load_config(None, {"train.device": "tpu:0"})
     with pytest.raises(ConfigError, match="precision"):
-        load_config(None, ["train.precision=\"fp16\""])
+        load_config(None, {"train.precision": "fp16"})
     assert resolve_device("cpu") == torch.device("cpu")
     check_precision("bf16", torch.device("cpu"))  # CPU autocast supports bf16
     if not torch.cuda.is_available():
@@ -172,5 +172,5 @@ def test_cli_precision_and_compile_flags_reach_the_config(tmp_path: Path, tiny_d
     assert res.exit_code == 0, res.output
     from polyglot_groc.config import load_config
 
-    cfg = load_config(out / "config.toml", [])
+    cfg = load_config(out / "config.toml")
     assert cfg.train.precision == "bf16" and cfg.train.compile is False

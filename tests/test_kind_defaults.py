@@ -30,7 +30,7 @@ def test_every_registered_kind_has_defaults() -> None:
 def test_kind_defaults_are_the_table8_rows(path: Path) -> None:
     """``--model X`` alone gets what configs/ptb_table8_X.toml states (cutoffs as fractions of PTB's 10k)."""
     row = tomllib.loads(path.read_text(encoding="utf-8"))["model"]
-    out = load_config(None, [f'model.kind="{row["kind"]}"']).model.output
+    out = load_config(None, {"model.kind": row["kind"]}).model.output
     for key, value in row.get("output", {}).items():
         if key == "cutoffs":
             assert [c * 10_000 for c in out.cutoffs] == pytest.approx(value)
@@ -58,21 +58,21 @@ def test_every_kind_trains_on_its_defaults(kind: str, tmp_path: Path, monkeypatc
 
 def test_the_presets_leave_the_output_net_to_the_kind() -> None:
     for preset in ("quickstart.toml", "paper.toml"):
-        cfg = load_config(CONFIGS / preset, ['model.kind="deep-residual"'])
+        cfg = load_config(CONFIGS / preset, {"model.kind": "deep-residual"})
         assert (cfg.model.output.depth, cfg.model.output.activation) == (4, "selu")
         assert cfg.model.output.dropout == 0.5
 
 
 def test_explicit_values_win_over_the_kind_defaults(tmp_path: Path) -> None:
-    assert load_config(None, ['model.kind="deep-residual"', "model.output.depth=2"]).model.output.depth == 2
+    assert load_config(None, {"model.kind": "deep-residual", "model.output.depth": 2}).model.output.depth == 2
     conf = tmp_path / "c.toml"
     conf.write_text('[model]\nkind = "deep-residual"\n\n[model.output]\ndropout = 0.25\n', encoding="utf-8")
     cfg = load_config(conf)
     assert cfg.model.output.dropout == 0.25 and cfg.model.output.depth == 4
     # The kind is the final one, whoever set it: the file's groc, then an override's tied.
-    assert load_config(CONFIGS / "quickstart.toml", ['model.kind="tied"']).model.output.dropout == 0.0
+    assert load_config(CONFIGS / "quickstart.toml", {"model.kind": "tied"}).model.output.dropout == 0.0
     with pytest.raises(ConfigError, match="depth >= 1"):
-        load_config(None, ['model.kind="deep-residual"', "model.output.depth=0"])
+        load_config(None, {"model.kind": "deep-residual", "model.output.depth": 0})
 
 
 def test_untie_gets_the_untied_kinds_defaults(tmp_path: Path) -> None:

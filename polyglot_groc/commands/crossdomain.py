@@ -124,6 +124,7 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
     from groc_base.errors import InputError
     from groc_base.fileio import dumps_json
     from polyglot_groc.commands.train import EXIT_DIVERGED, ReportInterrupts, RichHooks
+    from polyglot_groc.config import merge_overrides, parse_overrides
     from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.finetune import finetune_run
     from polyglot_groc.training.trainer import run_dir_has_content
@@ -134,10 +135,8 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
     check_non_negative(max_steps=max_steps, log_every=log_every)
     use_threads(threads)
     # Explicit flags win over --set, as in train.
-    explicit = [*([f"train.threads={threads}"] if threads is not None else []),
-                *([f'train.device="{device}"'] if device is not None else []),
-                *([f"train.max_minutes={max_minutes}"] if max_minutes is not None else []),
-                *([f"train.log_every={log_every}"] if log_every is not None else [])]
+    explicit = {"train.threads": threads, "train.device": device, "train.max_minutes": max_minutes,
+                "train.log_every": log_every}
     if Path(out).resolve() == Path(run).resolve():
         raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
@@ -148,7 +147,8 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
         hooks = watch.hooks = RichHooks(Path(out), tensorboard)
         try:
             done = finetune_run(run, data, out, epochs, checkpoint, overwrite=overwrite, lr=lr, max_steps=max_steps,
-                                resume_optimizer=resume_optimizer, overrides=[*(overrides or []), *explicit],
+                                resume_optimizer=resume_optimizer,
+                                overrides=merge_overrides(parse_overrides(overrides or []), explicit),
                                 hooks=hooks)
         finally:
             hooks.close()

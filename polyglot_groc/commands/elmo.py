@@ -12,6 +12,7 @@ Mounted in ``polyglot_groc/cli.py`` with ``app.command("init-from-elmo")(init_fr
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +28,7 @@ from polyglot_groc.commands._common import (
     setup_logging,
     use_threads,
 )
-from polyglot_groc.config import RunConfig, load_config, to_dict
+from polyglot_groc.config import RunConfig, load_config, merge_overrides, parse_overrides, to_dict
 
 #: Table 5.6's longest finetuning, which matched GroC trained from scratch for 100 epochs.
 DEFAULT_FINETUNE_EPOCHS = 40
@@ -57,13 +58,13 @@ def init_from_elmo_command(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Initialise a GroC model from an ELMo-like model, report its perplexity, and finetune it."""
-    overrides = [*(set_ or []), *([f'train.device="{device}"'] if device else [])]
+    overrides = merge_overrides(parse_overrides(set_ or []), {"train.device": device})
     _init_from_elmo(elmo_run, out, finetune_epochs, max_steps, lr, data, eval_every, checkpoint, elmo_options,
                     elmo_weights, langs, overrides, threads, overwrite, verbose)
 
 
 def _train_overrides(finetune_epochs: int | None, max_steps: int | None, lr: float | None,
-                     eval_every: int | None, threads: int | None) -> tuple[list[str], list[str]]:
+                     eval_every: int | None, threads: int | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """(defaults, explicit): defaults go before the user's --set overrides, explicit flags after
     them (flags win, as in ``train``), so --set train.lr=... is not undone by --lr's default."""
     from groc_base.errors import ConfigError
@@ -76,29 +77,22 @@ def _train_overrides(finetune_epochs: int | None, max_steps: int | None, lr: flo
     if eval_every is not None and eval_every < 0:
         raise ConfigError(f"--eval-every={eval_every} must be >= 0 (0: every epoch)")
     # The elmo run's own budget (steps, minutes) is not the finetuning budget.
-    defaults = [f"train.lr={DEFAULT_LR!r}", "train.max_minutes=0.0", "train.max_steps=0",
-                f"train.max_epochs={DEFAULT_FINETUNE_EPOCHS}"]
-    explicit: list[str] = []
-    if lr is not None:
-        explicit.append(f"train.lr={lr!r}")
+    defaults = {"train.lr": DEFAULT_LR, "train.max_minutes": 0.0, "train.max_steps": 0,
+                "train.max_epochs": DEFAULT_FINETUNE_EPOCHS}
+    explicit: dict[str, Any] = {"train.lr": lr, "train.eval_every": eval_every, "train.threads": threads}
     if max_steps is not None:
         # max_epochs stays a cap the steps never reach in practice.
-        explicit += [f"train.max_steps={max_steps}", "train.max_epochs=1000000"]
+        explicit.update({"train.max_steps": max_steps, "train.max_epochs": 1000000})
     if finetune_epochs is not None:
-        explicit += ["train.max_steps=0", f"train.max_epochs={finetune_epochs}"]
-    if eval_every is not None:
-        explicit.append(f"train.eval_every={eval_every}")
-    if threads is not None:
-        explicit.append(f"train.threads={threads}")
-    return defaults, explicit
+        explicit.update({"train.max_steps": 0, "train.max_epochs": finetune_epochs})
+    return defaults, merge_overrides(explicit)
 
 
-def _check_overrides(overrides: list[str], allowed: tuple[str, ...], forbidden: tuple[str, ...], why: str) -> None:
+def _check_overrides(overrides: Mapping[str, Any], allowed: tuple[str, ...], forbidden: tuple[str, ...],
+                     why: str) -> None:
     from groc_base.errors import ConfigError
-    from polyglot_groc.config import parse_override
 
-    for ov in overrides:
-        key = ".".join(parse_override(ov)[0])
+    for key in overrides:
         bad = any(key == f or key.startswith(f + ".") for f in forbidden)
         if bad or (allowed and not any(key == a or key.startswith(a + ".") for a in allowed)):
             raise ConfigError(f"--set {key} is not allowed here: {why}; drop it")
@@ -108,7 +102,7 @@ def _check_overrides(overrides: list[str], allowed: tuple[str, ...], forbidden: 
 def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | None, max_steps: int | None,
                     lr: float | None,
                     data: Path | None, eval_every: int | None, checkpoint: str, elmo_options: Path | None,
-                    elmo_weights: Path | None, langs: str | None, overrides: list[str], threads: int | None,
+                    elmo_weights: Path | None, langs: str | None, overrides: dict[str, Any], threads: int | None,
                     overwrite: bool, verbose: bool) -> None:
     from groc_base.errors import ConfigError
     from polyglot_groc.commands.train import ReportInterrupts, RichHooks
@@ -169,8 +163,8 @@ class _Announce:
                           f"(pooled nll {record['valid_nll']:.3f} nats)", highlight=False)
 
 
-def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], defaults: list[str],
-              explicit: list[str]) -> tuple[Any, RunConfig, dict[str, Any]]:
+def _from_run(run: Path, which: str, data: Path | None, overrides: dict[str, Any], defaults: dict[str, Any],
+              explicit: dict[str, Any]) -> tuple[Any, RunConfig, dict[str, Any]]:
     from groc_base.errors import InputError
     from polyglot_groc.elmo.convert import convert_elmo_bundle
     from polyglot_groc.model.bundle import load_bundle
@@ -186,7 +180,7 @@ def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], de
     base = to_dict(converted.cfg)
     if data is not None:
         base["data"]["root"] = str(data)
-    cfg = load_config(None, [*defaults, *overrides, *explicit], base=base)
+    cfg = load_config(None, merge_overrides(defaults, overrides, explicit), base=base)
     cfg = dataclasses.replace(cfg, parent=parent_record(run, which, payload))
     report = {"init_from": str(run.resolve()), "init_checkpoint": which, "init_step": payload.get("step"),
               "bias_activation": cfg.model.output.bias_activation, "prefix_copied": True}
@@ -195,8 +189,8 @@ def _from_run(run: Path, which: str, data: Path | None, overrides: list[str], de
 
 
 def _from_weights(options_path: Path | None, weights_path: Path | None, data: Path | None, langs: str | None,
-                  overrides: list[str], defaults: list[str],
-                  explicit: list[str]) -> tuple[Any, RunConfig, dict[str, Any]]:
+                  overrides: dict[str, Any], defaults: dict[str, Any],
+                  explicit: dict[str, Any]) -> tuple[Any, RunConfig, dict[str, Any]]:
     from groc_base.errors import ConfigError
     from langpairs.registry import parse_lang_spec
     from polyglot_groc.config import ParentConfig
@@ -213,8 +207,8 @@ def _from_weights(options_path: Path | None, weights_path: Path | None, data: Pa
     _check_overrides(overrides, (), ELMO_FIXED_KEYS, "the elmo weights fix it (d, charset, char-CNN sizes)")
     options = load_bilm_options(options_path)
     lang_codes = parse_lang_spec(langs or "en", None)
-    base = load_config(None, [*defaults, *overrides, f'data.root="{_toml_str(str(data))}"',
-                              "data.langs=[" + ", ".join(f'"{c}"' for c in lang_codes) + "]", *explicit])
+    base = load_config(None, merge_overrides(defaults, overrides, {"data.root": str(data),
+                                                                    "data.langs": list(lang_codes)}, explicit))
     cfg, info = elmo_groc_config(options, base)
     splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
     corpus = load_corpus(cfg.data, splits)
@@ -245,7 +239,3 @@ def _announce_converted_config(cfg: RunConfig, configured_bias_activation: str) 
         act = f"{act} instead of {configured_bias_activation}, whose active region misses the neutral bias"
     err_console.print(f"finetuning {cfg.model.kind} for {budget} at lr {t.lr:g}; bias activation {act}",
                       highlight=False)
-
-
-def _toml_str(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')

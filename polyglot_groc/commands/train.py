@@ -27,7 +27,7 @@ from polyglot_groc.commands._common import (
     stop_signals,
     use_threads,
 )
-from polyglot_groc.config import RunConfig, load_config
+from polyglot_groc.config import RunConfig, load_config, merge_overrides, parse_overrides
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs"
 #: --size presets: small trains the sample corpus in about a minute on 2 CPU cores; paper is seed 004's.
@@ -143,21 +143,8 @@ class RichHooks:
 
 
 def build_config(config: Path | None, overrides: list[str], **flags: Any) -> RunConfig:
-    """CLI flags become overrides on top of the TOML config; explicit flags win."""
-    ov = list(overrides)
-    for key, value in flags.items():
-        if value is None:
-            continue
-        if isinstance(value, bool):
-            ov.append(f"{key}={'true' if value else 'false'}")
-        elif isinstance(value, (list, tuple)):
-            items = ", ".join('"' + str(v).replace('"', '\\"') + '"' for v in value)
-            ov.append(f"{key}=[{items}]")
-        elif isinstance(value, str):
-            ov.append(f'{key}="' + value.replace("\\", "\\\\").replace('"', '\\"') + '"')
-        else:
-            ov.append(f"{key}={value}")
-    return load_config(config, ov)
+    """CLI flags (dotted keys; None: not given) on top of the ``--set`` overrides and the TOML config."""
+    return load_config(config, merge_overrides(parse_overrides(overrides), flags))
 
 
 def describe_config(cfg: RunConfig) -> str:
@@ -373,7 +360,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     if overrides:
         source += f" with {len(overrides)} --set override{'s' if len(overrides) > 1 else ''}"
     # The config may define languages ([languages.xx]); resolve --langs against them.
-    base = load_config(config, overrides)
+    base = load_config(config, parse_overrides(overrides))
     lang_codes = parse_lang_spec(langs, with_, registry=language_registry(base.languages))
     # Runs record the absolute data path, so evaluate works from any directory.
     flags: dict[str, Any] = {
@@ -421,7 +408,7 @@ def _resume(run: Path, tensorboard: bool, **limits_and_runtime: Any) -> None:
                              f"train it again with --out {run} --overwrite")
         raise InputError(f"{run} is not a run directory (no config.toml and last.pt to resume from); "
                          "train it first without --resume")
-    cfg = load_config(run / "config.toml", [])
+    cfg = load_config(run / "config.toml")
     payload = load_checkpoint(run / "last.pt")
     lim = limits_and_runtime
     cfg, changes = resume_config(cfg, payload, run, max_steps=lim.pop("max_steps"), max_epochs=lim.pop("max_epochs"),

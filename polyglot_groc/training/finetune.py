@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from groc_base.errors import CheckpointError, ConfigError, InputError
-from polyglot_groc.config import ParentConfig, RunConfig, load_config, parse_override, to_dict
+from polyglot_groc.config import ParentConfig, RunConfig, load_config, merge_overrides, to_dict
 from polyglot_groc.model.bundle import ModelBundle, load_bundle, run_checkpoint_path
 from polyglot_groc.model.checkpoint import file_sha256
 from polyglot_groc.training.data import load_corpus, unseen_words
@@ -142,15 +142,14 @@ def parent_record(run_dir: Path, which: str, payload: Mapping[str, Any]) -> Pare
 
 
 def finetune_config(cfg: RunConfig, data: Path, langs: tuple[str, ...], lr: float, epochs: int | None = None,
-                    max_steps: int | None = None, overrides: Sequence[str] = ()) -> RunConfig:
+                    max_steps: int | None = None, overrides: Mapping[str, Any] | None = None) -> RunConfig:
     """The finetuned run's config: ``cfg`` on ``data`` (open vocabulary), validated every epoch.
 
     Precedence as in ``train``: defaults (``DEFAULT_EPOCHS`` epochs, no step or time cap, the
-    given ``lr``), then ``overrides`` (``train.*`` only: the model and data settings are the run's),
-    then the explicit ``epochs`` and ``max_steps``.
+    given ``lr``), then ``overrides`` (dotted ``train.*`` keys only: the model and data settings
+    are the run's), then the explicit ``epochs`` and ``max_steps``.
     """
-    for ov in overrides:
-        key = ".".join(parse_override(ov)[0])
+    for key in overrides or {}:
         if key != "train" and not key.startswith("train."):
             raise ConfigError(f"--set {key} is not allowed in finetune: the finetuned run keeps the run's model and "
                               "data settings; set train.* only")
@@ -158,21 +157,20 @@ def finetune_config(cfg: RunConfig, data: Path, langs: tuple[str, ...], lr: floa
     base["data"].update(root=str(Path(data).resolve()), langs=list(langs), vocab_mode="open")
     # The run's own budget (epochs, steps, minutes) is not the finetuning budget.
     base["train"].update(max_epochs=DEFAULT_EPOCHS, max_steps=0, max_minutes=0.0, eval_every=0, lr=lr)
-    explicit = [*([f"train.max_epochs={epochs}"] if epochs is not None else []),
-                *([f"train.max_steps={max_steps}"] if max_steps is not None else [])]
-    return load_config(None, [*overrides, *explicit], base=base)
+    explicit = {"train.max_epochs": epochs, "train.max_steps": max_steps}
+    return load_config(None, merge_overrides(overrides, explicit), base=base)
 
 
 def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int | None = None, which: str = "best",
                  overwrite: bool = False, lr: float | None = None, max_steps: int | None = None,
-                 resume_optimizer: bool = False, overrides: Sequence[str] = (),
+                 resume_optimizer: bool = False, overrides: Mapping[str, Any] | None = None,
                  hooks: TrainHooks | None = None) -> FinetunedRun:
     """Train ``run_dir``'s model for ``epochs`` more epochs on ``data`` into ``out``.
 
     ``out`` becomes an ordinary run directory (config.toml, metrics.jsonl, best.pt, last.pt) whose
     config records the parent run (``parent``). The optimizer is fresh unless
-    ``resume_optimizer`` (see the module docstring). ``overrides``: ``train.*`` settings
-    (``--set``), see :func:`finetune_config`.
+    ``resume_optimizer`` (see the module docstring). ``overrides``: dotted ``train.*`` keys to
+    values, see :func:`finetune_config`.
     """
     if epochs is not None and epochs < 1:
         raise InputError(f"--epochs {epochs} must be at least 1")
