@@ -150,7 +150,8 @@ def train_one(name: str, spec: tuple[str, dict[str, Any]], overrides: dict[str, 
     from polyglot_groc.model.bundle import ModelBundle
     from polyglot_groc.model.checkpoint import load_checkpoint
     from polyglot_groc.model.scoring import pooled_nll
-    from polyglot_groc.training.trainer import Trainer, evaluate_split
+    from polyglot_groc.training.evaluation import evaluate_split
+    from polyglot_groc.training.trainer import Trainer
 
     kind, extra = spec
     sparse = {"train.output_update_prob": output_update_prob} if kind.startswith("groc") else {}

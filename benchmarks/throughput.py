@@ -43,7 +43,8 @@ from benchmarks.common import (  # noqa: E402
 from polyglot_groc.config import load_config, merge_overrides, parse_overrides  # noqa: E402
 from polyglot_groc.model.bundle import ModelBundle  # noqa: E402
 from polyglot_groc.model.device import device_name, resolve_device  # noqa: E402
-from polyglot_groc.training.trainer import Trainer, evaluate_split  # noqa: E402
+from polyglot_groc.training.evaluation import evaluate_split  # noqa: E402
+from polyglot_groc.training.trainer import Trainer  # noqa: E402
 
 SIZES: dict[str, dict[str, Any]] = {
     "paper": {"model.d": 256, "model.prefix.hidden": 1024, "model.prefix.dropout": 0.65, "model.output.dropout": 0.2,

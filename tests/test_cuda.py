@@ -38,7 +38,8 @@ from polyglot_groc.model.charset import Charset
 from polyglot_groc.model.device import maybe_compile
 from polyglot_groc.model.surface import SurfaceEncoder
 from polyglot_groc.training.distributed import DistContext, average_gradients, sharded_encoder
-from polyglot_groc.training.trainer import Trainer, evaluate_split
+from polyglot_groc.training.evaluation import evaluate_split
+from polyglot_groc.training.trainer import Trainer
 from tests.conftest import small_run_config
 
 NO_CUDA = pytest.mark.skipif(not torch.cuda.is_available(),

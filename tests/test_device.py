@@ -16,7 +16,8 @@ from polyglot_groc.model.bundle import load_bundle
 from polyglot_groc.model.charset import Charset
 from polyglot_groc.model.device import check_precision, resolve_device
 from polyglot_groc.model.surface import SurfaceEncoder
-from polyglot_groc.training.trainer import Trainer, evaluate_split
+from polyglot_groc.training.evaluation import evaluate_split
+from polyglot_groc.training.trainer import Trainer
 from tests.conftest import small_run_config
 
 LONG = ["Auseinandersetzung", "Auseinandersetzungen", "Donaudampfschifffahrtsgesellschaftskapitänsmütze",

@@ -51,7 +51,8 @@ from polyglot_groc.model.embedder import GroundedEmbedder
 from polyglot_groc.model.outputs import ComputedBias, LookupBias, ResidualOutputNet
 from polyglot_groc.model.vocab import UNK, Vocab
 from polyglot_groc.training.data import load_corpus, vocab_splits
-from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, evaluate_split
+from polyglot_groc.training.evaluation import evaluate_split
+from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,6 @@ improvement, early stop after ``stop_patience`` (seed 000 B.1, seed 004 C.1).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
@@ -16,7 +15,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +23,6 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from eval.perplexity import PerplexityResult
 from groc_base.errors import CheckpointError, InputError
 from groc_base.fileio import dumps_json
 from langpairs.batching import LanguageSchedule, MultilingualBatcher
@@ -47,10 +45,11 @@ from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
 from polyglot_groc.model.prefix import State, detach_state
-from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
+from polyglot_groc.model.scoring import pooled_nll
 from polyglot_groc.training import distributed
-from polyglot_groc.training.data import build_vocab, encode_stream, load_corpus, unseen_words
+from polyglot_groc.training.data import build_vocab, load_corpus
 from polyglot_groc.training.distributed import local_device
+from polyglot_groc.training.evaluation import evaluate_split, split_streams
 from polyglot_groc.training.regularizers import ar_tar_penalty
 
 log = logging.getLogger(__name__)
@@ -231,48 +230,6 @@ def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     if cfg.model.init_input:
         init_input_table(bundle.model, vocab, Path(cfg.model.init_input))
     return bundle
-
-
-@contextlib.contextmanager
-def evaluation_vocab(bundle: ModelBundle, corpus: MultilingualCorpus, split: str) -> Iterator[ModelBundle]:
-    """The bundle to score ``split`` with: open-vocabulary GroC also scores the split's new words.
-
-    The model is shared, so its word tables are restored on exit.
-    """
-    outside = unseen_words(bundle.vocab, corpus, split)
-    unknown = {lang: [w for w in ws if w not in bundle.vocab] for lang, ws in outside.items()}
-    if not bundle.model.compositional_output:
-        # Lookup tables cannot score new words (they map to <unk>), but a word known from
-        # another language can still join this language's screen.
-        outside = {lang: [w for w in ws if w in bundle.vocab] for lang, ws in outside.items()}
-    if any(outside.values()):
-        if bundle.cfg.data.vocab_mode == "closed" and any(unknown.values()):
-            log.warning("%d %s words are outside the closed training vocabulary; scoring them compositionally",
-                        sum(map(len, unknown.values())), split)
-        view = bundle.with_new_words(outside)
-        try:
-            yield view
-        finally:
-            bundle.install_words()
-        return
-    yield bundle
-
-
-def split_streams(bundle: ModelBundle, corpus: MultilingualCorpus, split: str, n_streams: int) -> dict[str, np.ndarray]:
-    unk = "<unk>" in bundle.vocab and not bundle.model.compositional_output
-    if not unk and not bundle.model.compositional_output:
-        missing = sum(map(len, unseen_words(bundle.vocab, corpus, split).values()))
-        if missing:
-            raise InputError(f"{missing} {split} words are outside the {bundle.model.kind} model's vocabulary, "
-                             "which has no <unk>; train it with --vocab-mode open or evaluate on its own data")
-    return {lang: encode_stream(bundle.vocab, corpus.splits[lang][split], n_streams, unk) for lang in corpus.langs}
-
-
-def evaluate_split(bundle: ModelBundle, corpus: MultilingualCorpus, split: str,
-                   batch_size: int, bptt: int, screen: bool = True) -> dict[str, PerplexityResult]:
-    with evaluation_vocab(bundle, corpus, split) as view:
-        streams = split_streams(view, corpus, split, batch_size)
-        return evaluate_streams(view.model, streams, bptt, screen=screen)
 
 
 class Trainer:
