@@ -14,7 +14,6 @@ import logging
 import math
 import random
 import time
-from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,12 +43,13 @@ from polyglot_groc.model.init_input import init_input_table
 from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
-from polyglot_groc.model.prefix import State, detach_state
+from polyglot_groc.model.prefix import detach_state
 from polyglot_groc.model.scoring import pooled_nll
 from polyglot_groc.training import distributed
 from polyglot_groc.training.data import build_vocab, load_corpus
 from polyglot_groc.training.distributed import local_device
 from polyglot_groc.training.evaluation import evaluate_split, split_streams
+from polyglot_groc.training.loop import LoopState, RunningLoss
 from polyglot_groc.training.regularizers import ar_tar_penalty
 
 log = logging.getLogger(__name__)
@@ -236,12 +236,15 @@ class Trainer:
     def __init__(self, cfg: RunConfig, run_dir: Path, *, overwrite: bool = False,
                  hooks: TrainHooks | None = None, corpus: MultilingualCorpus | None = None,
                  bundle: ModelBundle | None = None, resume: Mapping[str, Any] | None = None,
-                 optimizer_state: Mapping[str, Any] | None = None) -> None:
+                 optimizer_state: Mapping[str, Any] | None = None,
+                 start_info: Mapping[str, Any] | None = None) -> None:
         """``resume``: the ``last.pt`` payload of an interrupted run in ``run_dir`` (with its bundle).
 
         ``optimizer_state``: an Adam ``state_dict`` to start from instead of a fresh optimizer
         (``finetune --resume-optimizer``); it must match :meth:`trainable_parameters` in order and
         shape. Its learning rate and weight decay are replaced by ``cfg.train``'s.
+        ``start_info``: more entries for the info ``hooks.on_start`` receives (the workflows say
+        there what they changed or converted).
         """
         # The run stores its config: paths in it are absolute, so evaluation works from any directory.
         cfg = self.cfg = cfg.validate().absolute_paths()
@@ -254,6 +257,9 @@ class Trainer:
         self.dist = distributed.setup(requested, cfg.train.batch_size)
         self.resume = resume
         self.optimizer_state = optimizer_state
+        self.start_info = dict(start_info or {})
+        #: The loop's state while :meth:`fit` runs and after (None before): the step reached, for instance.
+        self.state: LoopState | None = None
         if self.dist.is_main:  # rank 0 alone writes the run directory
             if resume is None:
                 prepare_run_dir(self.run_dir, overwrite)
@@ -319,228 +325,213 @@ class Trainer:
         self.checkpoint_step = int(extra["step"])
 
     def fit(self) -> TrainResult:
+        """Train until a limit (steps, epochs, minutes), early stopping or divergence; validate and
+        checkpoint on the way (``train.eval_every``, and once more where a limit stops the run)."""
+        loop = self._open_loop()
+        state = self.state = self._restore(loop) if self.resume is not None else LoopState.start(self.cfg.train)
+        loss = RunningLoss(self.device, self.dist)
+        stop_reason = self._run(loop, state, loss)
+        return TrainResult(self.run_dir, state.step, state.epoch(loop.steps_per_epoch), stop_reason, loop.n_params,
+                           state.tokens / max(state.train_time, 1e-9), state.train_time, state.best_valid,
+                           state.last_valid, loop.history, loop.n_params_split)
+
+    def _open_loop(self) -> _Loop:
+        """Write config.toml, batch the training streams, make the optimizer, tell the hooks."""
         cfg, t = self.cfg, self.cfg.train
-        bundle, model, corpus = self.bundle, self.model, self.corpus
         if self.dist.is_main:  # on resume too: its limits may have been extended (resume_config)
             atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
-        train_streams = split_streams(bundle, corpus, "train", t.batch_size)
+        # Per language (t.batch_size, T) ids; the batcher cuts t.bptt-long windows from them.
+        train_streams = split_streams(self.bundle, self.corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
         batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
                                       variable_seed=t.seed if t.bptt_mode == "variable" else None)
-        steps_per_epoch = sum(windows.values())
-        optimizer = self.make_optimizer()
-        update_rng = np.random.default_rng(t.seed + 1)
-        n_params = count_parameters(model)
-        split = parameter_split(model)
-        total = t.max_steps or steps_per_epoch * t.max_epochs
-        self.hooks.on_start(total, {"n_params": n_params, "n_params_split": split, "vocab": len(bundle.vocab),
-                                    "langs": list(corpus.langs), "kind": model.kind,
+        loop = _Loop(batcher=batcher, optimizer=self.make_optimizer(), steps_per_epoch=sum(windows.values()),
+                     n_params=count_parameters(self.model), n_params_split=parameter_split(self.model),
+                     started=time.monotonic())
+        split, model = loop.n_params_split, self.model
+        total = t.max_steps or loop.steps_per_epoch * t.max_epochs
+        self.hooks.on_start(total, {"n_params": loop.n_params, "n_params_split": split, "vocab": len(self.bundle.vocab),
+                                    "langs": list(self.corpus.langs), "kind": model.kind,
                                     "start_step": int(self.resume["step"]) if self.resume is not None else 0,
-                                    "steps_per_epoch": steps_per_epoch})
+                                    "steps_per_epoch": loop.steps_per_epoch, "config": cfg, **self.start_info})
         log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
-                 "%d steps per epoch", model.kind, n_params, split["embeddings"], split["prefix"], split["output"],
-                 len(bundle.vocab), steps_per_epoch)
+                 "%d steps per epoch", model.kind, loop.n_params, split["embeddings"], split["prefix"],
+                 split["output"], len(self.bundle.vocab), loop.steps_per_epoch)
+        return loop
 
-        states: dict[str, State] = {}
-        lang_batches: Counter[str] = Counter()
-        step, tokens, train_time = 0, 0, 0.0
-        # best_nll drives the schedule (lr decay, early stopping) and moves at scheduled evaluations
-        # only; best_ckpt_nll is the best of every evaluation, i.e. what best.pt holds.
-        best_nll, best_ckpt_nll, bad_evals, lr = math.inf, math.inf, 0, t.lr
-        best_valid: dict[str, float] = {}
-        last_valid: dict[str, float] = {}
-        history: list[dict[str, Any]] = []
-        started = time.monotonic()
-        loss_acc, loss_n = 0.0, 0
-        # Running NLL stays on the device; it is read (one host sync) every train.log_every steps.
-        dev_loss, dev_n, last_loss = torch.zeros((), device=self.device), 0, math.nan
-        loss_reads, steps_here = 0, 0  # reads and steps made by this process (not before a resume)
-        stop_reason = "max_epochs"
-        evaluated_at = -1
+    def _restore(self, loop: _Loop) -> LoopState:
+        """The loop as ``last.pt`` left it: its state, the optimizer, the batcher, the RNGs, the metrics."""
+        r = self.resume
+        assert r is not None
+        where = f"checkpoint {self.run_dir / 'last.pt'}"
+        state = LoopState.from_checkpoint(r, self.device, source=where)
+        try:
+            loop.optimizer.load_state_dict(r["optimizer"])
+            loop.batcher.load_state_dict(r["batcher"])
+            self.metrics_lines = list(r["metrics_lines"])
+            loop.history = [json.loads(line) for line in self.metrics_lines]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"{where} lacks resume state ({exc!r}); it was written by an older "
+                                  "polyglot-groc: start a new run") from exc
+        set_rng_state(r["rng"])  # last: building the optimizer and batcher must not move it
+        log.info("resuming %s at step %d", self.run_dir, state.step)
+        return state
 
-        def evaluate_and_checkpoint(scheduled: bool = True) -> bool:
-            """Validate, log, checkpoint; return True when early stopping triggers.
-
-            The evaluation a stop adds between scheduled ones (a wall-clock or step cap) saves the
-            model (last.pt, and best.pt if it is the best yet) but leaves the schedule as it was:
-            the patience count, the lr, the schedule's best and the running training loss. So a
-            run stopped there and resumed continues exactly as one that was never stopped.
-            """
-            nonlocal best_nll, best_ckpt_nll, bad_evals, lr, best_valid, last_valid, loss_acc, loss_n, evaluated_at
-            # Callers read the running loss first (diverged()), so loss_acc covers every step.
-            results = evaluate_split(bundle, corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
-            nll = pooled_nll(results)
-            last_valid = {lang: r.perplexity for lang, r in results.items()}
-            improved = nll < best_ckpt_nll  # a new best.pt
-            record = {"step": step, "epoch": round(step / steps_per_epoch, 4), "lr": lr,
-                      "train_loss": loss_acc / max(loss_n, 1),
-                      # Mean over the steps since the last evaluation, with dropout on (AWD's train ppl).
-                      "train_perplexity": math.exp(min(loss_acc / max(loss_n, 1), 50.0)), "valid_nll": nll,
-                      "valid_perplexity": last_valid, "valid_tokens": {k: r.n_tokens for k, r in results.items()},
-                      "eval_batch_size": t.eval_batch_size, "tokens": tokens,
-                      "tokens_per_s": tokens / max(train_time, 1e-9), "elapsed_s": time.monotonic() - started,
-                      "lang_batches": dict(lang_batches), "improved": improved, "scheduled": scheduled}
-            if scheduled:
-                loss_acc, loss_n = 0.0, 0
-            history.append(record)
-            self.metrics_lines.append(dumps_json(record))
-            if self.dist.is_main:
-                atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
-            self.hooks.on_eval(record)
-            if improved:
-                best_ckpt_nll, best_valid = nll, dict(last_valid)
-            if scheduled and nll < best_nll:
-                best_nll, bad_evals = nll, 0
-            elif scheduled:
-                bad_evals += 1
-                if bad_evals % t.lr_patience == 0:
-                    lr *= t.lr_factor
-                    for g in optimizer.param_groups:
-                        g["lr"] = lr
-                    log.info("no improvement for %d evaluations: learning rate now %g", bad_evals, lr)
-            # Everything the loop carries, so that --resume continues exactly (restored below).
-            extra = {"step": step, "epoch": step / steps_per_epoch, "steps_per_epoch": steps_per_epoch,
-                     "batcher": batcher.state_dict(),
-                     "best_nll": best_nll, "best_ckpt_nll": best_ckpt_nll, "bad_evals": bad_evals, "lr": lr,
-                     "valid": last_valid, "best_valid": best_valid, "tokens": tokens, "train_time": train_time,
-                     "loss_acc": loss_acc, "loss_n": loss_n,
-                     "lang_batches": dict(lang_batches),
-                     "lstm_states": {k: [[h, c] for h, c in st] for k, st in states.items()},
-                     "update_rng": json.dumps(update_rng.bit_generator.state)}
-            self._save(("last.pt", "best.pt") if improved else ("last.pt",), optimizer, extra)
-            evaluated_at = step
-            return scheduled and bad_evals >= t.stop_patience
-
-        if self.resume is not None:
-            r = self.resume
-            try:
-                optimizer.load_state_dict(r["optimizer"])
-                batcher.load_state_dict(r["batcher"])
-                update_rng.bit_generator.state = json.loads(r["update_rng"])
-                states = {k: [(h.to(self.device), c.to(self.device)) for h, c in st]
-                          for k, st in r["lstm_states"].items()}
-                lang_batches = Counter({k: int(v) for k, v in r["lang_batches"].items()})
-                step, tokens, train_time = int(r["step"]), int(r["tokens"]), float(r["train_time"])
-                best_nll, bad_evals, lr = float(r["best_nll"]), int(r["bad_evals"]), float(r["lr"])
-                # Absent from checkpoints of older versions, where every evaluation was scheduled.
-                best_ckpt_nll = float(r.get("best_ckpt_nll", best_nll))
-                loss_acc, loss_n = float(r.get("loss_acc", 0.0)), int(r.get("loss_n", 0))
-                best_valid, last_valid = dict(r["best_valid"]), dict(r["valid"])
-                self.metrics_lines = list(r["metrics_lines"])
-                history = [json.loads(line) for line in self.metrics_lines]
-                set_rng_state(r["rng"])  # last: building the optimizer and batcher must not move it
-            except (KeyError, TypeError, ValueError) as exc:
-                raise CheckpointError(f"checkpoint {self.run_dir / 'last.pt'} lacks resume state ({exc!r}); "
-                                      "it was written by an older polyglot-groc: start a new run") from exc
-            evaluated_at = step
-            log.info("resuming %s at step %d", self.run_dir, step)
-
-        def read_loss() -> bool:
-            """Move the device-side running loss to the host (the only sync of the inner loop).
-
-            Returns False when the loss is not finite (training diverged).
-            """
-            nonlocal dev_loss, dev_n, loss_acc, loss_n, last_loss, loss_reads
-            if dev_n == 0:
-                return True
-            loss_reads += 1
-            if self.dist.enabled:  # the global batch's loss: mean over ranks (a sync at logging only)
-                torch.distributed.all_reduce(dev_loss)
-                dev_loss /= self.dist.world
-            total = float(dev_loss)
-            if not math.isfinite(total):
-                return False
-            loss_acc += total
-            loss_n += dev_n
-            last_loss = total / dev_n
-            dev_loss, dev_n = torch.zeros((), device=self.device), 0
-            return True
-
-        def peek_loss() -> None:
-            """The running loss for display before the first read: one sync, the sums untouched
-            (so the logged training loss is the same however often it is peeked at)."""
-            nonlocal last_loss
-            if dev_n:
-                last_loss = float(dev_loss) / dev_n
-
-        def diverged() -> bool:
-            """Read the running loss; True (and logged) when it is not finite."""
-            if read_loss():
-                return False
-            log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
-            return True
-
+    def _run(self, loop: _Loop, state: LoopState, loss: RunningLoss) -> str:
+        """Step until a stop; returns the stop reason. Ends with an evaluation at the last step
+        (unless one was just made, or the loss diverged: then last.pt stays the last good state)."""
+        t, spe = self.cfg.train, loop.steps_per_epoch
+        evaluated_at = state.step if self.resume is not None else -1
         # A run that had already stopped early (killed after its last checkpoint, or resumed to
         # collect it) must not train past the point where it stopped.
-        finished = self.resume is not None and bad_evals >= t.stop_patience
-        if finished:
-            stop_reason = "early_stopping"
-            log.info("%s had already stopped early at step %d; nothing to resume", self.run_dir, step)
-        model.train()
-        while not finished:
-            if t.max_steps and step >= t.max_steps:
-                stop_reason = "max_steps"
+        if self.resume is not None and state.bad_evals >= t.stop_patience:
+            log.info("%s had already stopped early at step %d; nothing to resume", self.run_dir, state.step)
+            return "early_stopping"
+        self.model.train()
+        stop_reason = ""
+        while not stop_reason:
+            stop_reason = self._limit_reached(loop, state)
+            if stop_reason:
                 break
-            if t.max_minutes and time.monotonic() - started >= 60 * t.max_minutes:
-                stop_reason = "max_minutes"
-                break
-            if step >= steps_per_epoch * t.max_epochs:
-                stop_reason = "max_epochs"
-                break
-            tick = time.perf_counter()
-            batch = batcher.next_batch()
-            lang = batch.lang
-            update_output = t.output_update_prob >= 1.0 or update_rng.random() < t.output_update_prob
-            rows = self.dist.rows(batch.inputs.shape[0])  # this rank's streams (all of them alone)
-            state = states.get(lang) or model.init_state(rows.stop - rows.start)
-            out = model(torch.from_numpy(batch.inputs[rows]).to(self.device, non_blocking=True),
-                        torch.from_numpy(batch.targets[rows]).to(self.device, non_blocking=True),
-                        lang if cfg.data.screen else None, state, update_output=update_output)
-            assert out.loss is not None
-            optimizer.zero_grad(set_to_none=True)
-            penalty = ar_tar_penalty(out.hidden, out.hidden_raw, t.ar_alpha, t.tar_beta)
-            (out.loss if penalty is None else out.loss + penalty).backward()
-            if self.dist.enabled:
-                distributed.average_gradients(list(model.parameters()), self.dist.world)
-            if t.bptt_mode == "variable":  # AWD: a window's lr scales with its length
-                for g in optimizer.param_groups:
-                    g["lr"] = lr * batch.inputs.shape[1] / t.bptt
-            if t.clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
-            optimizer.step()
-            if t.bptt_mode == "variable":
-                for g in optimizer.param_groups:
-                    g["lr"] = lr
-            if batch.epoch_end:  # the stream starts over: so does its hidden state
-                states.pop(lang, None)
-            else:
-                states[lang] = detach_state(out.state)
-            train_time += time.perf_counter() - tick
-            step += 1
-            tokens += out.n_tokens * self.dist.world
-            lang_batches[lang] += 1
-            dev_loss = dev_loss + out.loss.detach()
-            dev_n += 1
-            steps_here += 1
-            due = (t.eval_every and step % t.eval_every == 0) or (not t.eval_every and step % steps_per_epoch == 0)
-            log_point = bool(t.log_every) and step % t.log_every == 0
-            if (log_point or due) and diverged():
+            lang = self._train_step(loop, state, loss)
+            due = (t.eval_every and state.step % t.eval_every == 0) or (not t.eval_every and state.step % spe == 0)
+            log_point = bool(t.log_every) and state.step % t.log_every == 0
+            if (log_point or due) and self._diverged(state, loss):
                 # Stop without evaluating a broken model; the last checkpoint stays the last good one.
-                stop_reason = "diverged"
-                evaluated_at = step
-                break
-            if not loss_reads and steps_here & (steps_here - 1) == 0:
-                peek_loss()  # steps 1, 2, 4, ... of this process until the first read
-            self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, last_loss, lr,
-                                        tokens / max(train_time, 1e-9), dict(lang_batches), log_point))
-            if due and evaluate_and_checkpoint():
-                stop_reason = "early_stopping"
-                break
-        if evaluated_at != step:
-            if diverged():  # since the last read: keep the last good checkpoint
-                stop_reason = "diverged"
-            else:
-                evaluate_and_checkpoint(scheduled=False)
-        return TrainResult(self.run_dir, step, step / steps_per_epoch, stop_reason, n_params,
-                           tokens / max(train_time, 1e-9), train_time, best_valid, last_valid, history, split)
+                return "diverged"
+            loss.peek_early()
+            self.hooks.on_step(StepInfo(state.step, state.epoch(spe), lang, loss.last, state.lr,
+                                        state.tokens / max(state.train_time, 1e-9), dict(state.lang_batches),
+                                        log_point))
+            if due:
+                evaluated_at = state.step
+                if self._evaluate_and_checkpoint(loop, state, loss):
+                    stop_reason = "early_stopping"
+        if evaluated_at != state.step:
+            if self._diverged(state, loss):  # since the last read: keep the last good checkpoint
+                return "diverged"
+            self._evaluate_and_checkpoint(loop, state, loss, scheduled=False)
+        return stop_reason
+
+    def _limit_reached(self, loop: _Loop, state: LoopState) -> str:
+        """The limit that stops the run before its next step ("" while none does)."""
+        t = self.cfg.train
+        if t.max_steps and state.step >= t.max_steps:
+            return "max_steps"
+        if t.max_minutes and time.monotonic() - loop.started >= 60 * t.max_minutes:  # this invocation's minutes
+            return "max_minutes"
+        if state.step >= loop.steps_per_epoch * t.max_epochs:
+            return "max_epochs"
+        return ""
+
+    def _train_step(self, loop: _Loop, state: LoopState, loss: RunningLoss) -> str:
+        """One optimizer step on the next batch; returns its language."""
+        t, model, optimizer = self.cfg.train, self.model, loop.optimizer
+        tick = time.perf_counter()
+        batch = loop.batcher.next_batch()  # one language; inputs and targets (streams, window) ids
+        lang = batch.lang
+        # Sparse updates (seed 000 B.4): the whole output embedding function is updated w.p. p.
+        update_output = t.output_update_prob >= 1.0 or state.update_rng.random() < t.output_update_prob
+        rows = self.dist.rows(batch.inputs.shape[0])  # this rank's streams (all of them alone)
+        carried = state.lstm_states.get(lang) or model.init_state(rows.stop - rows.start)
+        out = model(torch.from_numpy(batch.inputs[rows]).to(self.device, non_blocking=True),
+                    torch.from_numpy(batch.targets[rows]).to(self.device, non_blocking=True),
+                    lang if self.cfg.data.screen else None, carried, update_output=update_output)
+        assert out.loss is not None  # mean NLL of the window's targets
+        optimizer.zero_grad(set_to_none=True)
+        penalty = ar_tar_penalty(out.hidden, out.hidden_raw, t.ar_alpha, t.tar_beta)
+        (out.loss if penalty is None else out.loss + penalty).backward()
+        if self.dist.enabled:
+            distributed.average_gradients(list(model.parameters()), self.dist.world)
+        if t.bptt_mode == "variable":  # AWD: a window's lr scales with its length
+            for g in optimizer.param_groups:
+                g["lr"] = state.lr * batch.inputs.shape[1] / t.bptt
+        if t.clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+        optimizer.step()
+        if t.bptt_mode == "variable":
+            for g in optimizer.param_groups:
+                g["lr"] = state.lr
+        if batch.epoch_end:  # the stream starts over: so does its hidden state
+            state.lstm_states.pop(lang, None)
+        else:
+            state.lstm_states[lang] = detach_state(out.state)
+        state.train_time += time.perf_counter() - tick
+        state.step += 1
+        state.tokens += out.n_tokens * self.dist.world
+        state.lang_batches[lang] += 1
+        loss.add(out.loss)
+        return lang
+
+    def _diverged(self, state: LoopState, loss: RunningLoss) -> bool:
+        """Read the running loss; True (and logged) when it is not finite."""
+        if loss.read(state):
+            return False
+        log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", state.step)
+        return True
+
+    def _evaluate_and_checkpoint(self, loop: _Loop, state: LoopState, loss: RunningLoss,
+                                 scheduled: bool = True) -> bool:
+        """Validate, log, checkpoint; True when early stopping triggers.
+
+        The evaluation a stop adds between scheduled ones (a wall-clock or step cap) saves the
+        model (last.pt, and best.pt if it is the best yet) but leaves the schedule as it was:
+        the patience count, the lr, the schedule's best and the running training loss. So a
+        run stopped there and resumed continues exactly as one that was never stopped.
+        """
+        cfg, t = self.cfg, self.cfg.train
+        # Callers read the running loss first (_diverged), so loss_acc covers every step.
+        results = evaluate_split(self.bundle, self.corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
+        nll = pooled_nll(results)
+        state.last_valid = {lang: r.perplexity for lang, r in results.items()}
+        improved = nll < state.best_ckpt_nll  # a new best.pt
+        mean_loss = state.loss_acc / max(state.loss_n, 1)
+        record = {"step": state.step, "epoch": round(state.epoch(loop.steps_per_epoch), 4), "lr": state.lr,
+                  "train_loss": mean_loss,
+                  # Mean over the steps since the last evaluation, with dropout on (AWD's train ppl).
+                  "train_perplexity": math.exp(min(mean_loss, 50.0)), "valid_nll": nll,
+                  "valid_perplexity": state.last_valid, "valid_tokens": {k: r.n_tokens for k, r in results.items()},
+                  "eval_batch_size": t.eval_batch_size, "tokens": state.tokens,
+                  "tokens_per_s": state.tokens / max(state.train_time, 1e-9),
+                  "elapsed_s": time.monotonic() - loop.started,
+                  "lang_batches": dict(state.lang_batches), "improved": improved, "scheduled": scheduled}
+        if scheduled:
+            state.loss_acc, state.loss_n = 0.0, 0
+        loop.history.append(record)
+        self.metrics_lines.append(dumps_json(record))
+        if self.dist.is_main:
+            atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
+        self.hooks.on_eval(record)
+        if improved:
+            state.best_ckpt_nll, state.best_valid = nll, dict(state.last_valid)
+        if scheduled and nll < state.best_nll:
+            state.best_nll, state.bad_evals = nll, 0
+        elif scheduled:
+            state.bad_evals += 1
+            if state.bad_evals % t.lr_patience == 0:
+                state.lr *= t.lr_factor
+                for g in loop.optimizer.param_groups:
+                    g["lr"] = state.lr
+                log.info("no improvement for %d evaluations: learning rate now %g", state.bad_evals, state.lr)
+        # Everything the loop carries, so that a resume continues exactly (_restore reads it back).
+        extra = {**state.to_checkpoint(loop.steps_per_epoch), "batcher": loop.batcher.state_dict()}
+        self._save(("last.pt", "best.pt") if improved else ("last.pt",), loop.optimizer, extra)
+        return scheduled and state.bad_evals >= t.stop_patience
+
+
+@dataclass
+class _Loop:
+    """What one :meth:`Trainer.fit` call works with besides the run's :class:`LoopState`: built anew by
+    every process (the batcher's and optimizer's states come back from the checkpoint on resume)."""
+
+    batcher: MultilingualBatcher
+    optimizer: torch.optim.Optimizer
+    #: Batches in one pass over every language's training stream.
+    steps_per_epoch: int
+    n_params: int
+    n_params_split: dict[str, int]
+    #: time.monotonic() when this process started the loop (train.max_minutes counts from it).
+    started: float
+    #: Every validation record of the run (metrics.jsonl), the resumed ones included.
+    history: list[dict[str, Any]] = field(default_factory=list)
