@@ -459,6 +459,7 @@ def merge_overrides(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
     ``None`` values are left out (an option not given)."""
     out: dict[str, Any] = {}
     for layer in layers:
+        _check_mapping(layer)
         for key, value in (layer or {}).items():
             if value is not None:
                 out.pop(key, None)
@@ -466,13 +467,17 @@ def merge_overrides(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def _check_mapping(overrides: object) -> None:
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"config overrides are a mapping of dotted keys to values, e.g. {{'model.d': 128}}, not "
+                        f"{type(overrides).__name__}; turn --set strings into one with parse_overrides()")
+
+
 def _override_paths(overrides: Mapping[str, Any] | None) -> list[tuple[list[str], Any]]:
     """``{"model.d": 128}`` as ``[(["model", "d"], 128)]``, checked: a mapping of non-empty dotted keys."""
     if overrides is None:
         return []
-    if not isinstance(overrides, Mapping):
-        raise TypeError(f"config overrides are a mapping of dotted keys to values, e.g. {{'model.d': 128}}, not "
-                        f"{type(overrides).__name__}; turn --set strings into one with parse_overrides()")
+    _check_mapping(overrides)
     out = []
     for key, value in overrides.items():
         path = [p for p in key.split(".") if p] if isinstance(key, str) else []

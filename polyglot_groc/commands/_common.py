@@ -6,12 +6,11 @@ the CLI alone decides how they look (one line on stderr) and the exit code (2).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
@@ -38,32 +37,8 @@ EXIT_USER_ERROR = 2
 #: Conventional exit codes of a process ended by a signal: 128 + SIGINT (Ctrl-C), 128 + SIGTERM.
 EXIT_SIGINT = 130
 EXIT_SIGTERM = 143
-
-
-class Terminated(BaseException):
-    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt (inside :func:`stop_signals`) so cleanup runs."""
-
-
-@contextlib.contextmanager
-def stop_signals() -> Iterator[None]:
-    """While the block runs, SIGTERM raises :class:`Terminated` instead of killing the process on the
-    spot, so ``finally`` blocks, the run lock and the caller's report run; the old handler comes back
-    after. Only the main thread can install handlers; elsewhere this does nothing."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: object) -> None:
-        raise Terminated(signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+#: A training run whose loss diverged (result.json says so; last.pt is the last good state).
+EXIT_DIVERGED = 3
 
 
 def one_line(message: object) -> str:
@@ -254,29 +229,3 @@ def setup_logging(verbose: bool) -> None:
 def print_json(obj: object) -> None:
     """Print a result as JSON on stdout (machine-readable; progress goes to stderr)."""
     typer.echo(dumps_json(obj, indent=2, ensure_ascii=False, sort_keys=False))
-
-
-@contextlib.contextmanager
-def locked_run_dir(out: Path, command: str, clean: Sequence[str] = ()) -> Iterator[None]:
-    """Hold the run lock on ``out`` while ``command`` writes it (train, --resume, finetune).
-
-    An error before the first checkpoint (``last.pt``) leaves no trace: a directory this command
-    created is removed; in one that existed, only the files named in ``clean`` are removed.
-    """
-    import shutil
-
-    from polyglot_groc.training.runlock import RunLock
-
-    created = not out.exists()
-    with RunLock(out, command):
-        try:
-            yield
-        except BaseException:
-            if out.is_dir() and not (out / "last.pt").exists():
-                if created:
-                    shutil.rmtree(out, ignore_errors=True)
-                else:
-                    for name in clean:
-                        (out / name).unlink(missing_ok=True)
-            raise
-

@@ -14,9 +14,7 @@ from polyglot_groc.commands._common import (
     check_output,
     check_positive,
     cli_errors,
-    err_console,
     float_list,
-    locked_run_dir,
     print_json,
     setup_logging,
     use_threads,
@@ -121,44 +119,25 @@ def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: i
               overwrite: bool, verbose: bool, resume_optimizer: bool = False, overrides: list[str] | None = None,
               threads: int | None = None, device: str | None = None, max_minutes: float | None = None,
               log_every: int | None = None, tensorboard: bool = False, checkpoint: str = "best") -> None:
-    from groc_base.errors import InputError
-    from groc_base.fileio import dumps_json
-    from polyglot_groc.commands.train import EXIT_DIVERGED, ReportInterrupts, RichHooks
-    from polyglot_groc.config import merge_overrides, parse_overrides
-    from polyglot_groc.model.checkpoint import atomic_write_text
-    from polyglot_groc.training.finetune import finetune_run
-    from polyglot_groc.training.trainer import run_dir_has_content
+    """A thin face over :func:`polyglot_groc.training.workflows.finetune`."""
+    from polyglot_groc.commands.train import ReportInterrupts, RichHooks, report_result
+    from polyglot_groc.config import parse_overrides
+    from polyglot_groc.training.workflows import finetune
 
     setup_logging(verbose)
     # Numbers first: nothing is read or written before the command line is known to be sane.
     check_positive(epochs=epochs, lr=lr, max_minutes=max_minutes)
-    check_non_negative(max_steps=max_steps, log_every=log_every)
-    use_threads(threads)
-    # Explicit flags win over --set, as in train.
-    explicit = {"train.threads": threads, "train.device": device, "train.max_minutes": max_minutes,
-                "train.log_every": log_every}
-    if Path(out).resolve() == Path(run).resolve():
-        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
-    if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
-    # One writer per run directory, as for train and --resume; an early error leaves nothing behind.
-    with ReportInterrupts(Path(out), "finetune", tensorboard) as watch, \
-            locked_run_dir(Path(out), "finetune", ("config.toml", "metrics.jsonl", "curves.png")):
-        hooks = watch.hooks = RichHooks(Path(out), tensorboard)
+    check_non_negative(max_steps=max_steps, log_every=log_every, threads=threads)
+    hooks = RichHooks(Path(out), tensorboard)
+    with ReportInterrupts(Path(out), "finetune", tensorboard):
         try:
-            done = finetune_run(run, data, out, epochs, checkpoint, overwrite=overwrite, lr=lr, max_steps=max_steps,
-                                resume_optimizer=resume_optimizer,
-                                overrides=merge_overrides(parse_overrides(overrides or []), explicit),
-                                hooks=hooks)
+            result = finetune(run=run, data=data, out=out, epochs=epochs, max_steps=max_steps,
+                              max_minutes=max_minutes, lr=lr, resume_optimizer=resume_optimizer,
+                              checkpoint=checkpoint, overrides=parse_overrides(overrides or []), threads=threads,
+                              device=device, log_every=log_every, overwrite=overwrite, hooks=hooks)
         finally:
             hooks.close()
-        summary = done.to_dict()
-        atomic_write_text(Path(out) / "result.json", dumps_json(summary, indent=2) + "\n")
-    print_json(summary)
-    if done.diverged:
-        err_console.print("error: finetuning diverged; lower --lr or train.clip (last.pt is the last good state)",
-                          highlight=False, markup=False)
-        raise typer.Exit(code=EXIT_DIVERGED)
+    report_result(result, report=True, what="finetuning", fix="--lr or train.clip")
 
 
 @analyze_app.command("freq-bins")

@@ -1,8 +1,13 @@
-"""``polyglot-groc train`` and ``polyglot-groc evaluate``."""
+"""``polyglot-groc train`` and ``polyglot-groc evaluate``.
+
+``train`` is a thin face over :func:`polyglot_groc.training.workflows.train` and ``train --resume``
+over :func:`~polyglot_groc.training.workflows.resume`: the command parses its flags into
+arguments and config overrides, passes its progress display (:class:`RichHooks`), prints the
+result and maps errors, divergence and interrupts (:class:`ReportInterrupts`) to exit codes.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -12,27 +17,24 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from polyglot_groc.commands._common import (
+    EXIT_DIVERGED,
     EXIT_SIGINT,
     EXIT_SIGTERM,
-    Terminated,
     ThreadsOption,
     check_non_negative,
     check_positive,
     check_probability,
     cli_errors,
     err_console,
-    locked_run_dir,
     print_json,
     setup_logging,
-    stop_signals,
     use_threads,
 )
-from polyglot_groc.config import RunConfig, load_config, merge_overrides, parse_overrides
+from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, parse_overrides
+from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted, stop_signals
 
-DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs"
-#: --size presets: small trains the sample corpus in about a minute on 2 CPU cores; paper is seed 004's.
-SIZES = {"small": DEFAULT_CONFIG / "quickstart.toml", "paper": DEFAULT_CONFIG / "paper.toml"}
-EXIT_DIVERGED = 3
+#: --size presets (the library's): small trains the sample corpus in about a minute on 2 CPU cores.
+SIZES = PRESETS
 
 
 def _fmt_eta(seconds: float) -> str:
@@ -48,7 +50,8 @@ class RichHooks:
     points (``train.log_every``); after each validation the training-curve PNG (and TensorBoard
     scalars). CLI only: the library never prints, and training/ may not import analysis/."""
 
-    def __init__(self, run_dir: Path | None = None, tensorboard: bool = False, announce: str = "") -> None:
+    def __init__(self, run_dir: Path | None = None, tensorboard: bool = False,
+                 announce: Callable[[Mapping[str, Any]], str] | None = None) -> None:
         self.progress = Progress(
             TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
@@ -58,7 +61,7 @@ class RichHooks:
         #: The last step shown (None before the first), for an interrupted run's report.
         self.last_step: int | None = None
         self.run_dir = run_dir
-        #: Where the config came from (printed with the model's size once training starts).
+        #: The line saying which config this is, made from on_start's info (printed before the model's size).
         self.announce = announce
         self.records: list[Mapping[str, Any]] = []
         self.total: int | None = None
@@ -92,8 +95,8 @@ class RichHooks:
             self._open_tensorboard(int(info.get("start_step", 0)))
         split = info.get("n_params_split") or {}
         parts = ", ".join(f"{k} {split[k]:,}" for k in ("embeddings", "prefix", "output") if k in split)
-        if self.announce:
-            err_console.print(self.announce, highlight=False, markup=False)
+        if self.announce is not None:
+            err_console.print(self.announce(info), highlight=False, markup=False)
         what = f"{info['kind']} " if info.get("kind") else ""
         err_console.print(f"training {what}on {', '.join(info['langs'])}: {info['n_params']:,} parameters ({parts}), "
                           f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch"
@@ -142,11 +145,6 @@ class RichHooks:
             self.tb.close()
 
 
-def build_config(config: Path | None, overrides: list[str], **flags: Any) -> RunConfig:
-    """CLI flags (dotted keys; None: not given) on top of the ``--set`` overrides and the TOML config."""
-    return load_config(config, merge_overrides(parse_overrides(overrides), flags))
-
-
 def describe_config(cfg: RunConfig) -> str:
     """The configuration in a few words: kind, sizes, output net, budget."""
     m, t = cfg.model, cfg.train
@@ -154,18 +152,6 @@ def describe_config(cfg: RunConfig) -> str:
               f"{t.max_minutes:g} minutes" if t.max_minutes else ""]
     return (f"model {m.kind}: d {m.d}, {m.prefix.n_layers}x{m.prefix.hidden} LSTM, output dropout "
             f"{m.output.dropout:g}, depth {m.output.depth}; at most {' / '.join(b for b in budget if b)}")
-
-
-def untied_config(cfg: RunConfig) -> RunConfig:
-    """``--untie``: the tied kind becomes untied (seed 003 unties before freezing the input)."""
-    import dataclasses
-    import logging
-
-    if cfg.model.kind in ("tied", "lookup"):
-        return dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, kind="untied"))
-    if cfg.model.kind != "untied":
-        logging.getLogger(__name__).warning("--untie applies to the tied kind only; %s is kept", cfg.model.kind)
-    return cfg
 
 
 @functools.cache
@@ -329,8 +315,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            compile_: bool | None = None, not_for_resume: list[str] | None = None,
            wn_dir: Path | None = None) -> None:
     from groc_base.errors import ConfigError
-    from langpairs.registry import parse_lang_spec
-    from polyglot_groc.training.data import language_registry
+    from polyglot_groc.training.distributed import world_from_env
+    from polyglot_groc.training.workflows import train
 
     setup_logging(verbose)
     # Numbers first: nothing is read or written before the command line is known to be sane.
@@ -345,149 +331,91 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
                               "--max-minutes, --threads, --device, --precision, --compile, --log-every, "
                               "--tensorboard and --verbose apply)")
         _resume(resume, tensorboard, max_steps=max_steps, max_epochs=max_epochs, max_minutes=max_minutes,
-                threads=threads, device=device, precision=precision, compile_=compile_, log_every=log_every)
+                threads=threads, device=device, precision=precision, compile=compile_, log_every=log_every)
         return
-    if size is not None and size not in SIZES:
-        raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(SIZES)}")
-    if size is not None and config is not None:
-        raise ConfigError(f"--size {size} and --config {config} both choose the configuration; pass one of them "
-                          f"(--size {size} is --config {SIZES[size]}; add --set overrides to either)")
-    if config is None:
-        source = f"--size {size or 'small'}{'' if size else ' (the default; --size paper for the paper model)'}"
-        config = SIZES[size or "small"]
-    else:
-        source = f"--config {config}"
-    if overrides:
-        source += f" with {len(overrides)} --set override{'s' if len(overrides) > 1 else ''}"
-    # The config may define languages ([languages.xx]); resolve --langs against them.
-    base = load_config(config, parse_overrides(overrides))
-    lang_codes = parse_lang_spec(langs, with_, registry=language_registry(base.languages))
-    # Runs record the absolute data path, so evaluate works from any directory.
+    # The flags that set a config key the library takes no argument for; they win over --set.
     flags: dict[str, Any] = {
-        "data.langs": list(lang_codes), "data.root": str(data.resolve()) if data else None, "model.kind": model,
-        "train.max_steps": max_steps, "train.max_minutes": max_minutes, "train.max_epochs": max_epochs,
         "train.seed": seed, "data.tokenize": tokenize, "data.vocab_mode": vocab_mode,
         "data.screen": False if no_screen else None, "data.schedule": schedule,
         "model.lexicon.specs": lexicon or None, "model.lexicon.use_relations": False if no_relations else None,
         "model.lexicon.use_definitions": False if no_definitions else None,
         "model.lexicon.coverage": lexicon_coverage, "model.lexicon.wn_dir": str(wn_dir) if wn_dir else None,
-        "train.threads": threads, "train.device": device,
         "train.precision": precision, "train.compile": compile_, "train.log_every": log_every,
         "model.init_input": str(init_input) if init_input else None,
         "model.freeze_input": True if freeze_input else None}
-    cfg = build_config(config, overrides, **flags)
-    if untie and untied_config(cfg).model.kind != cfg.model.kind:
-        # Rebuilt, not patched: the untied kind brings its own defaults (KIND_DEFAULTS), not the tied one's.
-        cfg = build_config(config, overrides, **{**flags, "model.kind": "untied"})
-    if not cfg.data.root:
-        raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
-    cfg.validate()
-    _run_training(cfg, out, overwrite, None, tensorboard, announce=f"config: {source}")
-
-
-def _resume(run: Path, tensorboard: bool, **limits_and_runtime: Any) -> None:
-    """Resume ``run`` from last.pt; new stop limits extend it, runtime flags apply to this invocation
-    (both are written to its config.toml)."""
-    import dataclasses
-
-    from groc_base.errors import InputError
-    from polyglot_groc.config import load_config
-    from polyglot_groc.model.bundle import ModelBundle
-    from polyglot_groc.model.checkpoint import load_checkpoint
-    from polyglot_groc.training.runlock import RunLockedError, describe_owner, lock_holder
-    from polyglot_groc.training.trainer import resume_config
-
-    run = run.resolve()
-    holder = lock_holder(run)  # before "is it a run?": a run still before its first checkpoint is one
-    if holder is not None:
-        raise RunLockedError(f"run {run} is being trained by {describe_owner(holder)}; wait for it to finish, "
-                             "or stop it (Ctrl-C, or kill the pid) and resume then")
-    if not (run / "last.pt").is_file() or not (run / "config.toml").is_file():
-        if (run / "config.toml").is_file():
-            raise InputError(f"run {run} stopped before its first checkpoint, so there is nothing to resume; "
-                             f"train it again with --out {run} --overwrite")
-        raise InputError(f"{run} is not a run directory (no config.toml and last.pt to resume from); "
-                         "train it first without --resume")
-    cfg = load_config(run / "config.toml")
-    payload = load_checkpoint(run / "last.pt")
-    lim = limits_and_runtime
-    cfg, changes = resume_config(cfg, payload, run, max_steps=lim.pop("max_steps"), max_epochs=lim.pop("max_epochs"),
-                                 max_minutes=lim.pop("max_minutes"), finished=(run / "result.json").is_file())
-    runtime = {"compile" if k == "compile_" else k: v for k, v in lim.items() if v is not None}
-    runtime = {k: v for k, v in runtime.items() if v != getattr(cfg.train, k)}
-    if runtime:
-        changes += [f"train.{k} {getattr(cfg.train, k)} -> {v}" for k, v in runtime.items()]
-        cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, **runtime)).validate()
-    bundle = ModelBundle.from_state(payload["bundle"])
-    bundle.cfg = dataclasses.replace(bundle.cfg, train=cfg.train)  # the checkpoints then record the new limits
-    note = f"; {', '.join(changes)}" if changes else ""
-    _run_training(cfg, run, False, payload, tensorboard, bundle,
-                  announce=f"config: {run / 'config.toml'}, resumed at step {payload.get('step')}{note}")
-
-
-def _run_training(cfg: RunConfig, out: Path, overwrite: bool, payload: Mapping[str, Any] | None,
-                  tensorboard: bool, bundle: Any = None, announce: str = "") -> None:
-    """Lock the run directory, train, write result.json; on an early error leave nothing behind."""
-    from groc_base.errors import InputError
-    from groc_base.fileio import dumps_json
-    from polyglot_groc.model.checkpoint import atomic_write_text
-    from polyglot_groc.training.distributed import world_from_env
-    from polyglot_groc.training.trainer import Trainer, run_dir_has_content
-
-    out = Path(out)
-    # Under torchrun only rank 0 owns the run directory (lock, checks, result.json, output);
-    # the other ranks train beside it and write nothing.
+    also = [c.strip() for c in (with_ or "").split(",") if c.strip()]
+    if config is None:
+        source = f"--size {size or 'small'}{'' if size else ' (the default; --size paper for the paper model)'}"
+    else:
+        source = f"--config {config}"
+    if overrides:
+        source += f" with {len(overrides)} --set override{'s' if len(overrides) > 1 else ''}"
+    # Under torchrun, progress and output belong to rank 0.
     main_rank = world_from_env()[0] == 0
-    if main_rank and payload is None and not overwrite and run_dir_has_content(out):
-        # Checked before taking the lock, so a refused run leaves not even a lock file behind.
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
-    clean = ("config.toml", "metrics.jsonl", "curves.png") if payload is None else ()
-    owner = locked_run_dir(out, "resume" if payload is not None else "train", clean)
-    # Outermost, so the lock is released and a run without a checkpoint removed before the report.
-    with ReportInterrupts(out, "train", tensorboard, report=main_rank) as watch, \
-            owner if main_rank else contextlib.nullcontext():
-        if payload is not None:
-            watch.kept_step = lambda: int(payload["step"])
-        # Progress, curves and TensorBoard belong to rank 0 too.
-        if announce:
-            announce = f"{announce}; {describe_config(cfg)}"
-        hooks = watch.hooks = RichHooks(out, tensorboard, announce=announce) if main_rank else None
-        if hooks is not None and payload is not None:
-            from polyglot_groc.analysis.curves import read_metrics
-
-            if (out / "metrics.jsonl").is_file():
-                hooks.records = list(read_metrics(out / "metrics.jsonl"))
-        trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload)
-        watch.kept_step = lambda: trainer.checkpoint_step
+    hooks = RichHooks(out, tensorboard, announce=lambda info: f"config: {source}; {describe_config(info['config'])}") \
+        if main_rank else None
+    with ReportInterrupts(out, "train", tensorboard, report=main_rank):
         try:
-            result = trainer.fit()
+            result = train(out=out, langs=langs, data=data, model=model, size=size, config=config,
+                           overrides=merge_overrides(parse_overrides(overrides), flags),
+                           with_related="related" in also, extra_langs=[c for c in also if c != "related"],
+                           untie=untie, max_steps=max_steps, max_epochs=max_epochs, max_minutes=max_minutes,
+                           threads=threads, device=device, overwrite=overwrite, hooks=hooks)
         finally:
             if hooks is not None:
                 hooks.close()
-        summary = result.to_dict()
-        if trainer.bundle.lexicon_info:
-            summary["lexicon"] = trainer.bundle.lexicon_info
-        if main_rank:
-            atomic_write_text(out / "result.json", dumps_json(summary, indent=2) + "\n")
-    if main_rank:
-        print_json(summary)
+    report_result(result, report=main_rank, what="training")
+
+
+def _resume(run: Path, tensorboard: bool, **limits_and_runtime: Any) -> None:
+    """``train --resume``: new stop limits extend the run, runtime flags apply to this invocation (both
+    are written to its config.toml)."""
+    from polyglot_groc.training.distributed import world_from_env
+    from polyglot_groc.training.workflows import resume
+
+    run = run.resolve()
+    main_rank = world_from_env()[0] == 0
+
+    def announce(info: Mapping[str, Any]) -> str:
+        changes = info.get("changes") or []
+        note = f"; {', '.join(changes)}" if changes else ""
+        return (f"config: {run / 'config.toml'}, resumed at step {info.get('start_step')}{note}; "
+                f"{describe_config(info['config'])}")
+
+    hooks = RichHooks(run, tensorboard, announce=announce) if main_rank else None
+    if hooks is not None and (run / "metrics.jsonl").is_file():
+        from polyglot_groc.analysis.curves import read_metrics
+
+        hooks.records = list(read_metrics(run / "metrics.jsonl"))  # the curves go on from the earlier ones
+    with ReportInterrupts(run, "train", tensorboard, report=main_rank):
+        try:
+            result = resume(run=run, hooks=hooks, **limits_and_runtime)
+        finally:
+            if hooks is not None:
+                hooks.close()
+    report_result(result, report=main_rank, what="training")
+
+
+def report_result(result: Any, *, report: bool, what: str, fix: str = "train.lr or train.clip") -> None:
+    """Print the result's JSON; a diverged run then says so in one line and exits 3."""
+    if report:
+        print_json(result.to_dict())
     if result.diverged:
-        if main_rank:
-            err_console.print("error: training diverged; lower train.lr or train.clip (last.pt is the last good state)",
+        if report:
+            err_console.print(f"error: {what} diverged; lower {fix} (last.pt is the last good state)",
                               highlight=False, markup=False)
         raise typer.Exit(code=EXIT_DIVERGED)
 
 
 class ReportInterrupts:
-    """``with ReportInterrupts(out, "train") as watch:`` Ctrl-C or SIGTERM inside the block (once the
-    inner blocks have cleaned up) end the command with one :func:`interrupt_report` line and exit
-    130 / 143. Set ``watch.hooks`` (for the step reached) and ``watch.kept_step`` (a callable giving
-    the step last.pt holds) as they become known; ``report=False`` (other ranks) prints nothing."""
+    """``with ReportInterrupts(out, "train"):`` SIGTERM inside the block stops like Ctrl-C
+    (:func:`~polyglot_groc.training.interrupts.stop_signals`); either ends the command with one
+    :func:`interrupt_report` line and exit 130 / 143, from the workflow's :class:`TrainingInterrupted`
+    (the step reached, the checkpoint kept) or, before training started, from the bare signal.
+    ``report=False`` (other torchrun ranks) prints nothing."""
 
     def __init__(self, out: Path, command: str, tensorboard: bool = False, report: bool = True) -> None:
         self.out, self.command, self.tensorboard, self.report = Path(out), command, tensorboard, report
-        self.hooks: RichHooks | None = None
-        self.kept_step: Callable[[], int | None] = lambda: None
         self._signals = stop_signals()
 
     def __enter__(self) -> ReportInterrupts:
@@ -496,13 +424,15 @@ class ReportInterrupts:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Literal[False]:
         self._signals.__exit__(None, None, None)
-        if exc_type is None or not issubclass(exc_type, (KeyboardInterrupt, Terminated)):
+        if exc is None or not isinstance(exc, (KeyboardInterrupt, Terminated)):
             return False
-        sigterm = issubclass(exc_type, Terminated)
+        stopped = exc if isinstance(exc, TrainingInterrupted) else None
+        sigterm = isinstance(exc, Terminated) or (stopped is not None and stopped.signal == "SIGTERM")
         if self.report:
-            step = self.hooks.last_step if self.hooks is not None else None
-            err_console.print(interrupt_report(self.out, "SIGTERM" if sigterm else "Ctrl-C (SIGINT)", step,
-                                               self.kept_step(), self.tensorboard, self.command),
+            step = stopped.step if stopped is not None else None
+            kept = stopped.checkpoint_step if stopped is not None else None
+            err_console.print(interrupt_report(self.out, "SIGTERM" if sigterm else "Ctrl-C (SIGINT)", step, kept,
+                                               self.tensorboard, self.command),
                               highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(code=EXIT_SIGTERM if sigterm else EXIT_SIGINT) from None
 

@@ -36,7 +36,7 @@ from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, tra
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_EPOCHS", "FinetuneLanguageError", "FinetunedRun", "extend_bundle", "extend_optimizer_state",
-           "finetune_config", "finetune_run", "parent_record"]
+           "finetune_config", "finetune_run", "finetune_trainer", "parent_record"]
 
 
 class FinetuneLanguageError(InputError):
@@ -170,8 +170,22 @@ def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int | None = None
     ``out`` becomes an ordinary run directory (config.toml, metrics.jsonl, best.pt, last.pt) whose
     config records the parent run (``parent``). The optimizer is fresh unless
     ``resume_optimizer`` (see the module docstring). ``overrides``: dotted ``train.*`` keys to
-    values, see :func:`finetune_config`.
+    values, see :func:`finetune_config`. No run lock and no result.json: the workflow
+    :func:`polyglot_groc.training.workflows.finetune` adds those.
     """
+    trainer = finetune_trainer(run_dir, data, out, epochs, which, overwrite, lr, max_steps, resume_optimizer,
+                               overrides, hooks)
+    result = trainer.fit()
+    return FinetunedRun(result, to_dict(trainer.cfg.parent), dict(trainer.bundle.lexicon_info))
+
+
+def finetune_trainer(run_dir: Path, data: Path, out: Path, epochs: int | None = None, which: str = "best",
+                     overwrite: bool = False, lr: float | None = None, max_steps: int | None = None,
+                     resume_optimizer: bool = False, overrides: Mapping[str, Any] | None = None,
+                     hooks: TrainHooks | None = None) -> Trainer:
+    """The :class:`Trainer` of :func:`finetune_run` (same arguments), ready to ``fit()``: the run's
+    bundle grown by the new domain's words, the finetuning config (recording its parent), the
+    optimizer state carried over if asked; ``out`` prepared."""
     if epochs is not None and epochs < 1:
         raise InputError(f"--epochs {epochs} must be at least 1")
     if max_steps is not None and max_steps < 0:
@@ -202,7 +216,5 @@ def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int | None = None
     if opt_state is not None:
         log.info("resuming the optimizer state of %s (lr %g)", run_dir, new_cfg.train.lr)
     extended = dataclasses.replace(extended, cfg=new_cfg)
-    trainer = Trainer(new_cfg, out, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=extended,
-                      optimizer_state=opt_state)
-    result = trainer.fit()
-    return FinetunedRun(result, to_dict(trainer.cfg.parent), dict(trainer.bundle.lexicon_info))
+    return Trainer(new_cfg, out, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=extended,
+                   optimizer_state=opt_state)

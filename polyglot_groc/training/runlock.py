@@ -8,12 +8,15 @@ an ``InputError`` naming it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shutil
 import socket
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -114,3 +117,25 @@ class RunLock:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+@contextlib.contextmanager
+def locked_run_dir(out: Path, command: str, clean: Sequence[str] = ()) -> Iterator[None]:
+    """Hold the run lock on ``out`` while ``command`` writes it (train, resume, finetune).
+
+    An error before the first checkpoint (``last.pt``) leaves no trace: a directory this command
+    created is removed; in one that existed, only the files named in ``clean`` are removed.
+    """
+    out = Path(out)
+    created = not out.exists()
+    with RunLock(out, command):
+        try:
+            yield
+        except BaseException:
+            if out.is_dir() and not (out / "last.pt").exists():
+                if created:
+                    shutil.rmtree(out, ignore_errors=True)
+                else:
+                    for name in clean:
+                        (out / name).unlink(missing_ok=True)
+            raise

@@ -74,32 +74,62 @@ class StepInfo:
 
 @dataclass(frozen=True)
 class TrainResult:
+    """What a training run did: its steps, why it stopped, its size, speed and validation perplexities.
+
+    ``to_dict()`` is the run's ``result.json`` (what ``polyglot-groc train`` prints).
+    """
+
     run_dir: Path
     steps: int
     epochs: float
+    #: max_steps | max_epochs | max_minutes | early_stopping | diverged (see :attr:`diverged`);
+    #: "interrupted" from :func:`~polyglot_groc.training.workflows.load_result` of a killed run.
     stop_reason: str
     n_params: int
     tokens_per_s: float
     train_seconds: float
+    #: Per-language validation perplexity of best.pt, and of the last validation.
     best_valid: dict[str, float]
     last_valid: dict[str, float]
+    #: Every validation record (metrics.jsonl), a resumed run's earlier ones included.
     history: list[dict[str, Any]] = field(default_factory=list)
     #: |Θ| split: embeddings / prefix / output / total (seed 000 Table 2).
     n_params_split: dict[str, int] = field(default_factory=dict)
+    #: The lexicon a groc-lex run used (resolved lexicons, coverage, ...); empty for other kinds.
+    lexicon: dict[str, Any] = field(default_factory=dict)
+    #: The run a finetuned run started from (its config's ``parent``: path, checkpoint, step, sha256);
+    #: None for a run trained from scratch (or resumed: result.json then says what ``train`` says).
+    parent: dict[str, Any] | None = None
 
     @property
     def diverged(self) -> bool:
+        """The loss became non-finite: training stopped there, last.pt is the last good state."""
         return self.stop_reason == "diverged"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_dir": str(Path(self.run_dir).resolve()), "steps": self.steps, "epochs": round(self.epochs, 4),
-                "diverged": self.diverged,
-                "stop_reason": self.stop_reason, "n_params": self.n_params, "n_params_split": self.n_params_split,
-                "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
-                "best_valid_perplexity": self.best_valid, "last_valid_perplexity": self.last_valid}
+        """The JSON of result.json (perplexities as numbers, rounded times)."""
+        out = {"run_dir": str(Path(self.run_dir).resolve()), "steps": self.steps, "epochs": round(self.epochs, 4),
+               "diverged": self.diverged,
+               "stop_reason": self.stop_reason, "n_params": self.n_params, "n_params_split": self.n_params_split,
+               "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
+               "best_valid_perplexity": self.best_valid, "last_valid_perplexity": self.last_valid}
+        if self.lexicon:
+            out["lexicon"] = dict(self.lexicon)
+        if self.parent is not None:
+            out["parent"] = dict(self.parent)
+        return out
 
 
 class TrainHooks(Protocol):
+    """Progress of a training run, for a progress bar, a logger or a notebook widget (all optional to act on).
+
+    ``on_start(total_steps, info)``: before the first step; ``info`` holds ``n_params``,
+    ``n_params_split``, ``vocab``, ``langs``, ``kind``, ``start_step``, ``steps_per_epoch``, ``config``
+    (the run's :class:`RunConfig`) and what the workflow adds (``changes`` on resume, ``elmo`` for a
+    converted model). ``on_step(StepInfo)``: after every step. ``on_eval(record)``: after every
+    validation, with its metrics.jsonl record. An exception raised by a hook stops training.
+    """
+
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None: ...
     def on_step(self, info: StepInfo) -> None: ...
     def on_eval(self, record: Mapping[str, Any]) -> None: ...
