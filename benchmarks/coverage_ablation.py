@@ -53,7 +53,7 @@ def main() -> None:
     from polyglot_groc.analysis.crossdomain import evaluate_open
     from polyglot_groc.config import load_config, merge_overrides, parse_overrides
     from polyglot_groc.model.bundle import load_bundle
-    from polyglot_groc.training.trainer import Trainer
+    from polyglot_groc.training.workflows import train
 
     os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
     t0 = time.monotonic()
@@ -76,14 +76,14 @@ def main() -> None:
         return float(res["languages"]["en"]["perplexity"])
 
     full = args.work / "full"
-    trained = {"1.0": Trainer(load_config(None, common), full, overwrite=True).fit()}
+    trained = {"1.0": train(config=load_config(None, common), out=full, overwrite=True)}
     inference = {str(c): test_ppl(full, c) for c in [*covs, 1.0]}
     train_row: dict[str, float] = {}
     if not args.skip_train_row:
         for c in covs:
             run = args.work / f"train-{c}"
-            trained[str(c)] = Trainer(load_config(None, {**common, "model.lexicon.coverage": c}), run,
-                                      overwrite=True).fit()
+            trained[str(c)] = train(config=load_config(None, {**common, "model.lexicon.coverage": c}), out=run,
+                                    overwrite=True)
             train_row[str(c)] = test_ppl(run, None)
         train_row["1.0"] = inference["1.0"]
     result: dict[str, Any] = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},

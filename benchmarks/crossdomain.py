@@ -40,8 +40,7 @@ from polyglot_groc.analysis.crossdomain import (  # noqa: E402
 from polyglot_groc.analysis.freqbins import compare_runs  # noqa: E402
 from polyglot_groc.config import load_config  # noqa: E402
 from polyglot_groc.model.bundle import load_bundle  # noqa: E402
-from polyglot_groc.training.finetune import finetune_run  # noqa: E402
-from polyglot_groc.training.trainer import Trainer  # noqa: E402
+from polyglot_groc.training.workflows import finetune, train  # noqa: E402
 
 KINDS = {"tied": "lookup", "groc": "groc"}
 
@@ -106,7 +105,7 @@ def main() -> None:
             "train.max_steps": args.steps, "train.max_epochs": 1000, "train.eval_every": args.eval_every,
             "train.threads": args.threads, **filters,
         })
-        res = Trainer(cfg, args.work / name, overwrite=True).fit()
+        res = train(config=cfg, out=args.work / name, overwrite=True)
         runs[name] = args.work / name
         train_info[name] = {"steps": res.steps, "stop_reason": res.stop_reason, "epochs": round(res.epochs, 3),
                             "params": res.n_params, "train_seconds": round(res.train_seconds, 1),
@@ -120,8 +119,8 @@ def main() -> None:
         low[dom] = {}
         for name, run in runs.items():
             ft = args.work / f"{name}-ft-{dom}"
-            finetune_run(run, data / dom, ft, epochs=args.finetune_epochs, overwrite=True,
-                         max_steps=args.finetune_steps, resume_optimizer=args.resume_optimizer)
+            finetune(run=run, data=data / dom, out=ft, epochs=args.finetune_epochs, overwrite=True,
+                     max_steps=args.finetune_steps, resume_optimizer=args.resume_optimizer)
             low[dom][name] = evaluate_domain(ft, data / dom, args.theta, args.lam, args.cache_size,
                                              args.new_word_weight)
     out_dir = result_path(args.name or "crossdomain").parent

@@ -38,7 +38,7 @@ from benchmarks.common import (  # noqa: E402
 from polyglot_groc.analysis.evaluate import evaluate_run  # noqa: E402
 from polyglot_groc.config import load_config, merge_overrides, parse_overrides  # noqa: E402
 from polyglot_groc.training.pretrain import pretrain_vectors  # noqa: E402
-from polyglot_groc.training.trainer import Trainer  # noqa: E402
+from polyglot_groc.training.workflows import train  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent.parent / "polyglot_groc" / "configs"
 #: Table 2 order; "untied+welch" is the seed 003 row.
@@ -92,7 +92,7 @@ def main() -> None:
         cfg = load_config(CONFIGS / f"ptb_table8_{kind.replace('-', '_')}.toml", merge_overrides(common, extra))
         run_dir = args.work / "runs" / row.replace("+", "_")
         t0 = time.monotonic()
-        res = Trainer(cfg, run_dir, overwrite=True).fit()
+        res = train(config=cfg, out=run_dir, overwrite=True)
         test = evaluate_run(run_dir, "test", batch_size=args.eval_batch_size, device=args.device)
         results[row] = {
             "valid_perplexity": res.best_valid["en"], "test_perplexity": test["perplexity"]["en"],

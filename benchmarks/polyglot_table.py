@@ -212,7 +212,7 @@ def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict
     from polyglot_groc.analysis.evaluate import evaluate_run
     from polyglot_groc.config import dump_toml
     from polyglot_groc.model.checkpoint import atomic_write_text
-    from polyglot_groc.training.trainer import Trainer
+    from polyglot_groc.training.workflows import train
 
     record_path = run_dir / "bench_result.json"
     if reuse and record_path.is_file() and (run_dir / "config.toml").is_file():
@@ -220,7 +220,7 @@ def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict
             log.info("[%s] reusing the finished run (same config)", run_dir.name)
             return {**json.loads(record_path.read_text(encoding="utf-8")), "reused": True}
     started = time.monotonic()
-    result = Trainer(cfg, run_dir, overwrite=True, hooks=ProgressHooks(run_dir.name, log_every)).fit()
+    result = train(config=cfg, out=run_dir, overwrite=True, hooks=ProgressHooks(run_dir.name, log_every))
     train_wall = time.monotonic() - started
     started = time.monotonic()
     test = evaluate_run(run_dir, "test", which="best", screen=cfg.data.screen)

@@ -134,55 +134,58 @@ def _what_it_computes(cfg: Any) -> dict[str, Any]:
 
 def train_one(name: str, spec: tuple[str, dict[str, Any]], overrides: dict[str, Any], work: str,
               output_update_prob: float, resume: bool = False, collect: bool = False) -> dict[str, Any]:
-    """Train one model in this process; returns its curves and final figures.
+    """Train one model in this process (the toolkit's ``train`` workflow); returns its curves and final figures.
 
     With ``resume``, a model that finished in an earlier session (``protocol.json`` in its run
-    directory) is read back, and one stopped by the wall-clock cap continues from its ``last.pt``
-    exactly (``Trainer`` resume) under this session's budget; the rest must match the stored config.
-    ``collect`` (implies ``resume``) trains nothing: an unfinished model is reported as it stands.
+    directory, or its result.json) is read back, and one stopped by the wall-clock cap (or killed)
+    continues from its ``last.pt`` exactly (the ``resume`` workflow) under this session's budget;
+    the rest must match the stored config. ``collect`` (implies ``resume``) trains nothing: an
+    unfinished model is reported as it stands.
     """
-    import dataclasses
-
     import torch
 
     from groc_base.fileio import atomic_write_bytes, dumps_json
     from polyglot_groc.config import load_config, merge_overrides
-    from polyglot_groc.model.bundle import ModelBundle
-    from polyglot_groc.model.checkpoint import load_checkpoint
+    from polyglot_groc.model.bundle import load_bundle
     from polyglot_groc.model.scoring import pooled_nll
+    from polyglot_groc.training.data import load_corpus
     from polyglot_groc.training.evaluation import evaluate_split
-    from polyglot_groc.training.trainer import Trainer
+    from polyglot_groc.training.workflows import load_result, train
+    from polyglot_groc.training.workflows import resume as resume_run
 
     kind, extra = spec
     sparse = {"train.output_update_prob": output_update_prob} if kind.startswith("groc") else {}
     cfg = load_config(None, merge_overrides(overrides, {"model.kind": kind}, extra, sparse))
+    t = cfg.train
     run_dir = Path(work) / "runs" / name
     done = run_dir / "protocol.json"
     t0 = time.monotonic()
     resumed = (resume or collect) and (run_dir / "last.pt").is_file()
     if resumed:
-        if _what_it_computes(load_config(run_dir / "config.toml")) != _what_it_computes(cfg):
+        stored = load_config(run_dir / "config.toml")
+        if _what_it_computes(stored) != _what_it_computes(cfg):
             raise BadInput(f"{run_dir} was trained with another configuration; "
                            "resume with the flags of the first session, or use a new --work")
         if done.is_file():
             return dict(json.loads(done.read_text(encoding="utf-8")))
-        payload = load_checkpoint(run_dir / "last.pt")
-        # The same run, under this session's budget and execution settings (device, threads).
-        run_cfg = cfg
-        if collect:  # stop where it stands: the resumed loop ends before its first step
-            run_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=int(payload["step"])))
-        trainer = Trainer(run_cfg, run_dir, bundle=ModelBundle.from_state(payload["bundle"]), resume=payload)
+        res = load_result(run=run_dir)
+        # Stopped by the wall-clock cap or killed, or short of this session's epoch budget: go on,
+        # with this session's budget and execution settings (device, threads).
+        unfinished = res.stop_reason in ("max_minutes", "interrupted") or \
+            (res.stop_reason == "max_epochs" and res.epochs < t.max_epochs)
+        if unfinished and not collect:
+            res = resume_run(run=run_dir, max_epochs=t.max_epochs if t.max_epochs != stored.train.max_epochs else None,
+                             max_minutes=t.max_minutes, threads=t.threads, device=t.device)
     elif collect:
         raise BadInput(f"--collect: {run_dir} holds no run to collect; train it first (without --collect)")
     else:
-        trainer = Trainer(cfg, run_dir, overwrite=True)
-    res = trainer.fit()
+        res = train(config=cfg, out=run_dir, overwrite=True)
     # Final dev/test from the best checkpoint (B.1 keeps the best model on dev).
-    trainer.bundle.model.load_state_dict(load_checkpoint(res.run_dir / "best.pt")["bundle"]["model_state"])
-    trainer.bundle.model.eval()
+    best, _ = load_bundle(run_dir, "best", t.device)
+    corpus = load_corpus(best.cfg.data, ("valid", "test"), best.cfg.languages)
     with torch.no_grad():
-        valid = evaluate_split(trainer.bundle, trainer.corpus, "valid", 10, cfg.train.bptt)
-        test = evaluate_split(trainer.bundle, trainer.corpus, "test", 10, cfg.train.bptt)
+        valid = evaluate_split(best, corpus, "valid", 10, t.bptt)
+        test = evaluate_split(best, corpus, "test", 10, t.bptt)
     out = {
         "kind": kind,
         "overrides": extra,
@@ -201,9 +204,10 @@ def train_one(name: str, spec: tuple[str, dict[str, Any]], overrides: dict[str, 
         "resumed": resumed,
         "output_update_prob": output_update_prob if kind.startswith("groc") else 1.0,
     }
-    if collect and res.stop_reason == "max_steps":  # the collection's own stop: say why the run ended
-        out["stop_reason"] = ("max_epochs" if res.epochs >= cfg.train.max_epochs else
-                              "unfinished: stopped by the wall-clock cap, collected as it stands")
+    if collect:  # trains and writes nothing; an unfinished model says why it stands where it does
+        if res.stop_reason in ("max_minutes", "interrupted"):
+            out["stop_reason"] = ("max_epochs" if res.epochs >= t.max_epochs else
+                                  "unfinished: stopped by the wall-clock cap, collected as it stands")
     elif res.stop_reason != "max_minutes":  # finished for good: a later --resume reads this back
         atomic_write_bytes(done, (dumps_json(out, indent=1) + "\n").encode("utf-8"))
     return out

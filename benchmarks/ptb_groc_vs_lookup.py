@@ -28,7 +28,7 @@ from benchmarks.common import (  # noqa: E402
     shared_data,
 )
 from polyglot_groc.config import load_config, merge_overrides, parse_overrides  # noqa: E402
-from polyglot_groc.training.trainer import Trainer  # noqa: E402
+from polyglot_groc.training.workflows import train  # noqa: E402
 
 
 def main() -> None:
@@ -53,7 +53,7 @@ def main() -> None:
         extra = {"train.output_update_prob": args.output_update_prob} if kind.startswith("groc") else {}
         cfg = load_config(None, merge_overrides(common, {"model.kind": kind}, extra))
         t0 = time.monotonic()
-        res = Trainer(cfg, args.work / "runs" / kind, overwrite=True).fit()
+        res = train(config=cfg, out=args.work / "runs" / kind, overwrite=True)
         results[kind] = {
             "valid_perplexity": res.best_valid["en"], "last_valid_perplexity": res.last_valid["en"],
             "tokens_per_s": res.tokens_per_s, "train_seconds": res.train_seconds, "steps": res.steps,
