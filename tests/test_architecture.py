@@ -34,6 +34,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "polyglot_groc/elmo": {"polyglot_groc.analysis", "polyglot_groc.commands", "polyglot_groc.cli"},
     "polyglot_groc/analysis": {"polyglot_groc.elmo", "polyglot_groc.commands", "polyglot_groc.cli"},
     "polyglot_groc/commands": {"polyglot_groc.cli"},
+    # Benchmarks drive the library through its public workflows, never through the CLI's commands.
+    "benchmarks": {"polyglot_groc.commands", "polyglot_groc.cli"},
 }
 
 
