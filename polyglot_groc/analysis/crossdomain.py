@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from groc_base.errors import CorpusError, InputError
 from langpairs.batching import batchify, bptt_windows
@@ -41,7 +40,6 @@ from polyglot_groc.analysis.caches import (
 )
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.kinds import kind
-from polyglot_groc.model.screen import screened_logits
 from polyglot_groc.training.data import load_corpus
 
 log = logging.getLogger(__name__)
@@ -108,8 +106,12 @@ def load_other_split(bundle: ModelBundle, data: Path, split: str) -> dict[str, l
     return {lang: list(corpus.splits[lang][split]) for lang in corpus.langs}
 
 
-def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: int, n_streams: int = 1) -> TokenScores:
-    """Run the model once over ``tokens`` (the language's own screen, extended by the new words)."""
+def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: int, n_streams: int = 1,
+                 screen: bool = True) -> TokenScores:
+    """Run the model once over ``tokens`` (the language's own screen, extended by the new words;
+    ``screen=False``: every word of the run), through :meth:`LanguageModel.token_logprobs`, so
+    every kind is scored with its own scorer. The model stays on its device; scores come back on
+    the CPU."""
     vocab = bundle.vocab
     members = set(vocab.words[i] for i in vocab.lang_ids(lang))
     new_words = [w for w in dict.fromkeys(tokens) if w not in members]
@@ -139,30 +141,26 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
     new_b = batchify(is_new_tok.astype(np.int64), n_streams).astype(bool)
     freq_b = batchify(train_freq, n_streams)
     L = ins.shape[1]
+    dev = model.device
+    # The probability mass of the new words the model scores (GroC), for down-weighting them.
+    new_ids = torch.tensor([index[w] for w in new_words if w in index], dtype=torch.long)
+    scored_lang = lang if screen else None
     was_training = model.training
     model.eval()
     logps, masses, hiddens = [], [], []
     try:
         with torch.no_grad():
-            tables = model.vocab_tables(lang)
-            screen_ids = tables.ids  # (V_l,) sorted global ids of the view
-            new_cols = torch.from_numpy(np.isin(screen_ids.numpy(), [index[w] for w in new_words if w in index]))
             state = model.init_state(n_streams)
             for a, n in bptt_windows(L, bptt):  # loop over windows; each is one batched forward
-                x = torch.from_numpy(ins[:, a:a + n])
-                emb = model.embed_inputs(x, tables)  # (B, T, d)
-                h, state = model.prefix(emb, state)  # (B, T, d)
-                logits = screened_logits(h, tables.e_out, tables.bias)  # (B, T, V_l)
-                lsm = F.log_softmax(logits.double(), dim=-1)  # (B, T, V_l)
-                y = torch.from_numpy(tgt[:, a + 1:a + n + 1])  # (B, T)
-                in_screen = torch.isin(y, screen_ids)  # new words of a lookup model are outside it
-                local = model.screen.local(screen_ids, torch.where(in_screen, y, screen_ids[0]))
-                lp = lsm.gather(-1, local.unsqueeze(-1)).squeeze(-1)  # (B, T)
-                lp = torch.where(in_screen, lp, torch.full_like(lp, -math.inf))
-                mass = lsm[..., new_cols].exp().sum(-1) if bool(new_cols.any()) else torch.zeros_like(lp)
-                logps.append(lp)
-                masses.append(mass)
-                hiddens.append(h.float())
+                x = torch.from_numpy(ins[:, a:a + n]).to(dev)
+                y = torch.from_numpy(tgt[:, a + 1:a + n + 1]).to(dev)  # (B, T)
+                out = model.token_logprobs(x, y, scored_lang, state, mass_ids=new_ids)
+                state = out.state
+                assert out.mass is not None
+                logps.append(out.logp.cpu())
+                masses.append(out.mass.cpu())
+                hiddens.append(out.hidden.float().cpu())
+            n_scored = int(model.vocab_tables(scored_lang).ids.numel())
     finally:
         model.train(was_training)
         if compositional:
@@ -174,7 +172,7 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
     tg = torch.from_numpy(tgt[:, 1:]).reshape(-1)
     is_new = torch.from_numpy(new_b[:, 1:]).reshape(-1)
     stream = torch.arange(n_streams).repeat_interleave(L - 1)
-    union_size = int(tables.ids.numel()) + len(extra)
+    union_size = n_scored + len(extra)
     return TokenScores(logp, new_mass, is_new, tg, hidden, stream, freq_b[:, 1:].reshape(-1), union_size,
                        compositional)
 
