@@ -111,28 +111,27 @@ def test_adaptive_per_token_log_probabilities_are_its_adaptive_softmax(runs: dic
 @pytest.mark.parametrize("kind", MODEL_KINDS)
 def test_every_kind_scores_the_same_distribution_in_domain_open_and_in_freq_bins(
         runs: dict[str, Path], kind: str) -> None:
-    from polyglot_groc.analysis.crossdomain import evaluate_open
-    from polyglot_groc.analysis.evaluate import evaluate_run
-    from polyglot_groc.analysis.freqbins import compare_runs
+    from polyglot_groc.analysis.workflows import evaluate, freq_bins
 
     run = runs[kind]
-    in_domain = evaluate_run(run, "test", batch_size=1)
+    in_domain = evaluate(run=run, split="test", batch_size=1, device="cpu")
     # The same text under another path is open-vocabulary evaluation (no uniform share: no new words).
-    opened = evaluate_open(run, runs["other"], "test", uniform_weight=0.0)["languages"]["en"]
-    binned = compare_runs(run, runs["tied"], runs["other"])
-    ppl = in_domain["perplexity"]["en"]
-    assert 1 < ppl < math.inf
-    assert opened["perplexity"] == pytest.approx(ppl, rel=1e-5)
-    assert binned["perplexity_a"] == pytest.approx(ppl, rel=1e-5)
-    assert binned["tokens"] == in_domain["details"]["en"]["n_tokens"]
+    opened = evaluate(run=run, data=runs["other"], split="test", batch_size=1, uniform_weight=0.0, device="cpu")
+    binned = freq_bins(run_a=run, run_b=runs["tied"], data=runs["other"], device="cpu")
+    assert not in_domain.open_vocabulary and opened.open_vocabulary
+    ppl = in_domain.perplexity["en"]
+    assert ppl is not None and 1 < ppl < math.inf
+    assert opened.perplexity["en"] == pytest.approx(ppl, rel=1e-5)
+    assert binned.perplexity_a == pytest.approx(ppl, rel=1e-5)
+    assert in_domain.details is not None and binned.tokens == in_domain.details["en"]["n_tokens"]
 
 
 @pytest.mark.parametrize("kind", MODEL_KINDS)
 def test_every_kind_evaluates_open_vocabulary_with_a_cache(runs: dict[str, Path], kind: str) -> None:
-    from polyglot_groc.analysis.crossdomain import CacheSettings, evaluate_open
+    from polyglot_groc.analysis.workflows import evaluate
 
-    res = evaluate_open(runs[kind], runs["unseen"], "test", CacheSettings(cache="neural", lam=0.9))
-    en = res["languages"]["en"]
+    res = evaluate(run=runs[kind], data=runs["unseen"], cache="neural", cache_lambda=0.9, batch_size=2, device="cpu")
+    en = res.to_dict()["languages"]["en"]
     assert 0 < en["oov_rate"] < 1 and 1 < en["perplexity_seen"] < math.inf
     assert en["perplexity_no_cache"] is not None and en["cache_check"]["split"] == "valid"
     # Compositional kinds embed the new words; lookup kinds give them a tuned uniform share.

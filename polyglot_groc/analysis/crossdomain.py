@@ -44,8 +44,9 @@ from polyglot_groc.training.data import load_corpus
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CacheSettings", "TokenScores", "apply_settings", "cache_logprob", "check_settings", "load_other_split",
-           "mix_cache", "model_logprob", "perplexity", "score_tokens", "summarize", "tune_uniform_weight"]
+__all__ = ["CacheSettings", "TokenScores", "apply_settings", "cache_logprob", "check_coverage", "check_settings",
+           "evaluate_open", "load_other_split", "mix_cache", "model_logprob", "perplexity", "score_tokens",
+           "summarize", "tune_uniform_weight"]
 
 UNIFORM_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2)
 
@@ -242,14 +243,19 @@ class CoverageError(InputError):
     """A lexicon coverage outside [0, 1] or on a run without a lexicon."""
 
 
+def check_coverage(coverage: float) -> None:
+    """A lexicon coverage must lie in [0, 1] (checked before any run is loaded)."""
+    if not 0.0 <= coverage <= 1.0 or math.isnan(coverage):
+        raise CoverageError(f"--lexicon-coverage {coverage} is outside [0, 1]; e.g. 0.5 keeps half the entries")
+
+
 def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
     """A groc-lex bundle whose lexicon keeps only ``coverage`` of its entries (Table 4, inference row).
 
     Entries are dropped by the lexicon service's stable word hash, so the same words lose their
     forms on every call. The model parameters are shared with ``bundle``.
     """
-    if not 0.0 <= coverage <= 1.0 or math.isnan(coverage):
-        raise CoverageError(f"--lexicon-coverage {coverage} is outside [0, 1]; e.g. 0.5 keeps half the entries")
+    check_coverage(coverage)
     if not kind(bundle.model.kind).uses_lexicon:
         raise CoverageError(f"--lexicon-coverage needs a groc-lex run; this run is {bundle.model.kind}")
     from polyglot_groc.model.lexforms import compile_forms
@@ -264,10 +270,12 @@ def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
     return out
 
 
-def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: CacheSettings | None = None,
-                  which: str = "best", n_streams: int = 1, uniform_weight: float | None = None,
+def evaluate_open(bundle: ModelBundle, payload: dict[str, Any], *, run: Path, data: Path, split: str = "test",
+                  settings: CacheSettings | None = None, checkpoint: str = "best", n_streams: int = 1,
+                  screen: bool = True, uniform_weight: float | None = None,
                   lexicon_coverage: float | None = None) -> dict[str, Any]:
-    """Open-vocabulary perplexity of a run on another corpus (JSON-ready).
+    """Open-vocabulary perplexity of a loaded run on another corpus (JSON-ready); the body of
+    :func:`polyglot_groc.analysis.evaluate.evaluate` in that setting.
 
     ``uniform_weight=None`` tunes it on ``data``'s valid split (lookup models only). With a cache
     (or a new-word weight below 1) each language also reports ``perplexity_no_cache``, the plain
@@ -275,14 +283,11 @@ def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: Cach
     ``data``'s valid split, the text such settings are tuned on. Settings that make it worse
     there are logged as a warning.
     """
-    from polyglot_groc.model.bundle import load_bundle
-
     if split not in ("valid", "test"):
         raise InputError(f"split {split!r} is unknown; use valid or test")
     s = (settings or CacheSettings()).validate()
     if uniform_weight is not None:
         check_cache_params(uniform_weight=uniform_weight)
-    bundle, payload = load_bundle(run_dir, which)
     if lexicon_coverage is not None:
         bundle = with_lexicon_coverage(bundle, lexicon_coverage)
     bptt = bundle.cfg.train.bptt
@@ -290,10 +295,13 @@ def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: Cach
     if s.new_word_weight < 1.0 and not bundle.model.compositional_output:
         log.warning("--new-word-weight %g acts on compositional (GroC) models only; the %s model gives new words "
                     "probability 0 and ignores it", s.new_word_weight, bundle.model.kind)
-    out: dict[str, Any] = {"run": str(run_dir), "data": str(data), "split": split, "model": bundle.model.kind,
-                           "checkpoint": which, "step": payload.get("step"), "cache": dataclasses.asdict(s),
+    out: dict[str, Any] = {"run": str(run), "data": str(data), "split": split, "model": bundle.model.kind,
+                           "checkpoint": checkpoint, "step": payload.get("step"), "cache": dataclasses.asdict(s),
                            "lexicon_coverage": lexicon_coverage, "languages": {}}
     valid_texts: dict[str, list[str]] = {}
+
+    def score(toks: list[str], lang: str) -> TokenScores:
+        return score_tokens(bundle, toks, lang, bptt, n_streams, screen=screen)
 
     def valid_scores(lang: str, scores: TokenScores) -> TokenScores:
         """The model's scores on ``data``'s valid split (the evaluated ones when that is the split)."""
@@ -301,10 +309,10 @@ def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: Cach
             return scores
         if not valid_texts:
             valid_texts.update(load_other_split(bundle, data, "valid"))
-        return score_tokens(bundle, valid_texts[lang], lang, bptt, n_streams)
+        return score(valid_texts[lang], lang)
 
     for lang, toks in texts.items():
-        scores = score_tokens(bundle, toks, lang, bptt, n_streams)
+        scores = score(toks, lang)
         valid: TokenScores | None = None
         uw = s.uniform_weight
         if not scores.compositional:
