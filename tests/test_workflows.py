@@ -14,22 +14,31 @@ import logging
 import typing
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
 from polyglot_groc.analysis import workflows
 from polyglot_groc.analysis.workflows import (
+    AlignResult,
     CurvesResult,
     EvaluateResult,
+    ExportResult,
     FreqBinsResult,
+    LexiconCoverageResult,
     TuneCacheResult,
+    WordSimilarityResult,
+    align,
     curves,
     evaluate,
+    export,
     freq_bins,
+    lexicon_coverage,
+    similarity,
     tune_cache,
 )
 from polyglot_groc.cli import app
-from tests.test_scoring import train_runs
+from tests.test_scoring import LEXICON_TSV, train_runs
 
 runner = CliRunner()
 
@@ -55,7 +64,9 @@ def _cli_json(*args: str | Path) -> dict:
 
 
 # -- the API's shape ------------------------------------------------------------------------------
-FUNCTIONS = {evaluate: EvaluateResult, tune_cache: TuneCacheResult, freq_bins: FreqBinsResult, curves: CurvesResult}
+FUNCTIONS = {evaluate: EvaluateResult, tune_cache: TuneCacheResult, freq_bins: FreqBinsResult, curves: CurvesResult,
+             export: ExportResult, align: AlignResult, similarity: WordSimilarityResult,
+             lexicon_coverage: LexiconCoverageResult}
 
 
 def test_every_public_name_is_checked() -> None:
@@ -155,12 +166,19 @@ def test_outputs_are_refused_before_any_work(runs: dict[str, Path], tmp_path: Pa
 
     monkeypatch.setattr(bundle_mod, "load_bundle", no_model)
     (tmp_path / "taken.png").write_bytes(b"x")
+    (tmp_path / "taken.vec").write_text("x", encoding="utf-8")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "W.npy").write_bytes(b"x")
     with pytest.raises(InputError, match="already exists"):
         tune_cache(run=runs["groc"], data=runs["unseen"], out=tmp_path / "taken.png")
     with pytest.raises(InputError, match="already exists"):
         freq_bins(run_a=runs["groc"], run_b=runs["tied"], data=runs["other"], out=tmp_path / "taken.png")
     with pytest.raises(InputError, match="does not end in .png"):
         freq_bins(run_a=runs["groc"], run_b=runs["tied"], data=runs["other"], out=tmp_path / "fig.json")
+    with pytest.raises(InputError, match="already exists"):
+        export(run=runs["groc"], lang="en", vocab=True, out=tmp_path / "taken.vec")
+    with pytest.raises(InputError, match="not empty"):
+        align(run=runs["groc"], src_lang="en", tgt_lang="en", dictionary_mode="identical", out=tmp_path / "full")
     with pytest.raises(InputError, match="already exists"):
         curves(runs=[runs["groc"]], out=tmp_path / "taken.png")
 
@@ -172,3 +190,70 @@ def test_curves_from_python_is_the_command(runs: dict[str, Path], tmp_path: Path
     assert isinstance(drawn, CurvesResult)
     cli = _cli_json("analyze", "curves", runs["groc"], runs["tied"], "--out", tmp_path / "cli-curves.png")
     assert cli == {**drawn.to_dict(), "png": str(tmp_path / "cli-curves.png")}
+
+
+def test_export_align_similarity_from_python_are_the_commands(
+        runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], quiet_root_logger: None) -> None:
+    words = tmp_path / "words.txt"
+    words.write_text("cat\nzebra\nriver\n", encoding="utf-8")
+    sim = tmp_path / "EN_tiny.txt"
+    sim.write_text("cat dog 8\ncat river 2\nold dog 3\nzebra cat 7\nriver dog 1\n", encoding="utf-8")
+    exported = export(run=runs["groc"], lang="en", words=words, out=tmp_path / "py.vec", side="output", device="cpu")
+    listed = export(run=runs["lookup"], lang="en", words=["cat", "zebra"], out=tmp_path / "list.vec", device="cpu")
+    aligned = align(run=runs["groc"], src_lang="en", tgt_lang="en", dictionary_mode="identical", refine=1,
+                    eval_dict=None, out=tmp_path / "py-align", device="cpu")
+    scored = similarity(datasets=[sim], run=runs["groc"], lang="en", device="cpu")
+    assert capsys.readouterr() == ("", "")
+    assert isinstance(exported, ExportResult) and isinstance(aligned, AlignResult)
+    assert isinstance(scored, WordSimilarityResult)
+    assert exported.composed_unseen == 1 and listed.missing == 1 and listed.missing_examples == ["zebra"]
+
+    cli = _cli_json("export", runs["groc"], "--lang", "en", "--words", words, "--out", tmp_path / "cli.vec",
+                    "--side", "output", "--device", "cpu")
+    assert cli == {**exported.to_dict(), "out": str(tmp_path / "cli.vec")}
+    assert (tmp_path / "cli.vec").read_bytes() == (tmp_path / "py.vec").read_bytes()
+    cli = _cli_json("align", "--run", runs["groc"], "--src-lang", "en", "--tgt-lang", "en", "--dictionary-mode",
+                    "identical", "--refine", "1", "--out", tmp_path / "cli-align", "--device", "cpu")
+    assert cli == aligned.to_dict()
+    assert json.loads((tmp_path / "py-align" / "result.json").read_text(encoding="utf-8")) == cli
+    assert np.array_equal(np.load(tmp_path / "py-align" / "W.npy"), np.load(tmp_path / "cli-align" / "W.npy"))
+    assert aligned.W.shape == (16, 16) and len(aligned.source_words) == aligned.src_words
+    assert _cli_json("similarity", "--dataset", sim, "--run", runs["groc"], "--lang", "en",
+                     "--device", "cpu") == scored.to_dict()
+    assert "all_pairs_composed" in scored.datasets["EN_tiny.txt"]
+
+
+def test_align_and_similarity_take_vectors_in_memory(runs: dict[str, Path], tmp_path: Path) -> None:
+    from eval.vectors import write_vec
+    from polyglot_groc.analysis.export import vocabulary_vectors
+    from polyglot_groc.model.bundle import load_bundle
+
+    bundle, _ = load_bundle(runs["groc"], device="cpu")
+    vocab = vocabulary_vectors(bundle, "en")
+    write_vec(tmp_path / "en.vec", vocab.words, vocab.vectors)
+    in_memory = align(src=vocab, tgt=vocab, dictionary_mode="identical", refine=0)
+    from_files = align(src=tmp_path / "en.vec", tgt=tmp_path / "en.vec", dictionary_mode="identical", refine=0)
+    from_run = align(run=bundle, src_lang="en", tgt_lang="en", dictionary_mode="identical", refine=0)
+    assert in_memory.to_dict() == from_files.to_dict() == from_run.to_dict()
+    sim = tmp_path / "s.txt"
+    sim.write_text("cat dog 8\ncat river 2\nold dog 3\n", encoding="utf-8")
+    assert (similarity(datasets=[sim], vectors=vocab).datasets
+            == similarity(datasets=[sim], vectors=tmp_path / "en.vec").datasets)
+    given = similarity(datasets=[sim], run=bundle, lang="en", vectors=vocab)
+    assert given.to_dict() == {**similarity(datasets=[sim], run=runs["groc"], lang="en", device="cpu").to_dict(),
+                               "run": None}
+
+
+def test_lexicon_coverage_from_python_is_the_command(runs: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                                     quiet_root_logger: None) -> None:
+    res = lexicon_coverage(data=runs["data"], langs=["en"], backend="tsv", tsv=LEXICON_TSV)
+    assert capsys.readouterr() == ("", "")
+    assert isinstance(res, LexiconCoverageResult) and res.coverage[0]["lang"] == "en"
+    assert 0 < res.coverage[0]["entry_pct"] <= 100
+    cli = _cli_json("lexicon", "coverage", "--data", runs["data"], "--langs", "en", "--backend", "tsv", "--tsv",
+                    LEXICON_TSV, "--json")
+
+    def timeless(d: dict) -> dict:
+        return {**d, "coverage": [{k: v for k, v in row.items() if k != "seconds"} for row in d["coverage"]]}
+
+    assert timeless(cli) == timeless(res.to_dict())

@@ -12,6 +12,10 @@ function            command                                        result
 :func:`tune_cache`  ``tune-cache``                                 :class:`TuneCacheResult`
 :func:`freq_bins`   ``analyze freq-bins``                          :class:`FreqBinsResult`
 :func:`curves`      ``analyze curves``                             :class:`CurvesResult`
+:func:`export`      ``export``                                     :class:`ExportResult`
+:func:`align`       ``align``                                      :class:`AlignResult`
+:func:`similarity`  ``similarity``                                 :class:`WordSimilarityResult`
+:func:`lexicon_coverage`  ``lexicon coverage``                     :class:`LexiconCoverageResult`
 ==================  =============================================  ==============================
 
 Errors are :class:`groc_base.errors.GrocError` subclasses (``InputError`` is also a
@@ -20,10 +24,17 @@ Errors are :class:`groc_base.errors.GrocError` subclasses (``InputError`` is als
 
 from __future__ import annotations
 
+from polyglot_groc.analysis.alignment import AlignResult, align
 from polyglot_groc.analysis.curves import CurvesResult, curves
 from polyglot_groc.analysis.evaluate import EvaluateResult, evaluate
+from polyglot_groc.analysis.export import Exported, ExportResult, export
 from polyglot_groc.analysis.freqbins import FreqBinsResult, freq_bins
+from polyglot_groc.analysis.lexicon import LexiconCoverageResult, lexicon_coverage
+from polyglot_groc.analysis.similarity import WordSimilarityResult, similarity
 from polyglot_groc.analysis.tunecache import TuneCacheResult, tune_cache
 
-__all__ = ["CurvesResult", "EvaluateResult", "FreqBinsResult", "TuneCacheResult", "curves", "evaluate", "freq_bins",
-           "tune_cache"]
+__all__ = [
+    "AlignResult", "CurvesResult", "EvaluateResult", "ExportResult", "Exported", "FreqBinsResult",
+    "LexiconCoverageResult", "TuneCacheResult", "WordSimilarityResult", "align", "curves", "evaluate", "export",
+    "freq_bins", "lexicon_coverage", "similarity", "tune_cache",
+]
