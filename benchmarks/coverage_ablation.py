@@ -50,7 +50,7 @@ def main() -> None:
     add_output_args(ap)
     args = ap.parse_args()
 
-    from polyglot_groc.analysis.crossdomain import evaluate_open
+    from polyglot_groc.analysis.workflows import evaluate
     from polyglot_groc.config import load_config, merge_overrides, parse_overrides
     from polyglot_groc.model.bundle import load_bundle
     from polyglot_groc.training.workflows import train
@@ -72,8 +72,10 @@ def main() -> None:
     }, parse_overrides(args.set), filters)
 
     def test_ppl(run: Path, coverage: float | None) -> float:
-        res = evaluate_open(run, root, "test", n_streams=args.eval_batch_size, lexicon_coverage=coverage)
-        return float(res["languages"]["en"]["perplexity"])
+        # Open vocabulary on the run's own corpus, on the CPU as before (the run is loaded once).
+        res = evaluate(run=run, data=root, split="test", batch_size=args.eval_batch_size, lexicon_coverage=coverage,
+                       device="cpu")
+        return float(res.perplexity["en"])  # type: ignore[arg-type]
 
     full = args.work / "full"
     trained = {"1.0": train(config=load_config(None, common), out=full, overwrite=True)}

@@ -37,7 +37,7 @@ from polyglot_groc.analysis.crossdomain import (  # noqa: E402
     summarize,
     tune_uniform_weight,
 )
-from polyglot_groc.analysis.freqbins import compare_runs  # noqa: E402
+from polyglot_groc.analysis.workflows import freq_bins  # noqa: E402
 from polyglot_groc.config import load_config  # noqa: E402
 from polyglot_groc.model.bundle import load_bundle  # noqa: E402
 from polyglot_groc.training.workflows import finetune, train  # noqa: E402
@@ -126,7 +126,8 @@ def main() -> None:
     out_dir = result_path(args.name or "crossdomain").parent
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / f"{args.name or 'crossdomain'}-freqbins.png"
-    fb = compare_runs(runs["groc"], runs["tied"], data / "near", "test", out_png=None if args.no_save else png)
+    fb = freq_bins(run_a=runs["groc"], run_b=runs["tied"], data=data / "near", split="test",
+                   out=None if args.no_save else png, overwrite=True, device="cpu").to_dict()
     table = markdown_table(zero, low)
     if not args.no_save:
         atomic_write_bytes(out_dir / f"{args.name or 'crossdomain'}.md", table.encode())

@@ -35,7 +35,7 @@ from benchmarks.common import (  # noqa: E402
     script_main,
     shared_data,
 )
-from polyglot_groc.analysis.evaluate import evaluate_run  # noqa: E402
+from polyglot_groc.analysis.workflows import evaluate  # noqa: E402
 from polyglot_groc.config import load_config, merge_overrides, parse_overrides  # noqa: E402
 from polyglot_groc.training.pretrain import pretrain_vectors  # noqa: E402
 from polyglot_groc.training.workflows import train  # noqa: E402
@@ -93,7 +93,7 @@ def main() -> None:
         run_dir = args.work / "runs" / row.replace("+", "_")
         t0 = time.monotonic()
         res = train(config=cfg, out=run_dir, overwrite=True)
-        test = evaluate_run(run_dir, "test", batch_size=args.eval_batch_size, device=args.device)
+        test = evaluate(run=run_dir, split="test", batch_size=args.eval_batch_size, device=args.device).to_dict()
         results[row] = {
             "valid_perplexity": res.best_valid["en"], "test_perplexity": test["perplexity"]["en"],
             "n_params": res.n_params, "n_params_split": res.n_params_split,

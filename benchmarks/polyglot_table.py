@@ -209,7 +209,7 @@ def run_config(common: Mapping[str, Any], kind: str, langs: Sequence[str], steps
 
 def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict[str, Any]:
     """Train one model, then test perplexity of all its languages from the best checkpoint."""
-    from polyglot_groc.analysis.evaluate import evaluate_run
+    from polyglot_groc.analysis.workflows import evaluate
     from polyglot_groc.config import dump_toml
     from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.workflows import train
@@ -223,7 +223,7 @@ def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict
     result = train(config=cfg, out=run_dir, overwrite=True, hooks=ProgressHooks(run_dir.name, log_every))
     train_wall = time.monotonic() - started
     started = time.monotonic()
-    test = evaluate_run(run_dir, "test", which="best", screen=cfg.data.screen)
+    test = evaluate(run=run_dir, split="test", checkpoint="best", screen=cfg.data.screen, device="cpu").to_dict()
     test_wall = time.monotonic() - started
     last = result.history[-1] if result.history else {}
     best = min(result.history, key=lambda r: r["valid_nll"]) if result.history else {}

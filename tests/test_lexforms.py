@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from polyglot_groc.analysis.evaluate import evaluate_run
+from polyglot_groc.analysis.workflows import evaluate
 from polyglot_groc.config import load_config, merge_overrides, parse_overrides
 from polyglot_groc.model.bundle import load_bundle
 from polyglot_groc.model.lexforms import compile_forms
@@ -71,8 +71,8 @@ def test_train_and_evaluate_without_the_lexicon(tmp_path: Path) -> None:
     assert bundle.forms is not None and bundle.forms.related_mask.any()
     # The forms travel in the checkpoint: evaluation needs no lexicon once it is gone.
     lexicon.unlink()
-    res = evaluate_run(tmp_path / "run", "test")
-    assert set(res["perplexity"]) == {"en", "fr"}
+    res = evaluate(run=tmp_path / "run", split="test")
+    assert set(res.perplexity) == {"en", "fr"}
 
 
 def test_compiled_forms_are_cached(tmp_path: Path) -> None:

@@ -11,13 +11,11 @@ from polyglot_groc.commands._common import (
     OVERWRITE_HELP,
     ThreadsOption,
     check_non_negative,
-    check_output,
     check_positive,
     cli_errors,
     float_list,
     print_json,
     setup_logging,
-    use_threads,
 )
 
 analyze_app = typer.Typer(help="Analyses of trained runs: loss by frequency bin, training curves.",
@@ -44,6 +42,7 @@ def tune_cache_command(
                                              show_default="RUN/tune-cache-CACHE.png")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     threads: ThreadsOption = None,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Grid-search the cache's θ, λ and (GroC) new-word weight against no cache at all; JSON + heat map.
@@ -53,26 +52,22 @@ def tune_cache_command(
     evaluate_args holds the evaluate options that apply the best.
     """
     _tune(run, data, split, cache, cache_size, out, verbose, thetas, lambdas, new_word_weights, new_word_weight,
-          threads, overwrite)
+          threads, overwrite, device)
 
 
 @cli_errors
 def _tune(run: Path, data: Path, split: str, cache: str, size: int, out: Path | None, verbose: bool,
           thetas: str | None = None, lambdas: str | None = None, new_word_weights: str | None = None,
           new_word_weight: float | None = None, threads: int | None = None,
-          overwrite: bool = False) -> None:
-    from groc_base.errors import ConfigError
+          overwrite: bool = False, device: str = "auto") -> None:
     from polyglot_groc.analysis.tunecache import tune_cache
 
     setup_logging(verbose)
-    use_threads(threads)
-    if new_word_weight is not None and new_word_weights is not None:
-        raise ConfigError("give --new-word-weight (one value) or --new-word-weights (a grid), not both")
-    weights = [new_word_weight] if new_word_weight is not None else float_list(new_word_weights, "--new-word-weights")
-    theta_grid, lambda_grid = float_list(thetas, "--thetas"), float_list(lambdas, "--lambdas")
-    png = out or run / f"tune-cache-{cache}.png"
-    check_output(png, overwrite)
-    print_json(tune_cache(run, data, split, cache, size, weights, png, thetas=theta_grid, lambdas=lambda_grid))
+    res = tune_cache(run=run, data=data, split=split, cache=cache, cache_size=size,
+                     thetas=float_list(thetas, "--thetas"), lambdas=float_list(lambdas, "--lambdas"),
+                     new_word_weights=float_list(new_word_weights, "--new-word-weights"),
+                     new_word_weight=new_word_weight, out=out, overwrite=overwrite, threads=threads, device=device)
+    print_json(res.to_dict())
 
 
 def finetune_command(
@@ -152,28 +147,23 @@ def freq_bins_command(
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     threads: ThreadsOption = None,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last (of both runs)")] = "best",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Median per-token loss difference (A - B) by training-frequency bin (seed Figure 3), with means and shares."""
-    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, threads, overwrite)
+    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, threads, overwrite, device, checkpoint)
 
 
 @cli_errors
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
-          verbose: bool, threads: int | None = None, overwrite: bool = False) -> None:
-    from groc_base.fileio import atomic_write_bytes, dumps_json
-    from polyglot_groc.analysis.curves import check_png_path
-    from polyglot_groc.analysis.freqbins import compare_runs
+          verbose: bool, threads: int | None = None, overwrite: bool = False, device: str = "auto",
+          checkpoint: str = "best") -> None:
+    from polyglot_groc.analysis.freqbins import freq_bins
 
     setup_logging(verbose)
-    use_threads(threads)
-    # --out must be a .png, so the JSON beside it (fig.png -> fig.json) is always another file.
-    json_out = check_png_path(out).with_suffix(".json")
-    check_output(out, overwrite, also=[json_out])
-    res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
-    res["json"] = str(json_out)
-    atomic_write_bytes(json_out, (dumps_json(res, indent=2) + "\n").encode())
-    print_json(res)
+    print_json(freq_bins(run_a=run_a, run_b=run_b, data=data, out=out, split=split, bin_width=width, bins=n_bins,
+                         overwrite=overwrite, checkpoint=checkpoint, device=device, threads=threads).to_dict())
 
 
 @analyze_app.command("curves")
@@ -189,36 +179,6 @@ def curves_command(
 
 @cli_errors
 def _curves(runs: list[Path], out: Path, title: str | None, overwrite: bool = False) -> None:
-    from groc_base.errors import InputError
-    from groc_base.fileio import unique_labels
-    from polyglot_groc.analysis.curves import check_png_path, plot_curves, read_metrics
+    from polyglot_groc.analysis.curves import curves
 
-    check_png_path(out)
-    check_output(out, overwrite)
-    # Legend labels: run names, with parent folders where two runs share one (never one lost).
-    labels = unique_labels(runs)
-    records = {}
-    for label, run in zip(labels, runs, strict=True):
-        path = run / "metrics.jsonl"
-        if not path.is_file():
-            raise InputError(f"{path} is missing; pass run directories written by polyglot-groc train")
-        records[label] = read_metrics(path)
-    print_json({"png": str(plot_curves(records, out, title)), "runs": [str(r) for r in runs],
-                "labels": dict(zip(labels, (str(r) for r in runs), strict=True))})
-
-
-@cli_errors
-def evaluate_open_cli(run: Path, split: str, data: Path | None, checkpoint: str, cache: str, theta: float,
-                      lam: float, size: int, new_word_weight: float, uniform_weight: float | None,
-                      lexicon_coverage: float | None, verbose: bool, threads: int | None = None) -> None:
-    """``evaluate`` in the open-vocabulary setting (see :func:`evaluate_open`)."""
-    from polyglot_groc.analysis.crossdomain import CacheSettings, evaluate_open
-    from polyglot_groc.model.bundle import load_bundle
-
-    setup_logging(verbose)
-    use_threads(threads)
-    s = CacheSettings(cache, theta, lam, size, new_word_weight, uniform_weight or 0.0).validate()
-    if data is None:
-        data = Path(load_bundle(run, checkpoint)[0].cfg.data.root)
-    print_json(evaluate_open(run, data, split, s, checkpoint, uniform_weight=uniform_weight,
-                             lexicon_coverage=lexicon_coverage))
+    print_json(curves(runs=runs, out=out, title=title, overwrite=overwrite).to_dict())

@@ -1,21 +1,20 @@
 """``polyglot-groc lexicon``: install wordnets offline, inspect them, and measure vocabulary coverage.
 
-Thin layer over :mod:`lexicons`; every command is wrapped by :func:`cli_errors`, so a missing
+Thin layer over :mod:`lexicons` (coverage: :func:`polyglot_groc.analysis.lexicon.lexicon_coverage`);
+every command is wrapped by :func:`cli_errors`, so a missing
 wordnet or a malformed file is one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
-import gzip
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.table import Table
 
-from groc_base.errors import CorpusError, InputError
+from groc_base.errors import InputError
 from polyglot_groc.commands._common import cli_errors, console, print_json
 
 app = typer.Typer(
@@ -39,34 +38,12 @@ def _split(value: str | None) -> list[str]:
     return [x.strip() for x in (value or "").split(",") if x.strip()]
 
 
-def _languages(lexicon: Any, given: list[str], specs: list[str], flag: str) -> list[str]:
-    """The languages to look words up in: as given, else those of the --specs lexicons.
-
-    With --specs the given languages must be theirs: looking French lexicons up in English would
-    find nothing (the default --lang used to be en whatever --specs said).
-    """
-    from lexicons.protocol import normalize_lang
-
-    covered = list(lexicon.languages())
-    if not given:
-        return covered
-    missing = [x for x in given if normalize_lang(x) not in covered]
-    if specs and missing:
-        raise InputError(f"{flag} {','.join(missing)} is not a language of --specs {','.join(specs)} (they cover "
-                         f"{','.join(covered) or 'none'}); pass {flag} {','.join(covered)}, or add a lexicon of "
-                         f"{','.join(missing)} to --specs")
-    return given
-
-
 def _open(backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None,
           nltk_data: Path | None, flag: str) -> tuple[Any, list[str]]:
-    """The lexicon the options name, and the languages to use it in (see :func:`_languages`)."""
-    chosen = _split(specs)
-    if chosen and backend != "wn":
-        raise InputError(f"--specs selects wn lexicons; with --backend {backend} leave it out "
-                         "(the tsv backend reads --tsv, the nltk backend --nltk-data)")
-    lexicon = _lexicon(backend, langs or ([] if chosen else ["en"]), specs, wn_dir, tsv, nltk_data)
-    return lexicon, _languages(lexicon, langs or ([] if chosen else ["en"]), chosen, flag)
+    """The lexicon the options name, and the languages to use it in (see :func:`open_lexicon_for`)."""
+    from polyglot_groc.analysis.lexicon import open_lexicon_for
+
+    return open_lexicon_for(backend, langs, _split(specs), wn_dir, tsv, nltk_data, flag)
 
 
 def _sources(lexicon: Any) -> str:
@@ -74,18 +51,6 @@ def _sources(lexicon: Any) -> str:
     selected = list(getattr(lexicon, "selected_specs", lexicon.specs))
     gloss = [x for x in getattr(lexicon, "gloss_specs", []) if x not in selected]
     return ", ".join(selected) + (f"; glosses also from {', '.join(gloss)}" if gloss else "")
-
-
-def _lexicon(
-    backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None, nltk_data: Path | None
-):  # type: ignore[no-untyped-def]
-    from groc_base.cache import default_cache_root
-    from lexicons.service import open_lexicon
-
-    # The wordnets' loaded data is cached on disk: only the first call after an import reads the
-    # whole database (and tokenises every gloss); later calls load one file.
-    return open_lexicon(backend, specs=_split(specs) or None, langs=langs, wn_dir=wn_dir, nltk_data=nltk_data,
-                        tsv=tsv, cache_dir=default_cache_root() / "wordnets")
 
 
 @app.command("info")
@@ -167,30 +132,6 @@ def lookup(
         typer.echo("  definition: -")
 
 
-def _read_tokens(path: Path) -> Counter[str]:
-    """Whitespace tokens of a (possibly gzipped) UTF-8 text file."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    counts: Counter[str] = Counter()
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-            for line in fh:
-                counts.update(line.split())
-    except UnicodeDecodeError as exc:
-        raise CorpusError(f"{str(path)!r} is not utf-8 text ({exc}); convert it to utf-8") from exc
-    except OSError as exc:
-        raise CorpusError(f"cannot read {str(path)!r}: {exc}") from exc
-    if not counts:
-        raise CorpusError(f"{str(path)!r} has no tokens; check the corpus")
-    return counts
-
-
-def _train_file(data: Path, lang: str) -> Path:
-    for name in ("train.txt", "train.txt.gz"):
-        if (data / lang / name).is_file():
-            return data / lang / name
-    raise CorpusError(f"no {data / lang / 'train.txt'} (or .gz); corpora are laid out as <DIR>/<lang>/train.txt")
-
-
 @app.command("coverage")
 @cli_errors
 def coverage(
@@ -206,49 +147,14 @@ def coverage(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Share of each language's vocabulary (types and tokens) with relations / a definition."""
-    from lexicons.service import LexiconService
+    from polyglot_groc.analysis.lexicon import lexicon_coverage
 
-    if min_count < 1:
-        raise InputError(f"--min-count={min_count} must be a positive count; pass 1 or more")
-    lang_list = _split(langs)
-    if langs is not None and not lang_list:
-        raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
-    lexicon, lang_list = _open(backend, lang_list, specs, wn_dir, tsv, nltk_data, "--langs")
-    service = LexiconService(lexicon)
-    load = getattr(service.lexicon, "load", None)
-    if callable(load):
-        load()  # bulk lookups: read each wordnet (or its cache) into memory once, not row by row
-    rows = []
-    for lang in lang_list:
-        counts = _read_tokens(_train_file(data, lang))
-        vocab = {w: c for w, c in counts.items() if c >= min_count}
-        total_tokens = sum(vocab.values()) or 1
-        n = {"entry": 0, "related": 0, "definition": 0, "related_in_vocab": 0, "definition_in_vocab": 0}
-        tok = Counter[str]()
-        t0 = time.perf_counter()
-        for word, count in vocab.items():
-            forms = service.lookup(word, [lang])
-            flags = {
-                "entry": forms.lang is not None,
-                "related": bool(forms.related),
-                "definition": bool(forms.definition),
-                # the thesis kept only forms inside the vocabulary (extra_cap=0)
-                "related_in_vocab": any(w in vocab for w in forms.related),
-                "definition_in_vocab": any(w in vocab for w in forms.definition),
-            }
-            for key, hit in flags.items():
-                if hit:
-                    n[key] += 1
-                    tok[key] += count
-        types = max(len(vocab), 1)
-        row: dict[str, object] = {"lang": lang, "types": len(vocab), "tokens": sum(vocab.values())}
-        row.update({f"{k}_pct": round(100.0 * v / types, 2) for k, v in n.items()})
-        row.update({f"{k}_token_pct": round(100.0 * tok[k] / total_tokens, 2) for k in n})
-        row["seconds"] = round(time.perf_counter() - t0, 2)
-        rows.append(row)
+    res = lexicon_coverage(data=data, langs=_split(langs) if langs is not None else None, backend=backend,
+                           specs=_split(specs), wn_dir=wn_dir, tsv=tsv, nltk_data=nltk_data, min_count=min_count)
     if as_json:
-        print_json({"specs": service.lexicon.specs, "coverage": rows})
+        print_json(res.to_dict())
         return
+    rows = res.coverage
     table = Table(title="lexicon coverage of the vocabulary (% of types; tokens in brackets)")
     for col in ("lang", "types", "entry", "related", "definition", "related in vocab", "definition in vocab"):
         table.add_column(col, justify="left" if col == "lang" else "right")

@@ -28,7 +28,6 @@ from polyglot_groc.commands._common import (
     err_console,
     print_json,
     setup_logging,
-    use_threads,
 )
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, parse_overrides
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted, stop_signals
@@ -462,7 +461,7 @@ def evaluate_command(
         show_default="the run's data.root")] = None,
     batch_size: Annotated[int | None, typer.Option(
         "--batch-size", help="Eval batch size (parallel streams)",
-        show_default="the run's train.eval_batch_size")] = None,
+        show_default="the run's train.eval_batch_size; open vocabulary: 1")] = None,
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
     no_screen: Annotated[bool, typer.Option(
         "--no-screen", help="Score over the full union vocabulary", show_default="off: screened")] = False,
@@ -480,7 +479,7 @@ def evaluate_command(
         "--lexicon-coverage", help="groc-lex: fraction of lexicon entries kept at inference",
         show_default="the run's model.lexicon.coverage")] = None,
     device: Annotated[str, typer.Option(
-        "--device", help="auto | cpu | cuda | cuda:N (closed-vocabulary evaluation)")] = "auto",
+        "--device", help="auto | cpu | cuda | cuda:N")] = "auto",
     threads: ThreadsOption = None,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Log INFO messages to stderr", show_default="off")] = False,
@@ -491,22 +490,20 @@ def evaluate_command(
     evaluation over the union of training and test words (OOV rate, perplexity on seen and new
     words; with a cache also the perplexity without it, and a check on --data's valid split).
     """
-    if (data is not None or cache != "none" or new_word_weight != 1.0 or uniform_weight is not None
-            or lexicon_coverage is not None):
-        from polyglot_groc.commands.crossdomain import evaluate_open_cli
-
-        evaluate_open_cli(run, split, data, checkpoint, cache, cache_theta, cache_lambda, cache_size,
-                          new_word_weight, uniform_weight, lexicon_coverage, verbose, threads)
-        return
-    _evaluate(run, split, data, batch_size, checkpoint, no_screen, device, verbose, threads)
+    _evaluate(run, split, data, batch_size, checkpoint, no_screen, device, verbose, threads, cache, cache_theta,
+              cache_lambda, cache_size, new_word_weight, uniform_weight, lexicon_coverage)
 
 
 @cli_errors
 def _evaluate(run: Path, split: str, data: Path | None, batch_size: int | None, checkpoint: str,
-              no_screen: bool, device: str, verbose: bool, threads: int | None = None) -> None:
-    from polyglot_groc.analysis.evaluate import evaluate_run
+              no_screen: bool, device: str, verbose: bool, threads: int | None = None, cache: str = "none",
+              cache_theta: float = 0.5, cache_lambda: float = 0.966, cache_size: int = 10_000,
+              new_word_weight: float = 1.0, uniform_weight: float | None = None,
+              lexicon_coverage: float | None = None) -> None:
+    from polyglot_groc.analysis.evaluate import evaluate
 
     setup_logging(verbose)
-    check_positive(batch_size=batch_size)
-    use_threads(threads)
-    print_json(evaluate_run(run, split, data, batch_size, checkpoint, screen=not no_screen, device=device))
+    print_json(evaluate(run=run, split=split, data=data, checkpoint=checkpoint, batch_size=batch_size,
+                        screen=not no_screen, device=device, threads=threads, cache=cache, cache_theta=cache_theta,
+                        cache_lambda=cache_lambda, cache_size=cache_size, new_word_weight=new_word_weight,
+                        uniform_weight=uniform_weight, lexicon_coverage=lexicon_coverage).to_dict())
