@@ -31,7 +31,8 @@ FORBIDDEN: dict[str, set[str]] = {
                             "polyglot_groc.api", "polyglot_groc.commands", "polyglot_groc.cli"},
     "polyglot_groc/training": {"polyglot_groc.elmo", "polyglot_groc.analysis", "polyglot_groc.api",
                                "polyglot_groc.commands", "polyglot_groc.cli"},
-    "polyglot_groc/elmo": {"polyglot_groc.analysis", "polyglot_groc.api", "polyglot_groc.commands", "polyglot_groc.cli"},
+    "polyglot_groc/elmo": {"polyglot_groc.analysis", "polyglot_groc.api", "polyglot_groc.commands",
+                           "polyglot_groc.cli"},
     "polyglot_groc/analysis": {"polyglot_groc.elmo", "polyglot_groc.api", "polyglot_groc.commands",
                                "polyglot_groc.cli"},
     # The façade gathers the rooms' workflows; the faces (commands, cli) sit above it.
