@@ -374,7 +374,23 @@ def _ordered_members(senses: list[tuple[str, str]], order: list[str] | None) -> 
 
 
 def write_lmf(lexicons: Iterable[LmfLexicon], path: Path) -> Path:
-    """Write WN-LMF 1.4 XML atomically (temporary file in the same directory, then rename)."""
+    """Write WN-LMF 1.4 XML atomically (temporary file in the same directory, then rename).
+
+    Hand-written rather than ``wn.lmf.dump`` because it is measurably faster for the same content.
+    Measured on PWN 3.0 English (156,563 entries, 206,941 senses, 117,659 synsets, 195,332
+    relations, 48,280 examples; 75 MB of XML), 2 shared cores, wn 1.1.1, the lexicon already in
+    memory, two runs each:
+
+    * this writer: 4.4-5.1 s, peak RSS +244 MB over the 275 MB baseline (519 MB);
+    * ``wn.lmf.dump`` from equivalent ``wn.lmf`` TypedDicts (``Lexicon``, ``LexicalEntry``,
+      ``Sense``, ``Synset``; same ids, ``n``, member order): 12.7-16.9 s (5.4-6.5 s building the
+      dicts, the rest in dump's per-element ElementTree build and indent), or 9.9 s with the
+      garbage collector off while building; peak RSS +285 MB (560 MB).
+
+    ``wn.lmf.load`` reads both files back to identical structures (entries, forms, senses with
+    ``n``, synsets, ILI ids, definitions, relations, examples, member order), so the library path
+    loses nothing, but it costs 2-3x the time (the bar was 1.3x) and 1.17x the extra memory.
+    """
 
     def write(fh: IO[bytes]) -> None:
         out = io.TextIOWrapper(fh, encoding="utf-8", newline="\n")
