@@ -3,13 +3,17 @@
 Mulcaire (2022, §5.3) samples ~1M training and ~100k held-out words per language from wiki40b,
 segmented with Stanza. wiki40b is not available offline, so this samples a fixed token budget
 per language (default 200k / 20k / 20k) from the sources in ``$POLYGLOT_GROC_DATA/text`` (see
-:data:`SOURCES` and that folder's MANIFESTs), tokenised with ``make_tokenizer(lang, "auto")``.
+:data:`SOURCES` and that folder's MANIFESTs), tokenised with ``make_tokenizer(lang, "toktok")`` by
+default (``"auto"`` uses Stanza where its models are installed, so its corpora differ between
+machines; the manifest records which ran). Text in other languages, or the user's own text:
+:func:`langpairs.files.prepare_language`.
 
 Reproducibility and leakage rules:
 
 * Sources are read in a fixed order (a language's groups in :data:`SOURCES` order, files sorted
-  by name) and only until the budget is met, so the output depends only on the data and the
-  budgets (plus whether Stanza's models are installed, which the manifest records).
+  by name) and only until the budget is met, so the output depends only on the data, the
+  budgets and the tokenizer (with ``auto``, on whether Stanza's models are installed, which the
+  manifest records).
 * Leipzig files are *random* sentence samples stored alphabetically sorted, so "the last part"
   of such a file would be sentences starting with "Z"; their sentences are put in a fixed
   pseudo-random order (by BLAKE2 hash of the text) first. Running text (Wikipedia articles,
@@ -315,7 +319,7 @@ def prepare_corpora(
     train_tokens: int = 200_000,
     eval_tokens: int = 20_000,
     *,
-    tokenize: str = "auto",
+    tokenize: str = "toktok",
     overwrite: bool = True,
 ) -> dict[str, Any]:
     """Write ``out/<lang>/{train,valid,test}.txt`` and ``out/prepare.json``; return the manifest.
@@ -335,9 +339,9 @@ def prepare_corpora(
     unknown = [code for code in codes if code not in SOURCES]
     if unknown:
         raise UnknownLanguageError(
-            f"no prepare sources for language(s) {', '.join(map(repr, unknown))}; prepare knows "
-            f"{', '.join(SOURCES)}; add a SourceGroup to langpairs.prepare.SOURCES or write "
-            f"<out>/<lang>/{{train,valid,test}}.txt yourself"
+            f"the shared text has no source for language(s) {', '.join(map(repr, unknown))} (it has "
+            f"{', '.join(SOURCES)}); prepare your own text with `polyglot-groc data prepare --lang "
+            f"{unknown[0]} --input FILE... --out DIR` (a new language also needs a --languages file)"
         )
     for name, value in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
