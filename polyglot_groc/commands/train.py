@@ -22,6 +22,7 @@ from polyglot_groc.commands._common import (
     setup_logging,
     use_threads,
 )
+from polyglot_groc.commands.data import LANGUAGES_ENV, LANGUAGES_HELP
 from polyglot_groc.config import RunConfig, load_config
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "configs"
@@ -184,12 +185,14 @@ def train_command(
     log_every: Annotated[int, typer.Option("--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps")] = 100,
     tensorboard: Annotated[bool, typer.Option("--tensorboard", help="Also write TensorBoard scalars")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    languages: Annotated[Path | None, typer.Option(
+        "--languages", envvar=LANGUAGES_ENV, help=LANGUAGES_HELP, show_default=False)] = None,
 ) -> None:
     """Train a language model (mono- or polyglot) and write a run directory."""
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
            threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie,
-           precision, compile_)
+           precision, compile_, languages)
 
 
 @cli_errors
@@ -200,10 +203,12 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            lexicon_coverage: float | None, threads: int | None, device: str | None, overwrite: bool,
            resume: Path | None, log_every: int, tensorboard: bool, verbose: bool, init_input: Path | None = None,
            freeze_input: bool = False, untie: bool = False, precision: str | None = None,
-           compile_: bool | None = None) -> None:
+           compile_: bool | None = None, languages: Path | None = None) -> None:
+    import dataclasses
+
     from groc_base.errors import ConfigError
-    from langpairs.registry import parse_lang_spec
-    from polyglot_groc.training.data import language_registry
+    from langpairs.corpus import check_corpora
+    from langpairs.registry import load_registry, parse_lang_spec
 
     setup_logging(verbose)
     # Numbers first: nothing is read or written before the command line is known to be sane.
@@ -218,9 +223,10 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
             raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(SIZES)}")
         if config is None:
             config = SIZES[size]
-    # The config may define languages ([languages.xx]); resolve --langs against them.
+    # --languages FILE and the config may define languages ([languages.xx]); resolve --langs against them.
     base = load_config(config, overrides)
-    lang_codes = parse_lang_spec(langs, with_, registry=language_registry(base.languages))
+    registry = load_registry(languages, config=base.languages, env=False)
+    lang_codes = parse_lang_spec(langs, with_, registry=registry)
     # Runs record the absolute data path, so evaluate works from any directory.
     cfg = build_config(
         config, overrides,
@@ -239,6 +245,11 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
         cfg = untied_config(cfg)
     if not cfg.data.root:
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
+    # A language --with related added without a corpus is named as such (not as a missing file).
+    check_corpora(Path(cfg.data.root), lang_codes, primary=parse_lang_spec(langs, registry=registry),
+                  registry=registry)
+    # The run records the registry entries it used: evaluate and --resume never need the file again.
+    cfg = dataclasses.replace(cfg, languages={**cfg.languages, **registry.config_tables(lang_codes)})
     cfg.validate()
     _run_training(cfg, out, overwrite, None, log_every, tensorboard)
 
