@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,13 @@ _WN_DIR = typer.Option(
 _BACKEND = typer.Option("wn", "--backend", help="Lexicon backend: wn, nltk or tsv.")
 _TSV = typer.Option(None, "--tsv", help="TSV lexicon file (with --backend tsv).")
 _NLTK = typer.Option(None, "--nltk-data", envvar="NLTK_DATA", help="NLTK data directory (with --backend nltk).")
+_LANGUAGES = typer.Option(None, "--languages", envvar="POLYGLOT_GROC_LANGUAGES", show_default=False,
+                          help="Languages TOML file adding your own languages; their wordnets and fallback "
+                               "settings apply (default: $POLYGLOT_GROC_LANGUAGES).")
+_FALLBACK = typer.Option(None, "--fallback", show_default=False,
+                         help="wn: en = glosses and hyponyms from the English wordnet through ILI where a word's own "
+                              "wordnet has none; none = only its own (default: each language's registry entry: the "
+                              "built-in ten borrow, other languages only with fallback = \"en\").")
 _SPECS = typer.Option(
     None, "--specs", help="wn lexicons to use, comma-separated, as `lexicon info` lists them: omw-fr, omw-fr:3.0 or "
                           "omw-fr:3.0+<hash> (default: the installed wordnets of the languages)."
@@ -58,26 +66,97 @@ def _languages(lexicon: Any, given: list[str], specs: list[str], flag: str) -> l
     return given
 
 
+def _check_fallback(fallback: str | None) -> None:
+    if fallback not in (None, "en", "none"):
+        raise InputError(f"--fallback {fallback!r} is unknown; use en (glosses and hyponyms from the English "
+                         f"wordnet through ILI) or none (only the language's own wordnet)")
+
+
+def _no_fallback(langs: list[str], registry: Any, fallback: str | None) -> list[str]:
+    """The languages that must not borrow English glosses or hyponyms through ILI.
+
+    ``--fallback en``: none; ``--fallback none``: all; unset: each language's registry entry
+    (the built-in ten borrow, as in the thesis; a user language only with ``fallback = "en"``;
+    a language the registry does not know never does).
+    """
+    from lexicons.protocol import normalize_lang
+
+    _check_fallback(fallback)
+    if fallback == "en":
+        return []
+    if fallback == "none":
+        return list(langs)
+    return [x for x in langs if normalize_lang(x) != "en" and (x not in registry or registry.get(x).fallback is None)]
+
+
 def _open(backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None,
-          nltk_data: Path | None, flag: str) -> tuple[Any, list[str]]:
-    """The lexicon the options name, and the languages to use it in (see :func:`_languages`)."""
+          nltk_data: Path | None, flag: str, languages: Path | None = None,
+          fallback: str | None = None) -> tuple[Any, list[str]]:
+    """The lexicon the options name, and the languages to use it in (see :func:`_languages`).
+
+    Without --specs, a language whose registry entry (built in, or from --languages) names
+    ``wordnets`` uses those; the wn backend lends English glosses only where :func:`_no_fallback`
+    allows it.
+    """
+    from langpairs.registry import load_registry
+
     chosen = _split(specs)
     if chosen and backend != "wn":
         raise InputError(f"--specs selects wn lexicons; with --backend {backend} leave it out "
                          "(the tsv backend reads --tsv, the nltk backend --nltk-data)")
-    lexicon = _lexicon(backend, langs or ([] if chosen else ["en"]), specs, wn_dir, tsv, nltk_data)
-    return lexicon, _languages(lexicon, langs or ([] if chosen else ["en"]), chosen, flag)
+    _check_fallback(fallback)
+    if fallback is not None and backend != "wn":
+        raise InputError(f"--fallback is for the wn backend; with --backend {backend} leave it out")
+    registry = load_registry(languages, env=False)
+    wanted = langs or ([] if chosen else ["en"])
+    lang_specs = {x: list(registry.get(x).wordnets) for x in wanted if x in registry and registry.get(x).wordnets}
+    lexicon = _lexicon(backend, wanted, specs, wn_dir, tsv, nltk_data, lang_specs=lang_specs)
+    langs = _languages(lexicon, wanted, chosen, flag)
+    if backend == "wn":
+        refused = _no_fallback(list(dict.fromkeys([*langs, *lexicon.languages()])), registry, fallback)
+        if refused:
+            lexicon = _lexicon(backend, wanted, specs, wn_dir, tsv, nltk_data, lang_specs=lang_specs,
+                               no_fallback=refused)
+    return lexicon, langs
+
+
+def registry_lexicon(lex: Any, kind: str, codes: Sequence[str], registry: Any) -> Any:
+    """A run's lexicon config with its languages' registry settings applied (``train`` calls it).
+
+    Languages whose entry has no ``fallback = "en"`` go to ``no_fallback`` (unless the config
+    sets it); for groc-lex on the wn backend without explicit specs, languages whose entry names
+    ``wordnets`` use those, and the specs are resolved now (``id:version``), so the run records
+    exactly the lexicons it used.
+    """
+    import dataclasses
+
+    refused = tuple(c for c in codes if c != "en" and registry.get(c).fallback is None)
+    if refused and not lex.no_fallback:
+        lex = dataclasses.replace(lex, no_fallback=refused)
+    wordnets = {c: list(registry.get(c).wordnets) for c in codes if registry.get(c).wordnets}
+    if wordnets and not lex.specs and lex.backend == "wn" and kind == "groc-lex":
+        from lexicons.service import open_lexicon
+
+        opened = open_lexicon("wn", langs=list(codes), lang_specs=wordnets, wn_dir=lex.wn_dir or None)
+        lex = dataclasses.replace(lex, specs=tuple(getattr(opened, "selected_specs", opened.specs)))
+    return lex
 
 
 def _sources(lexicon: Any) -> str:
     """Which lexicons a lookup used: the selected ones, and those that only lend glosses."""
     selected = list(getattr(lexicon, "selected_specs", lexicon.specs))
     gloss = [x for x in getattr(lexicon, "gloss_specs", []) if x not in selected]
-    return ", ".join(selected) + (f"; glosses also from {', '.join(gloss)}" if gloss else "")
+    refused = (getattr(lexicon, "settings", None) or {}).get("no_fallback", [])
+    text = ", ".join(selected) + (f"; glosses also from {', '.join(gloss)}" if gloss else "")
+    if refused:
+        text += f" (not for {', '.join(refused)}: no English fallback)" if gloss else \
+            f"; no English fallback for {', '.join(refused)}"
+    return text
 
 
 def _lexicon(
-    backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None, nltk_data: Path | None
+    backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None, nltk_data: Path | None,
+    lang_specs: dict[str, list[str]] | None = None, no_fallback: list[str] | None = None,
 ):  # type: ignore[no-untyped-def]
     from groc_base.cache import default_cache_root
     from lexicons.service import open_lexicon
@@ -85,7 +164,8 @@ def _lexicon(
     # The wordnets' loaded data is cached on disk: only the first call after an import reads the
     # whole database (and tokenises every gloss); later calls load one file.
     return open_lexicon(backend, specs=_split(specs) or None, langs=langs, wn_dir=wn_dir, nltk_data=nltk_data,
-                        tsv=tsv, cache_dir=default_cache_root() / "wordnets")
+                        tsv=tsv, cache_dir=default_cache_root() / "wordnets", lang_specs=lang_specs or None,
+                        no_fallback=no_fallback or ())
 
 
 @app.command("info")
@@ -124,19 +204,22 @@ def lookup(
     max_related: int = typer.Option(3, help="Related words GroC uses (the first ones; counted in the output)."),
     max_definition: int = typer.Option(10, help="Definition tokens GroC uses."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    languages: Path | None = _LANGUAGES,
+    fallback: str | None = _FALLBACK,
 ) -> None:
     """Print a word's relational and definitional forms (a short summary, or JSON with --json).
 
     Related words are separated by ' | ' (one may hold spaces: canis familiaris); JSON gives a list.
-    Every definition is labelled with its language: a word without a gloss in its own language
-    gets the English one (through ILI).
+    Every definition is labelled with its language: a word of a built-in language without a gloss
+    in its own language gets the English one (through ILI); other languages only with --fallback en
+    or fallback = "en" in their --languages entry.
     """
     from lexicons.service import LexiconService
 
     langs = _split(lang)
     if lang is not None and not langs:
         raise InputError("--lang needs at least one language code, e.g. --lang fr")
-    lexicon, langs = _open(backend, langs, specs, wn_dir, tsv, nltk_data, "--lang")
+    lexicon, langs = _open(backend, langs, specs, wn_dir, tsv, nltk_data, "--lang", languages, fallback)
     service = LexiconService(lexicon, max_related, max_definition)
     forms = service.lookup(word, langs)
     if as_json:
@@ -152,6 +235,7 @@ def lookup(
                 "specs": service.lexicon.specs,
                 "lexicons": list(getattr(lexicon, "selected_specs", lexicon.specs)),
                 "gloss_lexicons": list(getattr(lexicon, "gloss_specs", [])),
+                "no_fallback": list((getattr(lexicon, "settings", None) or {}).get("no_fallback", [])),
             }
         )
         return
@@ -204,6 +288,8 @@ def coverage(
     nltk_data: Path | None = _NLTK,
     min_count: int = typer.Option(1, help="Only count word types seen at least this often."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    languages: Path | None = _LANGUAGES,
+    fallback: str | None = _FALLBACK,
 ) -> None:
     """Share of each language's vocabulary (types and tokens) with relations / a definition."""
     from lexicons.service import LexiconService
@@ -213,7 +299,7 @@ def coverage(
     lang_list = _split(langs)
     if langs is not None and not lang_list:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
-    lexicon, lang_list = _open(backend, lang_list, specs, wn_dir, tsv, nltk_data, "--langs")
+    lexicon, lang_list = _open(backend, lang_list, specs, wn_dir, tsv, nltk_data, "--langs", languages, fallback)
     service = LexiconService(lexicon)
     load = getattr(service.lexicon, "load", None)
     if callable(load):
@@ -264,18 +350,47 @@ def coverage(
 @app.command("import")
 @cli_errors
 def import_(
+    file: Path | None = typer.Argument(
+        None, show_default=False,
+        help="Your own wordnet: WN-LMF XML (.xml, .xml.gz; wn's format) or an OMW tab file (.tab, PWN 3.0 offsets). "
+             "Without it: the shared data's PWN 3.0 + OMW wordnets of --langs."),
     data: Path | None = typer.Option(
-        None, "--data", envvar="POLYGLOT_GROC_DATA", help="Shared data root (wordnet/, omw/)."
+        None, "--data", envvar="POLYGLOT_GROC_DATA", help="Shared data root (wordnet/, omw/; a tab FILE takes its ILI "
+                                                          "map and PWN 3.0 relations from there)."
     ),
-    langs: str = typer.Option("en,fr", "--langs", help="Languages to install, comma-separated (en is always added)."),
+    langs: str | None = typer.Option(
+        None, "--langs", help="Without FILE: languages to install from the shared data, comma-separated (en is always "
+                              "added; default en,fr).", show_default=False),
+    lang: str | None = typer.Option(None, "--lang", help="Tab FILE: its language code (default: the file's own label).",
+                                    show_default=False),
+    ili_map: Path | None = typer.Option(
+        None, "--ili-map", show_default=False,
+        help="Tab FILE: the ILI map ili-map-pwn30.tab (default: omw/ili-map-pwn30.tab under --data)."),
     wn_dir: Path | None = _WN_DIR,
     force: bool = typer.Option(False, "--force", help="Re-install lexicons that are already installed."),
 ) -> None:
-    """Install PWN 3.0 + OMW wordnets offline (WNDB + tab files -> WN-LMF -> wn)."""
+    """Install wordnets offline: your own WN-LMF or OMW tab FILE, or PWN 3.0 + OMW from the shared data.
+
+    Prints the installed specifiers (id:version, as wn reports them): name them in train --lexicon,
+    lexicon lookup --specs, or a language's wordnets = [...] in a --languages file.
+    """
     from lexicons.omw_import import import_omw
     from lexicons.wn_backend import default_wn_dir
 
-    lang_list = _split(langs)
+    if file is not None:
+        from lexicons.user_import import import_wordnet_file
+
+        if langs is not None:
+            raise InputError("--langs installs the shared data's wordnets; with a FILE leave it out (a tab file takes "
+                             "--lang)")
+        t0 = time.perf_counter()
+        result = import_wordnet_file(file, wn_dir=wn_dir, lang=lang, ili_map=ili_map, data_root=data, force=force)
+        print_json({**result.to_dict(), "seconds": round(time.perf_counter() - t0, 1)})
+        return
+    if lang is not None or ili_map is not None:
+        raise InputError("--lang and --ili-map describe a tab FILE; give the file (lexicon import FILE --lang xx), or "
+                         "use --langs to install the shared data's wordnets")
+    lang_list = _split(langs if langs is not None else "en,fr")
     if not lang_list:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
     t0 = time.perf_counter()

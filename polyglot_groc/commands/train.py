@@ -248,8 +248,13 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     # A language --with related added without a corpus is named as such (not as a missing file).
     check_corpora(Path(cfg.data.root), lang_codes, primary=parse_lang_spec(langs, registry=registry),
                   registry=registry)
-    # The run records the registry entries it used: evaluate and --resume never need the file again.
-    cfg = dataclasses.replace(cfg, languages={**cfg.languages, **registry.config_tables(lang_codes)})
+    # The run records the registry entries it used: evaluate and --resume never need the file again;
+    # their wordnets and fallback settings go into the lexicon config.
+    from polyglot_groc.commands.lexicon import registry_lexicon
+
+    lex = registry_lexicon(cfg.model.lexicon, cfg.model.kind, lang_codes, registry)
+    cfg = dataclasses.replace(cfg, languages={**cfg.languages, **registry.config_tables(lang_codes)},
+                              model=dataclasses.replace(cfg.model, lexicon=lex))
     cfg.validate()
     _run_training(cfg, out, overwrite, None, log_every, tensorboard)
 

@@ -60,7 +60,8 @@ def open_run_lexicon(cfg: LexiconConfig, langs: Sequence[str]) -> Lexicon:
 
     return open_lexicon(cfg.backend, specs=list(cfg.specs) or None, langs=list(langs),
                         wn_dir=cfg.wn_dir or None, tsv=cfg.tsv_path or None, nltk_data=cfg.nltk_data or None,
-                        gloss_specs=list(cfg.gloss_specs) or None)
+                        gloss_specs=list(cfg.gloss_specs) or None,
+                        no_fallback=list(cfg.no_fallback) if cfg.backend == "wn" else ())
 
 
 def resolved_config(cfg: LexiconConfig, lexicon: Lexicon) -> LexiconConfig:
