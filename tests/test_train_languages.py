@@ -63,6 +63,8 @@ def test_user_language_with_related_is_trained_and_recorded(tmp_path: Path) -> N
     ev = runner.invoke(app, ["evaluate", str(run)], env=NO_ENV)
     assert ev.exit_code == 0, ev.output
     assert set(json.loads(ev.stdout[ev.stdout.index("{"):])["perplexity"]) == {"ceb", "fr"}
+    resumed = runner.invoke(app, ["train", "--resume", str(run)], env=NO_ENV)
+    assert resumed.exit_code == 0, resumed.output
 
 
 def test_the_environment_variable_names_the_languages_file(tmp_path: Path) -> None:
