@@ -64,6 +64,7 @@ __all__ = [
     "TEXT_FORMATS",
     "PreparedLanguage",
     "SplitStats",
+    "manifest_lock",
     "parse_split_size",
     "prepare_language",
 ]
@@ -283,7 +284,7 @@ def _assign(counts: Sequence[int], valid: float | int, test: float | int) -> np.
 
 # -- the language folder and the manifest ----------------------------------------------------------------
 @contextlib.contextmanager
-def _manifest_lock(out: Path) -> Iterator[None]:
+def manifest_lock(out: Path) -> Iterator[None]:
     """An exclusive lock on ``out/.prepare.lock`` while the manifest is read, changed and written."""
     out.mkdir(parents=True, exist_ok=True)
     with open(out / ".prepare.lock", "a+b") as fh:
@@ -524,7 +525,7 @@ def prepare_language(
                        "types": all_types, "type_token_ratio": round(all_types / all_tokens, 4)},
             "splits": {split: s.to_dict() for split, s in stats.items()},
         }
-        with _manifest_lock(out):
+        with manifest_lock(out):
             _check_free(out, code, overwrite)  # another process may have prepared it meanwhile
             manifest_path = out / MANIFEST_NAME
             manifest = _read_manifest(manifest_path)

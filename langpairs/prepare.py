@@ -46,6 +46,7 @@ from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
 from groc_base.fileio import atomic_write_bytes
 
 from .corpus import EOS, SPLITS, decode_utf8
+from .files import manifest_lock
 from .tokenize import SentenceTokenizer, make_tokenizer
 
 __all__ = ["MANIFEST_NAME", "SOURCES", "SourceGroup", "prepare_corpora"]
@@ -357,10 +358,13 @@ def prepare_corpora(
     budgets = {"train": train_tokens, "valid": eval_tokens, "test": eval_tokens}
 
     manifest_path = out / MANIFEST_NAME
-    manifest = _load_manifest(manifest_path)
-    languages: dict[str, Any] = dict(manifest.get("languages", {}))
-    for lang in codes:
-        languages[lang] = _prepare_language(lang, text_root, out, budgets, tokenize)
-    manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
-    atomic_write_bytes(manifest_path, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    entries = {lang: _prepare_language(lang, text_root, out, budgets, tokenize) for lang in codes}
+    # Read, change and write the manifest under the lock prepare_language takes too, so parallel
+    # calls preparing other languages into `out` keep each other's entries.
+    with manifest_lock(out):
+        manifest = _load_manifest(manifest_path)
+        languages: dict[str, Any] = {**dict(manifest.get("languages", {})), **entries}
+        manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
+        atomic_write_bytes(manifest_path,
+                           (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return manifest

@@ -283,3 +283,17 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path: Path, case: str,
     line = _one_error(res)
     assert needle.lower() in line.lower(), line
     assert not (tmp_path / "out").exists()
+
+
+def test_shared_text_and_own_files_share_one_manifest(tmp_path: Path) -> None:
+    from langpairs.prepare import prepare_corpora
+
+    palito = tmp_path / "shared" / "text" / "palito"
+    palito.mkdir(parents=True)
+    (palito / "wiki_parallel.tl").write_text(_lines(200, "Ang bahay"), encoding="utf-8")
+    (tmp_path / "ceb.txt").write_text(_lines(30), encoding="utf-8")
+    out = tmp_path / "c"
+    prepare_language(lang="ceb", inputs=[tmp_path / "ceb.txt"], out=out, registry=_registry())
+    prepare_corpora(tmp_path / "shared", out, ["tl"], train_tokens=300, eval_tokens=50)
+    languages = json.loads((out / "prepare.json").read_text(encoding="utf-8"))["languages"]
+    assert languages["ceb"]["tool"] == "langpairs.files.prepare_language" and languages["tl"]["tokenizer"] == "toktok"
