@@ -9,26 +9,24 @@ GroC+lex), for each model:
    unless ``--keep-case``, at most ``--max-vocab`` distinct words, as ``polyglot-groc align --run`` and
    ``similarity --run`` read a run). Only vocabulary words are exported, for every model alike, so GroC is
    not credited with words it could compose but lookup cannot embed.
-2. Align source onto target with :func:`eval.align.align` (Procrustes on the MUSE train
-   dictionary ``<src>-<tgt>.0-5000.txt``, then ``--refine`` CSLS refinement iterations, default 5;
-   the thesis used 10; the iteration is picked by the unsupervised mean-CSLS criterion, never
-   the evaluation dictionary), exactly as ``polyglot-groc align --run`` does.
-3. Word-translation P@1/5/10 with ``nn`` and ``csls`` retrieval
-   (:func:`eval.align.translation_precision`) on ``<src>-<tgt>.5000-6500.txt``, with the
-   dictionary's found / not-found / unique-source counts (:func:`eval.align.pairs_to_indices`),
-   beside the identical-string and character 3-gram baselines on the same scored words, each
-   split into words whose gold includes the identical string and words whose gold does not
-   (:func:`polyglot_groc.analysis.alignment_report.evaluate_with_baselines`). ``table`` gathers
+2. Align source onto target with :func:`polyglot_groc.analysis.workflows.align`, the function behind
+   ``polyglot-groc align`` (Procrustes on the MUSE train dictionary ``<src>-<tgt>.0-5000.txt``, then
+   ``--refine`` CSLS refinement iterations, default 5; the thesis used 10; the iteration is picked by
+   the unsupervised mean-CSLS criterion, never the evaluation dictionary), on the exported vectors.
+3. Word-translation P@1/5/10 with ``nn`` and ``csls`` retrieval on ``<src>-<tgt>.5000-6500.txt``, with
+   the dictionary's found / not-found / unique-source counts, beside the identical-string and
+   character 3-gram baselines on the same scored words, each split into words whose gold includes
+   the identical string and words whose gold does not (the same ``align`` call). ``table`` gathers
    them: one row per model / retrieval / baseline, ``same_evaluated_words`` (a digest of the
    scored words per model) and, per model, whether its CSLS P@k beats the character n-gram
    baseline on the non-identical words.
-   A dictionary none of whose pairs is in the vocabularies is recorded (``error`` beside the
-   counts), not fatal: the rest of the benchmark still runs.
-4. Word similarity (Spearman rho, :func:`eval.similarity.word_similarity`) on every file in
-   ``eval/wordsim/<src>`` and ``eval/wordsim/<tgt>``: the in-vocabulary figure for every model
-   (the fair comparison), and for compositional models (GroC on either side, ELMo on the input
-   side) the all-pairs-composed figure beside it, where unseen words are composed from their
-   characters (the same two figures as ``polyglot-groc similarity --run``).
+   A dictionary none of whose pairs is in the vocabularies is recorded (``error``), not fatal:
+   the rest of the benchmark still runs.
+4. Word similarity (Spearman rho, :func:`polyglot_groc.analysis.workflows.similarity`, the function
+   behind ``polyglot-groc similarity --run``) on every file in ``eval/wordsim/<src>`` and
+   ``eval/wordsim/<tgt>``: the in-vocabulary figure for every model (the fair comparison), and for
+   compositional models (GroC on either side, ELMo on the input side) the all-pairs-composed figure
+   beside it, where unseen words are composed from their characters.
 
 Runs: ``--groc RUN --lookup RUN [--elmo RUN] [--groc-lex RUN]`` (at least one of them), or ``--work DIR`` of
 ``benchmarks/polyglot_table.py``, whose runs are ``<work>/runs/<kind>_<a>+<b>_<steps>steps``
@@ -178,90 +176,70 @@ def export_languages(bundle: Any, langs: Sequence[str], side: str, max_vocab: in
     return exported, dropped
 
 
-def dictionary_indices(path: Path, src_words: list[str], tgt_words: list[str], lower: bool,
-                       lenient: bool) -> tuple[Any, dict[str, Any]]:
-    """``(pairs (n, 2) or None, stats)``; a dictionary with no pair in the vocabularies gives None + error."""
-    from eval.align import pairs_to_indices
-    from groc_base.errors import InputError
-    from langpairs.dictionaries import read_dictionary
-
-    pairs = read_dictionary(path, lower=lower, lenient=lenient)
-    try:
-        indices, stats = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)
-    except InputError as exc:
-        # pairs_to_indices refuses an empty match; record it instead of losing the other models.
-        return None, {"path": str(path), "pairs": len(pairs), "found": 0, "not_found": len(pairs),
-                      "unique_source": 0, "error": str(exc)}
-    return indices, {"path": str(path), **stats}
-
-
 def alignment(exported: dict[str, Any], args: argparse.Namespace, dropped: dict[str, int]) -> dict[str, Any]:
-    from eval.align import align
-    from langpairs.dictionaries import read_dictionary
-    from polyglot_groc.analysis.alignment_report import evaluate_with_baselines
+    """:func:`polyglot_groc.analysis.workflows.align` on the exported vocabularies (nothing written);
+    a dictionary with no pair in the vocabularies is recorded (``error``), not fatal."""
+    from groc_base.errors import InputError
+    from polyglot_groc.analysis.workflows import align
 
-    lower = not args.keep_case
-    src_words, src_vecs = exported[args.src].words, exported[args.src].vectors
-    tgt_words, tgt_vecs = exported[args.tgt].words, exported[args.tgt].vectors
-    out: dict[str, Any] = {"src_words": len(src_words), "tgt_words": len(tgt_words),
-                           "case_duplicates_dropped": {args.src: dropped[args.src], args.tgt: dropped[args.tgt]}}
-    train_pairs, out["train_dictionary"] = dictionary_indices(args.train_dict, src_words, tgt_words, lower,
-                                                              args.lenient)
-    if train_pairs is None:
-        out["error"] = "no pair of the train dictionary is in the vocabularies; nothing to align on"
-        return out
+    out: dict[str, Any] = {"case_duplicates_dropped": {args.src: dropped[args.src], args.tgt: dropped[args.tgt]}}
+    options: dict[str, Any] = dict(
+        src=exported[args.src], tgt=exported[args.tgt], src_lang=args.src, tgt_lang=args.tgt,
+        train_dict=args.train_dict, refine=args.refine, normalize=args.normalize, dico_build=args.dico_build,
+        dico_max_rank=args.dico_max_rank, max_vocab=args.max_vocab, keep_case=args.keep_case, lenient=args.lenient,
+        eval_words=args.eval_words_set)
     started = time.perf_counter()
-    res = align(src_vecs, tgt_vecs, train_pairs, n_refinement=args.refine, normalize=args.normalize,
-                dico_build=args.dico_build, dico_max_rank=args.dico_max_rank)
-    out["align_seconds"] = _round(time.perf_counter() - started, 2)
-    out["best_iteration"] = res.best_iteration
-    out["history"] = [{k: (_round(v, 5) if k == "criterion" else v) for k, v in h.items()} for h in res.history]
-    mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
-    pairs = read_dictionary(args.eval_dict, lower=lower, lenient=args.lenient)
     try:
-        stats, precision, baselines = evaluate_with_baselines(pairs, src_words, tgt_words, mapped, target,
-                                                              lower=lower, eval_words=args.eval_words_set)
-    except ValueError as exc:  # InputError: no pair of the dictionary is in the vocabularies
+        res = align(**options, eval_dict=args.eval_dict)
+    except InputError as exc:  # no pair of a dictionary is in the vocabularies
+        try:  # the evaluation dictionary's fault: keep the alignment, without P@k
+            res = align(**options)
+        except InputError:  # the train dictionary's: nothing to align on
+            out.update({"precision": None, "error": str(exc)})
+            return out
         out.update({"precision": None, "eval_dictionary": {"path": str(args.eval_dict), "error": str(exc)},
                     "error": "no pair of the evaluation dictionary is in the vocabularies; no P@k"})
-        return out
-    out["eval_dictionary"] = {"path": str(args.eval_dict), **stats}
-    out["precision"] = precision
-    out["baselines"] = baselines
-    return out
+    out["align_seconds"] = _round(time.perf_counter() - started, 2)
+    result = res.to_dict()
+    result["history"] = [{k: (_round(v, 5) if k == "criterion" else v) for k, v in h.items()}
+                         for h in result["history"]]
+    return {**result, **out}
 
 
 def similarity(bundle: Any, exported: dict[str, Any], files: dict[str, list[Path]],
                args: argparse.Namespace) -> dict[str, Any]:
-    from eval.similarity import read_word_similarity, word_similarity
+    """:func:`polyglot_groc.analysis.workflows.similarity` of each language's files, on the exported
+    vocabulary (and, for a compositional side, every pair composed)."""
+    from groc_base.errors import InputError
     from groc_base.fileio import unique_labels
-    from polyglot_groc.analysis.export import embed
+    from polyglot_groc.analysis.workflows import similarity as word_similarity
 
-    lower = not args.keep_case
-    model = bundle.model
-    composes = model.compositional_output if args.side == "output" else model.compositional_input
     results: dict[str, Any] = {}
     for lang, paths in files.items():
-        vocab = exported[lang]
+        if not paths:
+            continue
         # Two files with one name (a/EN_RG-65.txt, b/EN_RG-65.txt) keep a key each.
-        for label, path in zip(unique_labels(paths), paths, strict=True):
-            key = f"{lang}/{label}"
-            try:
-                triples = read_word_similarity(path)
-                r = word_similarity(triples, vocab.words, vocab.vectors, lower=lower)
-                entry: dict[str, Any] = {"lang": lang, "pairs": len(triples), "in_vocabulary": {
-                    "rho": _round(r.rho), "found": r.found, "not_found": r.not_found}}
-                if composes:
-                    # Every pair word lowercased (as polyglot-groc similarity does).
-                    words = sorted({w.lower() for a, b, _ in triples for w in (a, b)})
-                    everything = embed(bundle, lang, words, side=args.side)
-                    ra = word_similarity(triples, everything.words, everything.vectors, lower=lower)
-                    entry["all_pairs_composed"] = {"rho": _round(ra.rho), "found": ra.found,
-                                                   "not_found": ra.not_found, "composed_unseen": everything.composed}
-            except Exception as exc:  # one bad file (unreadable, malformed) must not lose the rest
-                log.error("[%s] %s failed: %s", model.kind, key, exc)
-                entry = {"lang": lang, "error": _error_text(exc)}
-            results[key] = entry
+        keys = {label: f"{lang}/{label}" for label in unique_labels(paths)}
+        try:
+            got = word_similarity(datasets=paths, run=bundle, lang=lang, vectors=exported[lang], side=args.side,
+                                  keep_case=args.keep_case).datasets
+        except InputError as exc:  # no file could be scored
+            log.error("[%s] word similarity failed: %s", bundle.model.kind, exc)
+            results.update({key: {"lang": lang, "error": _error_text(exc)} for key in keys.values()})
+            continue
+        for label, entry in got.items():
+            if "error" in entry:
+                results[keys[label]] = {"lang": lang, "error": entry["error"]}
+                continue
+            inv = entry["in_vocabulary"]
+            record: dict[str, Any] = {"lang": lang, "pairs": inv["found"] + inv["not_found"], "in_vocabulary": {
+                "rho": _round(inv["rho"]), "found": inv["found"], "not_found": inv["not_found"]}}
+            if "all_pairs_composed" in entry:
+                comp = entry["all_pairs_composed"]
+                record["all_pairs_composed"] = {"rho": _round(comp["rho"]), "found": comp["found"],
+                                                "not_found": comp["not_found"],
+                                                "composed_unseen": comp["composed_unseen"]}
+            results[keys[label]] = record
     return results
 
 

@@ -168,9 +168,9 @@ def check_models(names: list[str], known: Iterable[str]) -> None:
         raise BadInput(f"unknown --models {','.join(unknown)}; use a subset of {','.join(known)}")
 
 
-def filters_override(text: str) -> str:
-    """``--filters 1:32,2:32`` as the config override ``model.surface.filters=[[1, 32], [2, 32]]``."""
-    return f"model.surface.filters={json.dumps(parse_filters(text))}"
+def filters_override(text: str) -> dict[str, Any]:
+    """``--filters 1:32,2:32`` as the config override ``{"model.surface.filters": [[1, 32], [2, 32]]}``."""
+    return {"model.surface.filters": parse_filters(text)}
 
 
 def add_ptb_training_args(ap: argparse.ArgumentParser) -> None:

@@ -14,7 +14,6 @@ stable word hash. Prints ONE JSON object with both rows (test perplexity by C).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -51,40 +50,42 @@ def main() -> None:
     add_output_args(ap)
     args = ap.parse_args()
 
-    from polyglot_groc.analysis.crossdomain import evaluate_open
-    from polyglot_groc.config import load_config
+    from polyglot_groc.analysis.workflows import evaluate
+    from polyglot_groc.config import load_config, merge_overrides, parse_overrides
     from polyglot_groc.model.bundle import load_bundle
-    from polyglot_groc.training.trainer import Trainer
+    from polyglot_groc.training.workflows import train
 
     os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
     t0 = time.monotonic()
     covs = [float(c) for c in args.coverages.split(",") if c.strip()]
-    filters = [filters_override(args.filters)] if args.filters else []  # checked before any data is written
+    filters = filters_override(args.filters) if args.filters else {}  # checked before any data is written
     root = prepare_ptb(shared_data(), args.work / "corpus")
-    common = [
-        f"data.root={json.dumps(str(root))}", 'data.langs=["en"]', f"model.d={args.d}",
-        f"model.prefix.hidden={args.hidden}", f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}",
-        f"train.lr={args.lr}", f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}",
-        f"train.threads={args.threads}", f"train.seed={args.seed}", 'model.kind="groc-lex"',
-        'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={json.dumps(args.wn_dir)}",
-        f"model.lexicon.specs={json.dumps(list(args.lexicon or []))}", "model.lexicon.extra_cap=0",
-        f"model.prefix.dropout={args.dropout}", f"train.output_update_prob={args.output_update_prob}",
-        f"train.eval_batch_size={args.eval_batch_size}", *args.set, *filters,
-    ]
+    common = merge_overrides({
+        "data.root": root, "data.langs": ["en"], "model.d": args.d,
+        "model.prefix.hidden": args.hidden, "train.batch_size": args.batch_size, "train.bptt": args.bptt,
+        "train.lr": args.lr, "train.max_steps": args.steps, "train.eval_every": args.eval_every,
+        "train.threads": args.threads, "train.seed": args.seed, "model.kind": "groc-lex",
+        "model.lexicon.backend": "wn", "model.lexicon.wn_dir": args.wn_dir,
+        "model.lexicon.specs": list(args.lexicon or []), "model.lexicon.extra_cap": 0,
+        "model.prefix.dropout": args.dropout, "train.output_update_prob": args.output_update_prob,
+        "train.eval_batch_size": args.eval_batch_size,
+    }, parse_overrides(args.set), filters)
 
     def test_ppl(run: Path, coverage: float | None) -> float:
-        res = evaluate_open(run, root, "test", n_streams=args.eval_batch_size, lexicon_coverage=coverage)
-        return float(res["languages"]["en"]["perplexity"])
+        # Open vocabulary on the run's own corpus, on the CPU as before (the run is loaded once).
+        res = evaluate(run=run, data=root, split="test", batch_size=args.eval_batch_size, lexicon_coverage=coverage,
+                       device="cpu")
+        return float(res.perplexity["en"])  # type: ignore[arg-type]
 
     full = args.work / "full"
-    trained = {"1.0": Trainer(load_config(None, common), full, overwrite=True).fit()}
+    trained = {"1.0": train(config=load_config(None, common), out=full, overwrite=True)}
     inference = {str(c): test_ppl(full, c) for c in [*covs, 1.0]}
     train_row: dict[str, float] = {}
     if not args.skip_train_row:
         for c in covs:
             run = args.work / f"train-{c}"
-            trained[str(c)] = Trainer(load_config(None, [*common, f"model.lexicon.coverage={c}"]), run,
-                                      overwrite=True).fit()
+            trained[str(c)] = train(config=load_config(None, {**common, "model.lexicon.coverage": c}), out=run,
+                                    overwrite=True)
             train_row[str(c)] = test_ppl(run, None)
         train_row["1.0"] = inference["1.0"]
     result: dict[str, Any] = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},

@@ -31,7 +31,6 @@ import argparse
 import dataclasses
 import logging
 import math
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -43,11 +42,12 @@ if str(ROOT) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import add_output_args, emit, filters_override, script_main  # noqa: E402
-from polyglot_groc.config import RunConfig, load_config  # noqa: E402
-from polyglot_groc.elmo.convert import convert_elmo_bundle, converted_record, finetune_converted  # noqa: E402
-from polyglot_groc.model.bundle import load_bundle  # noqa: E402
+from polyglot_groc.config import RunConfig, load_config, merge_overrides, parse_overrides  # noqa: E402
+from polyglot_groc.elmo.convert import converted_record  # noqa: E402
+from polyglot_groc.elmo.workflows import init_from_elmo  # noqa: E402
 from polyglot_groc.training.data import load_corpus  # noqa: E402
-from polyglot_groc.training.trainer import Trainer, build_bundle, seed_everything  # noqa: E402
+from polyglot_groc.training.trainer import build_bundle, seed_everything  # noqa: E402
+from polyglot_groc.training.workflows import train  # noqa: E402
 
 log = logging.getLogger("elmo_init")
 
@@ -82,15 +82,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def base_config(args: argparse.Namespace) -> RunConfig:
-    langs = ", ".join(f'"{c.strip()}"' for c in args.langs.split(",") if c.strip())
-    root = str(args.data).replace("\\", "\\\\").replace('"', '\\"')
-    return load_config(None, [
-        f'data.root="{root}"', f"data.langs=[{langs}]", f"model.d={args.d}", f"model.prefix.hidden={args.hidden}",
-        f"model.prefix.n_layers={args.layers}", filters_override(args.filters),
-        f"model.surface.char_dim={args.char_dim}", f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}",
-        f"train.eval_batch_size={args.eval_batch_size}", f"train.threads={args.threads}", f"train.seed={args.seed}",
-        "train.max_epochs=1000000", "train.max_minutes=0.0", *args.overrides,
-    ])
+    return load_config(None, merge_overrides({
+        "data.root": args.data, "data.langs": [c.strip() for c in args.langs.split(",") if c.strip()],
+        "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
+        **filters_override(args.filters), "model.surface.char_dim": args.char_dim,
+        "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.eval_batch_size": args.eval_batch_size,
+        "train.threads": args.threads, "train.seed": args.seed, "train.max_epochs": 1000000, "train.max_minutes": 0.0,
+    }, parse_overrides(args.overrides)))
 
 
 def with_train(cfg: RunConfig, kind: str | None = None, **train: Any) -> RunConfig:
@@ -135,36 +133,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     B = args.budget
     every = B // args.evals
     out = Path(args.out)
-    if args.overwrite:
-        for name in ("elmo", "elmo2groc", "groc"):
-            shutil.rmtree(out / name, ignore_errors=True)
     cfg = base_config(args)
-    splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
-    corpus = load_corpus(cfg.data, splits)
     seconds: dict[str, float] = {}
 
     tick = time.monotonic()
     elmo_cfg = with_train(cfg, "elmo", max_steps=B, eval_every=every)
-    elmo_res = Trainer(elmo_cfg, out / "elmo", corpus=corpus).fit()
+    elmo_res = train(config=elmo_cfg, out=out / "elmo", overwrite=args.overwrite)
     seconds["elmo"] = time.monotonic() - tick
     elmo_curve = [point(r) for r in elmo_res.history]
 
     # Random GroC, not trained: the "random (no train)" column.
     groc_cfg = with_train(cfg, "groc", max_steps=2 * B, eval_every=every)
+    splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
+    corpus = load_corpus(groc_cfg.data, splits)
     seed_everything(args.seed)
     random_rec = point(converted_record(build_bundle(groc_cfg, corpus), corpus, groc_cfg))
 
+    # ELMo -> GroC from the elmo run's best checkpoint, finetuned for B steps with the same
+    # validation points (its training settings are the elmo run's, at --lr).
     tick = time.monotonic()
-    elmo_bundle, _ = load_bundle(out / "elmo", "best")
-    converted = convert_elmo_bundle(elmo_bundle)
-    ft_cfg = dataclasses.replace(converted.cfg, data=cfg.data,
-                                 train=dataclasses.replace(groc_cfg.train, max_steps=B, lr=args.lr)).validate()
-    ft = finetune_converted(converted, ft_cfg, out / "elmo2groc", corpus=corpus)
+    ft = init_from_elmo(out=out / "elmo2groc", elmo_run=out / "elmo", checkpoint="best", max_steps=B, lr=args.lr,
+                        eval_every=every, threads=args.threads, overwrite=args.overwrite)
     seconds["finetune"] = time.monotonic() - tick
-    ft_curve = [point(ft.converted)] + [point(r) for r in ft.train.history]
+    ft_curve = [point(ft.converted)] + [point(r) for r in ft.train.history if r.get("phase") != "converted"]
 
     tick = time.monotonic()
-    scratch_res = Trainer(groc_cfg, out / "groc", corpus=corpus).fit()
+    scratch_res = train(config=groc_cfg, out=out / "groc", overwrite=args.overwrite)
     seconds["groc_scratch"] = time.monotonic() - tick
     scratch_curve = [point(r) for r in scratch_res.history]
 

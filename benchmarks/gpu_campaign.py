@@ -556,8 +556,8 @@ def config_sizes(toml: str, flags: dict[str, str], skip: Iterable[str] = ()) -> 
     other key that differs from the toolkit default (bar ``skip``) becomes ``--set key=value``."""
     from polyglot_groc.config import load_config
 
-    cfg = load_config(CONFIGS / toml, [])
-    values, defaults = _flat(dataclasses.asdict(cfg)), _flat(dataclasses.asdict(load_config(None, [])))
+    cfg = load_config(CONFIGS / toml)
+    values, defaults = _flat(dataclasses.asdict(cfg)), _flat(dataclasses.asdict(load_config(None)))
     argv: list[str] = []
     for key, flag in flags.items():
         value = values[key]

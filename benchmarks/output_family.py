@@ -35,10 +35,10 @@ from benchmarks.common import (  # noqa: E402
     script_main,
     shared_data,
 )
-from polyglot_groc.analysis.evaluate import evaluate_run  # noqa: E402
-from polyglot_groc.config import load_config  # noqa: E402
+from polyglot_groc.analysis.workflows import evaluate  # noqa: E402
+from polyglot_groc.config import load_config, merge_overrides, parse_overrides  # noqa: E402
 from polyglot_groc.training.pretrain import pretrain_vectors  # noqa: E402
-from polyglot_groc.training.trainer import Trainer  # noqa: E402
+from polyglot_groc.training.workflows import train  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent.parent / "polyglot_groc" / "configs"
 #: Table 2 order; "untied+welch" is the seed 003 row.
@@ -68,33 +68,32 @@ def main() -> None:
     device = device_label(args.device)
     filters = filters_override(args.filters)  # checked before any data is written
     corpus = prepare_ptb(shared_data(), args.work / "corpus")
-    common = [
-        f'data.root="{corpus}"', 'data.langs=["en"]', f"model.d={args.d}", f"model.prefix.hidden={args.hidden}",
-        f"model.prefix.dropout={args.dropout}", filters,
-        f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}", f"train.lr={args.lr}",
-        f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}", f"train.threads={args.threads}",
-        f"train.seed={args.seed}", f"train.eval_batch_size={args.eval_batch_size}", f'train.device="{args.device}"',
-        *args.set,
-    ]
+    common = merge_overrides({
+        "data.root": corpus, "data.langs": ["en"], "model.d": args.d, "model.prefix.hidden": args.hidden,
+        "model.prefix.dropout": args.dropout, **filters,
+        "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.lr": args.lr,
+        "train.max_steps": args.steps, "train.eval_every": args.eval_every, "train.threads": args.threads,
+        "train.seed": args.seed, "train.eval_batch_size": args.eval_batch_size, "train.device": args.device,
+    }, parse_overrides(args.set))
     results: dict[str, Any] = {}
     for row in args.rows.split(","):
         kind = row.split("+")[0]
-        extra: list[str] = []
+        extra: dict[str, Any] = {}
         if row == "untied+welch":
             vec = args.work / f"ptb_train_w2v_{args.d}.vec"
             t0 = time.monotonic()
             if not vec.exists():
                 pretrain_vectors([corpus / "en" / "train.txt"], vec, "word2vec", args.d, epochs=args.w2v_epochs,
                                  seed=args.seed)
-            extra = [f'model.init_input="{vec}"', "model.freeze_input=true"]
+            extra = {"model.init_input": vec, "model.freeze_input": True}
             pretrain_s = time.monotonic() - t0
         if kind.startswith("groc"):
-            extra.append(f"train.output_update_prob={args.output_update_prob}")
-        cfg = load_config(CONFIGS / f"ptb_table8_{kind.replace('-', '_')}.toml", [*common, *extra])
+            extra["train.output_update_prob"] = args.output_update_prob
+        cfg = load_config(CONFIGS / f"ptb_table8_{kind.replace('-', '_')}.toml", merge_overrides(common, extra))
         run_dir = args.work / "runs" / row.replace("+", "_")
         t0 = time.monotonic()
-        res = Trainer(cfg, run_dir, overwrite=True).fit()
-        test = evaluate_run(run_dir, "test", batch_size=args.eval_batch_size, device=args.device)
+        res = train(config=cfg, out=run_dir, overwrite=True)
+        test = evaluate(run=run_dir, split="test", batch_size=args.eval_batch_size, device=args.device).to_dict()
         results[row] = {
             "valid_perplexity": res.best_valid["en"], "test_perplexity": test["perplexity"]["en"],
             "n_params": res.n_params, "n_params_split": res.n_params_split,

@@ -12,9 +12,10 @@ From files alone, with the toolkit's public functions:
    ``text/palito/wiki_parallel.tl`` (human translations of English Wikipedia sentences) up to
    ``--related-tokens`` training tokens plus ``--related-eval`` tokens each for valid and test.
    ``--with-english`` adds English the same way (``text/leipzig/eng_wikipedia_2016_10K``).
-3. GroC and the tied lookup LM (``tied``) are trained through ``polyglot_groc.training.Trainer``
-   at the SAME budget (``--steps`` steps, same sizes, seed, lr), on ``ceb`` alone (mono) and on
-   ``ceb+tl`` (rel+tgt; ``ceb+en`` and ``ceb+tl+en`` with ``--with-english``), under each schedule of
+3. GroC and the tied lookup LM (``tied``) are trained through the public API
+   (:func:`polyglot_groc.api.train` with ``languages=`` the TOML file) at the SAME budget
+   (``--steps`` steps, same sizes, seed, lr), on ``ceb`` alone (mono) and on ``ceb+tl``
+   (rel+tgt; ``ceb+en`` and ``ceb+tl+en`` with ``--with-english``), under each schedule of
    ``--schedules``: ``proportional`` (the thesis's: batches in proportion to each language's text,
    so Cebuano gets ~1/13 of a ceb+tl model's steps) and ``temperature`` (``--temperature`` T:
    shares ∝ n^(1/T), so Cebuano gets more).
@@ -38,7 +39,6 @@ ceb+tl step ~0.15 s, a mono step ~0.03 s; tied models are ~5x faster).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import os
@@ -72,10 +72,6 @@ related = ["tl"]
 UDHR = "text/nltk_data/udhr2.zip"
 RELATED_TEXT = "text/palito/wiki_parallel.tl"
 ENGLISH_TEXT = "text/leipzig/eng_wikipedia_2016_10K-sentences.txt"
-
-
-def _toml(value: Any) -> str:
-    return json.dumps(value)  # JSON strings, numbers, booleans and lists are TOML values too
 
 
 def _round(x: float | None, nd: int = 2) -> float | None:
@@ -148,16 +144,15 @@ class _Hooks:
         log.info("[%s] step %d: valid ppl %s", self.name, record["step"], ppl)
 
 
-def train_and_test(overrides: Sequence[str], run_dir: Path) -> dict[str, Any]:
-    from polyglot_groc.analysis.evaluate import evaluate_run
-    from polyglot_groc.config import load_config
-    from polyglot_groc.training.trainer import Trainer
+def train_and_test(overrides: Mapping[str, Any], run_dir: Path, languages: Path) -> dict[str, Any]:
+    """Train one model through the public API (the languages file defines ceb), then test it."""
+    from polyglot_groc.api import evaluate, load_config, train
 
-    cfg = load_config(None, list(overrides))
+    cfg = load_config(None, overrides)
     started = time.monotonic()
-    result = Trainer(cfg, run_dir, overwrite=True, hooks=_Hooks(run_dir.name)).fit()
+    result = train(config=cfg, out=run_dir, overwrite=True, hooks=_Hooks(run_dir.name), languages=languages)
     seconds = time.monotonic() - started
-    test = evaluate_run(run_dir, "test", which="best", screen=True)
+    test = evaluate(run=run_dir, split="test", checkpoint="best", screen=True, device="cpu").to_dict()
     best = min(result.history, key=lambda r: r["valid_nll"]) if result.history else {}
     last = result.history[-1] if result.history else {}
     return {
@@ -237,16 +232,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = {"mono": (TARGET,), "rel+tgt": (TARGET, "tl")}
     if args.with_english:
         settings.update({"EN+tgt": (TARGET, "en"), "rel+EN+tgt": (TARGET, "tl", "en")})
-    common = [
-        f"data.root={_toml(str(args.work / 'corpora'))}", 'data.vocab_mode="closed"', "data.screen=true",
-        f"model.d={args.d}", f"model.prefix.hidden={args.hidden}", f"model.prefix.dropout={args.dropout}",
-        f"model.surface.filters={_toml(filters)}", f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}",
-        f"train.lr={args.lr}", f"train.eval_every={args.eval_every}", f"train.max_steps={args.steps}",
-        "train.max_epochs=100000", f"train.threads={args.threads}", f"data.temperature={args.temperature}",
-    ]
-    # The run's config carries the user's language, as `train --languages` records it.
-    for code, table in registry.config_tables(["ceb"]).items():
-        common += [f"languages.{code}.{key}={_toml(value)}" for key, value in table.items()]
+    common: dict[str, Any] = {
+        "data.root": str(args.work / "corpora"), "data.vocab_mode": "closed", "data.screen": True,
+        "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.dropout": args.dropout,
+        "model.surface.filters": filters, "train.batch_size": args.batch_size, "train.bptt": args.bptt,
+        "train.lr": args.lr, "train.eval_every": args.eval_every, "train.max_steps": args.steps,
+        "train.max_epochs": 100000, "train.threads": args.threads, "data.temperature": args.temperature,
+    }
 
     runs: list[dict[str, Any]] = []
     for kind in kinds:
@@ -254,11 +246,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for schedule in (schedules if len(langs) > 1 else ["-"]):
                 for seed in seeds:
                     name = f"{kind}_{'+'.join(langs)}_{schedule}_seed{seed}"
-                    overrides = [*common, f"model.kind={_toml(kind)}", f"data.langs={_toml(list(langs))}",
-                                 f"train.seed={seed}",
-                                 f"data.schedule={_toml(schedule if schedule != '-' else 'proportional')}"]
+                    overrides = {**common, "model.kind": kind, "data.langs": list(langs), "train.seed": seed,
+                                 "data.schedule": schedule if schedule != "-" else "proportional"}
                     log.info("=== %s", name)
-                    record = train_and_test(overrides, args.work / "runs" / name)
+                    # The run records ceb's entry from the languages file, as `train --languages` does.
+                    record = train_and_test(overrides, args.work / "runs" / name, languages_file)
                     runs.append({**record, "name": name, "setting": setting, "schedule": schedule})
 
     # Per model (kind, setting, schedule): mean test perplexity over seeds, and ceb's change against mono.

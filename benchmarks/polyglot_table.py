@@ -111,11 +111,6 @@ DATA_ENV = "POLYGLOT_GROC_DATA"
 
 
 # -- small helpers -------------------------------------------------------------------------------
-def _toml(value: Any) -> str:
-    # Overrides are parsed as TOML values: JSON's lists, strings, numbers and booleans are TOML too.
-    return json.dumps(value)
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -204,19 +199,20 @@ class ProgressHooks:
         log.info("[%s] step %d: valid ppl %s", self.name, record["step"], ppl)
 
 
-def run_config(common: Sequence[str], kind: str, langs: Sequence[str], steps: int, extra: Sequence[str]) -> Any:
-    from polyglot_groc.config import load_config
+def run_config(common: Mapping[str, Any], kind: str, langs: Sequence[str], steps: int,
+               extra: Mapping[str, Any]) -> Any:
+    from polyglot_groc.config import load_config, merge_overrides
 
-    return load_config(None, [*common, f"model.kind={_toml(kind)}", f"data.langs={_toml(list(langs))}",
-                              f"train.max_steps={steps}", *extra])
+    return load_config(None, merge_overrides(common, {"model.kind": kind, "data.langs": list(langs),
+                                                      "train.max_steps": steps}, extra))
 
 
 def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict[str, Any]:
     """Train one model, then test perplexity of all its languages from the best checkpoint."""
-    from polyglot_groc.analysis.evaluate import evaluate_run
+    from polyglot_groc.analysis.workflows import evaluate
     from polyglot_groc.config import dump_toml
     from polyglot_groc.model.checkpoint import atomic_write_text
-    from polyglot_groc.training.trainer import Trainer
+    from polyglot_groc.training.workflows import train
 
     record_path = run_dir / "bench_result.json"
     if reuse and record_path.is_file() and (run_dir / "config.toml").is_file():
@@ -224,10 +220,10 @@ def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict
             log.info("[%s] reusing the finished run (same config)", run_dir.name)
             return {**json.loads(record_path.read_text(encoding="utf-8")), "reused": True}
     started = time.monotonic()
-    result = Trainer(cfg, run_dir, overwrite=True, hooks=ProgressHooks(run_dir.name, log_every)).fit()
+    result = train(config=cfg, out=run_dir, overwrite=True, hooks=ProgressHooks(run_dir.name, log_every))
     train_wall = time.monotonic() - started
     started = time.monotonic()
-    test = evaluate_run(run_dir, "test", which="best", screen=cfg.data.screen)
+    test = evaluate(run=run_dir, split="test", checkpoint="best", screen=cfg.data.screen, device="cpu").to_dict()
     test_wall = time.monotonic() - started
     last = result.history[-1] if result.history else {}
     best = min(result.history, key=lambda r: r["valid_nll"]) if result.history else {}
@@ -306,8 +302,8 @@ def memory_probe(spec: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_memory_probe(overrides: Sequence[str], run_dir: Path, steps: int) -> dict[str, Any]:
-    spec = {"overrides": list(overrides), "run_dir": str(run_dir), "steps": steps}
+def run_memory_probe(overrides: Mapping[str, Any], run_dir: Path, steps: int) -> dict[str, Any]:
+    spec = {"overrides": dict(overrides), "run_dir": str(run_dir), "steps": steps}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--memory-probe", json.dumps(spec)]
     started = time.monotonic()
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=None, text=True, check=False)
@@ -387,6 +383,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     from groc_base.errors import GrocError
     from langpairs.registry import RELATED
+    from polyglot_groc.config import merge_overrides, parse_overrides
 
     started_all = time.monotonic()
     root = args.data_root or (Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else None)
@@ -420,19 +417,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if entry["short"]:
             notes.append(f"{lang}: the sources gave fewer tokens than the budget; its splits shrank")
 
-    common = [
-        f"data.root={_toml(str(corpora_dir))}", 'data.tokenize="whitespace"', 'data.vocab_mode="closed"',
-        "data.screen=true", 'data.schedule="proportional"',
-        f"model.d={args.d}", f"model.prefix.hidden={args.hidden}", f"model.prefix.n_layers={args.layers}",
-        f"model.prefix.dropout={args.dropout}", f"model.output.dropout={args.output_dropout}",
-        f"model.surface.filters={_toml(filters)}", f"model.surface.char_dim={args.char_dim}",
-        f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}",
-        f"train.eval_batch_size={args.eval_batch_size}", f"train.lr={args.lr}",
-        f"train.eval_every={args.eval_every}", f"train.threads={args.threads}", f"train.seed={args.seed}",
-        f"train.max_minutes={args.max_minutes}", "train.max_epochs=1000", *args.set,
-    ]
-    lexicon = [f"model.lexicon.specs={_toml(list(args.lexicon or []))}",
-               f"model.lexicon.backend={_toml(args.lexicon_backend)}", f"model.lexicon.wn_dir={_toml(args.wn_dir)}"]
+    common = merge_overrides({
+        "data.root": str(corpora_dir), "data.tokenize": "whitespace", "data.vocab_mode": "closed",
+        "data.screen": True, "data.schedule": "proportional",
+        "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
+        "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,
+        "model.surface.filters": filters, "model.surface.char_dim": args.char_dim,
+        "train.batch_size": args.batch_size, "train.bptt": args.bptt,
+        "train.eval_batch_size": args.eval_batch_size, "train.lr": args.lr,
+        "train.eval_every": args.eval_every, "train.threads": args.threads, "train.seed": args.seed,
+        "train.max_minutes": args.max_minutes, "train.max_epochs": 1000,
+    }, parse_overrides(args.set))
+    lexicon = {"model.lexicon.specs": list(args.lexicon or []), "model.lexicon.backend": args.lexicon_backend,
+               "model.lexicon.wn_dir": args.wn_dir}
 
     # Plan: (target, row label, kind, language set); a language set is trained once per kind/steps.
     windows_cache: dict[tuple[str, ...], dict[str, int]] = {}
@@ -479,9 +476,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             total, target_steps = schedule_steps(windows(langs), tgt, args.steps, args.polyglot_steps_mode)
         name = f"{kind}_{'+'.join(langs)}_{total}steps"
         if name not in runs:
-            extra = [f"train.output_update_prob={args.output_update_prob}"] if kind.startswith("groc") else []
+            extra = {"train.output_update_prob": args.output_update_prob} if kind.startswith("groc") else {}
             if kind == "groc-lex":
-                extra += lexicon
+                extra.update(lexicon)
             run_dir = args.work / "runs" / name
             log.info("=== %s (target %s, %s): %d steps", name, tgt, label, total)
             try:
@@ -519,13 +516,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     memory: dict[str, Any] = {"pair": list(pair), "steps": args.memory_steps,
                               "measure": "VmHWM of a fresh child process per setting (ru_maxrss also given)"}
     if args.memory_steps > 0:
-        base = [*common, 'model.kind="groc"', f"data.langs={_toml(list(pair))}",
-                f"train.max_steps={args.memory_steps + 1}", "train.max_minutes=0",
-                f"train.output_update_prob={args.output_update_prob}"]
+        base = merge_overrides(common, {"model.kind": "groc", "data.langs": list(pair),
+                                        "train.max_steps": args.memory_steps + 1, "train.max_minutes": 0,
+                                        "train.output_update_prob": args.output_update_prob})
         for screen in (True, False):
             key = "screen" if screen else "no_screen"
             log.info("=== memory probe %s, %s", "+".join(pair), key)
-            memory[key] = run_memory_probe([*base, f"data.screen={_toml(screen)}"],
+            memory[key] = run_memory_probe(merge_overrides(base, {"data.screen": screen}),
                                            args.work / "runs" / f"memprobe_{'+'.join(pair)}_{key}", args.memory_steps)
         on, off = memory.get("screen", {}), memory.get("no_screen", {})
         if "peak_rss_mib" in on and "peak_rss_mib" in off:

@@ -60,19 +60,15 @@ from benchmarks.common import (  # noqa: E402
 )
 
 #: Benchmark name -> (model kind, extra overrides).
-MODELS: dict[str, tuple[str, list[str]]] = {
-    "tied": ("lookup", []),
-    "untied": ("untied", []),
-    "groc": ("groc", []),
-    "groc-lex": ("groc-lex", []),
+MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "tied": ("lookup", {}),
+    "untied": ("untied", {}),
+    "groc": ("groc", {}),
+    "groc-lex": ("groc-lex", {}),
 }
 #: Seed 000: dev/test perplexities at the paper configuration (Table 3 and Table 9).
 SEED_TARGETS = {"tied": {"dev": 88.6, "test": 86.2}, "groc": {"dev": 76.3, "test": 73.2},
                 "groc-lex": {"dev": 72.5, "test": 69.5}}
-
-
-def _toml(v: Any) -> str:
-    return json.dumps(v)
 
 
 def slice_ptb(full: Path, out: Path, train_lines: int, eval_lines: int) -> Path:
@@ -90,34 +86,38 @@ def slice_ptb(full: Path, out: Path, train_lines: int, eval_lines: int) -> Path:
     return out
 
 
-def common_overrides(args: argparse.Namespace, corpus: Path) -> list[str]:
-    budget = ([f"train.max_epochs={args.epochs}", f"train.lr_patience={args.lr_patience}",
-               f"train.stop_patience={args.stop_patience}"] if args.early_stopping else
+def common_overrides(args: argparse.Namespace, corpus: Path) -> dict[str, Any]:
+    """Every model's config overrides (dotted keys), ``--set`` last."""
+    from polyglot_groc.config import merge_overrides, parse_overrides
+
+    budget = ({"train.max_epochs": args.epochs, "train.lr_patience": args.lr_patience,
+               "train.stop_patience": args.stop_patience} if args.early_stopping else
               # No early stop or lr decay inside the budget: exactly --epochs epochs.
-              [f"train.max_epochs={args.epochs}", "train.lr_patience=1000", "train.stop_patience=1000"])
-    return [
-        f"data.root={_toml(str(corpus))}", 'data.langs=["en"]', f"model.d={args.d}",
-        f"model.prefix.hidden={args.hidden}", f"model.prefix.n_layers={args.layers}",
-        f"model.prefix.dropout={args.dropout}", f"model.output.dropout={args.output_dropout}",
-        filters_override(args.filters), f"train.batch_size={args.batch_size}",
-        f"train.bptt={args.bptt}", f"train.lr={args.lr}", f"train.clip={args.clip}",
-        "train.eval_every=0", f"train.threads={args.threads}", f"train.seed={args.seed}",
-        "train.eval_batch_size=10", f"train.max_minutes={args.max_minutes}", f'train.device="{args.device}"',
-        *budget,
-        'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={_toml(args.wn_dir)}",
-        f"model.lexicon.specs={_toml(list(args.lexicon or []))}", "model.lexicon.extra_cap=0",
-        *args.set,
-    ]
+              {"train.max_epochs": args.epochs, "train.lr_patience": 1000, "train.stop_patience": 1000})
+    return merge_overrides({
+        "data.root": str(corpus), "data.langs": ["en"], "model.d": args.d,
+        "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
+        "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,
+        **filters_override(args.filters), "train.batch_size": args.batch_size,
+        "train.bptt": args.bptt, "train.lr": args.lr, "train.clip": args.clip,
+        "train.eval_every": 0, "train.threads": args.threads, "train.seed": args.seed,
+        "train.eval_batch_size": 10, "train.max_minutes": args.max_minutes, "train.device": args.device,
+        **budget,
+        "model.lexicon.backend": "wn", "model.lexicon.wn_dir": args.wn_dir,
+        "model.lexicon.specs": list(args.lexicon or []), "model.lexicon.extra_cap": 0,
+    }, parse_overrides(args.set))
 
 
-def parse_variant(text: str) -> tuple[str, tuple[str, list[str]]]:
+def parse_variant(text: str) -> tuple[str, tuple[str, dict[str, Any]]]:
     """``NAME=KIND;key=value;...`` -> (NAME, (KIND, overrides)): one more model, one setting changed."""
+    from polyglot_groc.config import parse_overrides
+
     name, sep, rest = text.partition("=")
     parts = [p for p in rest.split(";") if p.strip()]
     if not sep or not name or not parts:
         raise BadInput(f"--variant {text!r}: write NAME=KIND;section.key=value;..., "
                        'e.g. groc-tanh=groc;model.output.bias_activation="tanh"')
-    return name, (parts[0], parts[1:])
+    return name, (parts[0], parse_overrides(parts[1:]))
 
 
 def _what_it_computes(cfg: Any) -> dict[str, Any]:
@@ -132,56 +132,60 @@ def _what_it_computes(cfg: Any) -> dict[str, Any]:
                                                   train=train))
 
 
-def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work: str,
+def train_one(name: str, spec: tuple[str, dict[str, Any]], overrides: dict[str, Any], work: str,
               output_update_prob: float, resume: bool = False, collect: bool = False) -> dict[str, Any]:
-    """Train one model in this process; returns its curves and final figures.
+    """Train one model in this process (the toolkit's ``train`` workflow); returns its curves and final figures.
 
     With ``resume``, a model that finished in an earlier session (``protocol.json`` in its run
-    directory) is read back, and one stopped by the wall-clock cap continues from its ``last.pt``
-    exactly (``Trainer`` resume) under this session's budget; the rest must match the stored config.
-    ``collect`` (implies ``resume``) trains nothing: an unfinished model is reported as it stands.
+    directory, or its result.json) is read back, and one stopped by the wall-clock cap (or killed)
+    continues from its ``last.pt`` exactly (the ``resume`` workflow) under this session's budget;
+    the rest must match the stored config. ``collect`` (implies ``resume``) trains nothing: an
+    unfinished model is reported as it stands.
     """
-    import dataclasses
-
     import torch
 
     from groc_base.fileio import atomic_write_bytes, dumps_json
-    from polyglot_groc.config import load_config
-    from polyglot_groc.model.bundle import ModelBundle
-    from polyglot_groc.model.checkpoint import load_checkpoint
+    from polyglot_groc.config import load_config, merge_overrides
+    from polyglot_groc.model.bundle import load_bundle
     from polyglot_groc.model.scoring import pooled_nll
-    from polyglot_groc.training.trainer import Trainer, evaluate_split
+    from polyglot_groc.training.data import load_corpus
+    from polyglot_groc.training.evaluation import evaluate_split
+    from polyglot_groc.training.workflows import load_result, train
+    from polyglot_groc.training.workflows import resume as resume_run
 
     kind, extra = spec
-    sparse = [f"train.output_update_prob={output_update_prob}"] if kind.startswith("groc") else []
-    cfg = load_config(None, [*overrides, f'model.kind="{kind}"', *extra, *sparse])
+    sparse = {"train.output_update_prob": output_update_prob} if kind.startswith("groc") else {}
+    cfg = load_config(None, merge_overrides(overrides, {"model.kind": kind}, extra, sparse))
+    t = cfg.train
     run_dir = Path(work) / "runs" / name
     done = run_dir / "protocol.json"
     t0 = time.monotonic()
     resumed = (resume or collect) and (run_dir / "last.pt").is_file()
     if resumed:
-        if _what_it_computes(load_config(run_dir / "config.toml", [])) != _what_it_computes(cfg):
+        stored = load_config(run_dir / "config.toml")
+        if _what_it_computes(stored) != _what_it_computes(cfg):
             raise BadInput(f"{run_dir} was trained with another configuration; "
                            "resume with the flags of the first session, or use a new --work")
         if done.is_file():
             return dict(json.loads(done.read_text(encoding="utf-8")))
-        payload = load_checkpoint(run_dir / "last.pt")
-        # The same run, under this session's budget and execution settings (device, threads).
-        run_cfg = cfg
-        if collect:  # stop where it stands: the resumed loop ends before its first step
-            run_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=int(payload["step"])))
-        trainer = Trainer(run_cfg, run_dir, bundle=ModelBundle.from_state(payload["bundle"]), resume=payload)
+        res = load_result(run=run_dir)
+        # Stopped by the wall-clock cap or killed, or short of this session's epoch budget: go on,
+        # with this session's budget and execution settings (device, threads).
+        unfinished = res.stop_reason in ("max_minutes", "interrupted") or \
+            (res.stop_reason == "max_epochs" and res.epochs < t.max_epochs)
+        if unfinished and not collect:
+            res = resume_run(run=run_dir, max_epochs=t.max_epochs if t.max_epochs != stored.train.max_epochs else None,
+                             max_minutes=t.max_minutes, threads=t.threads, device=t.device)
     elif collect:
         raise BadInput(f"--collect: {run_dir} holds no run to collect; train it first (without --collect)")
     else:
-        trainer = Trainer(cfg, run_dir, overwrite=True)
-    res = trainer.fit()
+        res = train(config=cfg, out=run_dir, overwrite=True)
     # Final dev/test from the best checkpoint (B.1 keeps the best model on dev).
-    trainer.bundle.model.load_state_dict(load_checkpoint(res.run_dir / "best.pt")["bundle"]["model_state"])
-    trainer.bundle.model.eval()
+    best, _ = load_bundle(run_dir, "best", t.device)
+    corpus = load_corpus(best.cfg.data, ("valid", "test"), best.cfg.languages)
     with torch.no_grad():
-        valid = evaluate_split(trainer.bundle, trainer.corpus, "valid", 10, cfg.train.bptt)
-        test = evaluate_split(trainer.bundle, trainer.corpus, "test", 10, cfg.train.bptt)
+        valid = evaluate_split(best, corpus, "valid", 10, t.bptt)
+        test = evaluate_split(best, corpus, "test", 10, t.bptt)
     out = {
         "kind": kind,
         "overrides": extra,
@@ -200,9 +204,10 @@ def train_one(name: str, spec: tuple[str, list[str]], overrides: list[str], work
         "resumed": resumed,
         "output_update_prob": output_update_prob if kind.startswith("groc") else 1.0,
     }
-    if collect and res.stop_reason == "max_steps":  # the collection's own stop: say why the run ended
-        out["stop_reason"] = ("max_epochs" if res.epochs >= cfg.train.max_epochs else
-                              "unfinished: stopped by the wall-clock cap, collected as it stands")
+    if collect:  # trains and writes nothing; an unfinished model says why it stands where it does
+        if res.stop_reason in ("max_minutes", "interrupted"):
+            out["stop_reason"] = ("max_epochs" if res.epochs >= t.max_epochs else
+                                  "unfinished: stopped by the wall-clock cap, collected as it stands")
     elif res.stop_reason != "max_minutes":  # finished for good: a later --resume reads this back
         atomic_write_bytes(done, (dumps_json(out, indent=1) + "\n").encode("utf-8"))
     return out

@@ -27,8 +27,8 @@ from benchmarks.common import (  # noqa: E402
     script_main,
     shared_data,
 )
-from polyglot_groc.config import load_config  # noqa: E402
-from polyglot_groc.training.trainer import Trainer  # noqa: E402
+from polyglot_groc.config import load_config, merge_overrides, parse_overrides  # noqa: E402
+from polyglot_groc.training.workflows import train  # noqa: E402
 
 
 def main() -> None:
@@ -41,19 +41,19 @@ def main() -> None:
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     corpus = prepare_ptb(shared_data(), args.work / "corpus")
-    common = [
-        f'data.root="{corpus}"', 'data.langs=["en"]', f"model.d={args.d}", f"model.prefix.hidden={args.hidden}",
-        f"model.prefix.dropout={args.dropout}", f"model.output.dropout={args.dropout}",
-        f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}", f"train.lr={args.lr}",
-        f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}", f"train.threads={args.threads}",
-        f"train.seed={args.seed}", "train.eval_batch_size=10", *args.set,
-    ]
+    common = merge_overrides({
+        "data.root": corpus, "data.langs": ["en"], "model.d": args.d, "model.prefix.hidden": args.hidden,
+        "model.prefix.dropout": args.dropout, "model.output.dropout": args.dropout,
+        "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.lr": args.lr,
+        "train.max_steps": args.steps, "train.eval_every": args.eval_every, "train.threads": args.threads,
+        "train.seed": args.seed, "train.eval_batch_size": 10,
+    }, parse_overrides(args.set))
     results: dict[str, dict[str, Any]] = {}
     for kind in args.models.split(","):
-        extra = [f"train.output_update_prob={args.output_update_prob}"] if kind.startswith("groc") else []
-        cfg = load_config(None, [*common, f'model.kind="{kind}"', *extra])
+        extra = {"train.output_update_prob": args.output_update_prob} if kind.startswith("groc") else {}
+        cfg = load_config(None, merge_overrides(common, {"model.kind": kind}, extra))
         t0 = time.monotonic()
-        res = Trainer(cfg, args.work / "runs" / kind, overwrite=True).fit()
+        res = train(config=cfg, out=args.work / "runs" / kind, overwrite=True)
         results[kind] = {
             "valid_perplexity": res.best_valid["en"], "last_valid_perplexity": res.last_valid["en"],
             "tokens_per_s": res.tokens_per_s, "train_seconds": res.train_seconds, "steps": res.steps,

@@ -37,7 +37,6 @@ Smoke test (seconds of training; the valid evaluations and the lexicon load domi
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -75,11 +74,6 @@ PLACEHOLDERS = ("N", "<unk>", "$", "<eos>")
 
 def _pct(value: float | None) -> float | None:
     return None if value is None else round(float(value), 2)
-
-
-def _toml(value: Any) -> str:
-    # Overrides are parsed as TOML values: JSON's lists, strings, numbers and booleans are TOML too.
-    return json.dumps(value)
 
 
 def parse_args() -> argparse.Namespace:
@@ -124,7 +118,7 @@ def _placeholder_forms(bundle: Any) -> dict[str, dict[str, list[str]]]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from lexicons.wn_backend import default_wn_dir
-    from polyglot_groc.config import load_config
+    from polyglot_groc.config import load_config, merge_overrides, parse_overrides
     from polyglot_groc.training.data import load_corpus
     from polyglot_groc.training.trainer import Trainer
 
@@ -132,17 +126,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     os.environ.setdefault("POLYGLOT_GROC_CACHE", str(args.work / "cache"))
     filters = parse_filters(args.filters)
     corpus_root = prepare_ptb(shared_data(), args.work / "corpus")
-    common = [
-        f"data.root={_toml(str(corpus_root))}", 'data.langs=["en"]', f"model.d={args.d}",
-        f"model.prefix.hidden={args.hidden}", f"model.prefix.dropout={args.dropout}",
-        f"model.output.dropout={args.dropout}", f"model.surface.filters={_toml(filters)}",
-        f"train.batch_size={args.batch_size}", f"train.bptt={args.bptt}", f"train.lr={args.lr}",
-        f"train.max_steps={args.steps}", f"train.eval_every={args.eval_every}", f"train.threads={args.threads}",
-        f"train.seed={args.seed}", "train.eval_batch_size=10", f"train.output_update_prob={args.output_update_prob}",
-        'model.kind="groc-lex"', 'model.lexicon.backend="wn"', f"model.lexicon.wn_dir={_toml(args.wn_dir)}",
-        f"model.lexicon.specs={_toml(list(args.lexicon or []))}", f"model.lexicon.extra_cap={args.extra_cap}",
-        *args.set,
-    ]
+    common = merge_overrides({
+        "data.root": corpus_root, "data.langs": ["en"], "model.d": args.d,
+        "model.prefix.hidden": args.hidden, "model.prefix.dropout": args.dropout,
+        "model.output.dropout": args.dropout, "model.surface.filters": filters,
+        "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.lr": args.lr,
+        "train.max_steps": args.steps, "train.eval_every": args.eval_every, "train.threads": args.threads,
+        "train.seed": args.seed, "train.eval_batch_size": 10, "train.output_update_prob": args.output_update_prob,
+        "model.kind": "groc-lex", "model.lexicon.backend": "wn", "model.lexicon.wn_dir": args.wn_dir,
+        "model.lexicon.specs": list(args.lexicon or []), "model.lexicon.extra_cap": args.extra_cap,
+    }, parse_overrides(args.set))
     corpus = None
     results: dict[str, dict[str, Any]] = {}
     lexicon_info: dict[str, Any] = {}
@@ -150,8 +143,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     placeholders: dict[str, dict[str, list[str]]] = {}
     for name in args.variant_list:
         label, use_rel, use_def = VARIANTS[name]
-        cfg = load_config(None, [*common, f"model.lexicon.use_relations={_toml(use_rel)}",
-                                 f"model.lexicon.use_definitions={_toml(use_def)}"])
+        cfg = load_config(None, {**common, "model.lexicon.use_relations": use_rel,
+                                 "model.lexicon.use_definitions": use_def})
         t0 = time.monotonic()
         if corpus is None:  # one corpus for all four: they differ only in lexicon forms
             splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")

@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
@@ -39,19 +40,21 @@ from benchmarks.common import (  # noqa: E402
     script_main,
     shared_data,
 )
-from polyglot_groc.config import load_config  # noqa: E402
+from polyglot_groc.config import load_config, merge_overrides, parse_overrides  # noqa: E402
 from polyglot_groc.model.bundle import ModelBundle  # noqa: E402
 from polyglot_groc.model.device import device_name, resolve_device  # noqa: E402
-from polyglot_groc.training.trainer import Trainer, evaluate_split  # noqa: E402
+from polyglot_groc.training.evaluation import evaluate_split  # noqa: E402
+from polyglot_groc.training.trainer import Trainer  # noqa: E402
 
-SIZES = {
-    "paper": ["model.d=256", "model.prefix.hidden=1024", "model.prefix.dropout=0.65", "model.output.dropout=0.2",
-              "train.batch_size=20", "train.bptt=35"],
-    "cpu": ["model.d=256", "model.prefix.hidden=256", "model.prefix.dropout=0.2", "model.output.dropout=0.2",
-            "train.batch_size=64", "train.bptt=35"],
+SIZES: dict[str, dict[str, Any]] = {
+    "paper": {"model.d": 256, "model.prefix.hidden": 1024, "model.prefix.dropout": 0.65, "model.output.dropout": 0.2,
+              "train.batch_size": 20, "train.bptt": 35},
+    "cpu": {"model.d": 256, "model.prefix.hidden": 256, "model.prefix.dropout": 0.2, "model.output.dropout": 0.2,
+            "train.batch_size": 64, "train.bptt": 35},
 }
-MODELS = {"lookup": ("lookup", []), "elmo": ("elmo", []), "groc": ("groc", []),
-          "groc_sparse_p0.3": ("groc", ["train.output_update_prob=0.3"]), "groc-lex": ("groc-lex", [])}
+MODELS: dict[str, tuple[str, dict[str, Any]]] = {
+    "lookup": ("lookup", {}), "elmo": ("elmo", {}), "groc": ("groc", {}),
+    "groc_sparse_p0.3": ("groc", {"train.output_update_prob": 0.3}), "groc-lex": ("groc-lex", {})}
 
 
 def slice_corpus(root: Path, out: Path, eval_lines: int) -> Path:
@@ -117,12 +120,15 @@ def main() -> None:
     if args.repeats < 1 or args.steps < 1:
         raise BadInput("--repeats and --steps must be at least 1")
     corpus = slice_corpus(prepare_ptb(shared_data(), args.work / "ptb"), args.work / "corpus", args.eval_lines)
-    common = [f'data.root="{corpus}"', 'data.langs=["en"]', *SIZES[args.size], f"train.max_steps={args.steps}",
-              f"train.eval_every={args.steps}", f"train.threads={args.threads}", f'train.device="{args.device}"',
-              f'train.precision="{args.precision}"', f"train.compile={'true' if args.compile else 'false'}",
-              f'model.surface.impl="{args.impl}"', "train.eval_batch_size=10", "train.lr=0.002", *args.set]
+    common = merge_overrides(
+        {"data.root": corpus, "data.langs": ["en"], **SIZES[args.size], "train.max_steps": args.steps,
+         "train.eval_every": args.steps, "train.threads": args.threads, "train.device": args.device,
+         "train.precision": args.precision, "train.compile": bool(args.compile),
+         "model.surface.impl": args.impl, "train.eval_batch_size": 10, "train.lr": 0.002},
+        parse_overrides(args.set))
     if args.size == "cpu":
-        common.append("model.surface.filters=[[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512]]")
+        common = merge_overrides(common, {"model.surface.filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256],
+                                                                    [6, 512]]})
     results: dict[str, dict[str, float | int | str | list[float]]] = {}
     runs: dict[str, list[tuple[float, float]]] = {}  # model -> (train, eval) tokens/s of each repeat
     # From each model's first repeat: on CPU the peak is the process's RSS high-water mark, which
@@ -138,8 +144,8 @@ def main() -> None:
         for name in (n for n in names if n not in results):
             kind, extra = MODELS[name]
             if kind == "groc-lex":
-                extra = [*extra, f'model.lexicon.specs=["{args.lexicon}"]', f'model.lexicon.wn_dir="{args.wn_dir}"']
-            cfg = load_config(None, [*common, f'model.kind="{kind}"', *extra])
+                extra = {**extra, "model.lexicon.specs": [args.lexicon], "model.lexicon.wn_dir": args.wn_dir}
+            cfg = load_config(None, merge_overrides(common, {"model.kind": kind}, extra))
             if device.type == "cuda":
                 torch.cuda.reset_peak_memory_stats(device)
             trainer = Trainer(cfg, args.work / "runs" / name, overwrite=True)

@@ -1,15 +1,13 @@
-"""Cross-lingual alignment maths: Procrustes, CSLS retrieval, dictionary induction, P@k.
+"""Cross-lingual alignment maths: Procrustes, dictionary induction, the refinement loop, P@k.
 
 Every algorithm exists once here and reproduces MUSE's numbers (facebookresearch/MUSE,
 ``src/utils.py``, ``src/dico_builder.py``, ``src/evaluation/word_translation.py``,
 ``src/trainer.py``), without its failure modes:
 
-* exact k-nearest-neighbour search with faiss ``IndexFlatIP`` on CPU, in query batches, so a
-  200k x 200k vocabulary pair never needs its full similarity matrix (MUSE's CPU fallback and
-  its CSLS scoring hold ``batch x vocab`` blocks; we keep only ``batch x k``);
-* CSLS rankings without MUSE's full searches: a target's ``r_S`` is computed only where it can
-  change a top list, with certified bounds elsewhere (:class:`NeighbourhoodMeans`), so the
-  exact mode returns the full search's answer at a fraction of its cost;
+* retrieval (nearest neighbours by cosine or CSLS) goes through :mod:`eval.knn`: exact faiss
+  search in query batches, so a 200k x 200k vocabulary pair never needs its full similarity
+  matrix, and CSLS rankings that compute a target's ``r_S`` only where it can change a top list
+  (:class:`~eval.knn.NeighbourhoodMeans`); its public names are importable from here too;
 * zero vectors stay zero instead of turning into NaN when rows are L2-normalised;
 * bad input (dimension mismatch, out-of-range pair indices, no pair covered) raises
   :class:`~groc_base.errors.InputError` instead of an ``assert`` or a silent NaN.
@@ -23,11 +21,6 @@ CSLS (Conneau et al. 2018): ``CSLS(x, y) = 2 cos(x, y) - r_T(x) - r_S(y)`` where
 mean cosine of the mapped source word ``x`` to its ``knn`` nearest target words and ``r_S(y)`` the
 mean cosine of target word ``y`` to its ``knn`` nearest mapped source words.  In this module
 ``r_src`` holds ``r_T`` for every source row and ``r_tgt`` holds ``r_S`` for every target row.
-
-Ranking trick: for a fixed query ``x``, ``r_T(x)`` is a constant, so the CSLS ranking of targets
-is the ranking of ``<[2x, -1], [y, r_S(y)]>`` -- an inner product of augmented vectors.  faiss
-therefore ranks by CSLS exactly, with its blocked matrix products and heaps, and ``r_T(x)`` is
-subtracted from the k best scores afterwards.
 """
 
 from __future__ import annotations
@@ -39,16 +32,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-import faiss
 import numpy as np
 
+from eval.knn import (  # the k-NN engine; its public names stay importable from here
+    APPROX_BOUND_FRACTION,
+    BOUND_FRACTION,
+    DEFAULT_BATCH_SIZE,
+    KNN_MODES,
+    PRUNE_MIN_KEYS,
+    KnnMode,
+    NeighbourhoodMeans,
+    _check_knn_mode,
+    _means,
+    _positive,
+    _topk_inner,
+    _two_matrices,
+    _unit_rows,
+    csls_topk,
+    mean_knn_similarity,
+    nn_topk,
+)
 from eval.vectors import vocabulary_index
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "APPROX_BOUND_FRACTION",
+    "BOUND_FRACTION",
+    "DEFAULT_BATCH_SIZE",
+    "KNN_MODES",
+    "PRUNE_MIN_KEYS",
     "AlignmentResult",
+    "KnnMode",
     "NeighbourhoodMeans",
     "align",
     "build_dictionary",
@@ -64,75 +80,15 @@ __all__ = [
 ]
 
 Method = Literal["csls", "nn"]
-KnnMode = Literal["exact", "approximate"]
-KNN_MODES: tuple[str, ...] = ("exact", "approximate")
-# Pruned CSLS ranking (NeighbourhoodMeans): r is lower-bounded from a strided sample of this
-# fraction of the neighbours (exact mode; the approximate mode samples fewer), and computed
-# exactly only for keys whose bound reaches a top list.  Fractions measured at 200k x 200k,
-# d=300 (benchmarks/align_scale.py): a 10% sample left ~33 candidate keys per query.
-BOUND_FRACTION = 0.1
-APPROX_BOUND_FRACTION = 0.05
-BOUND_SLACK = 1e-5  # float32 rounding between two faiss searches of the same inner products
-PRUNE_MIN_KEYS = 20_000  # fewer keys: one full search is cheaper than the bookkeeping
-FULL_SEARCH_FRACTION = 0.5  # once this share of r is exact, finish the rest in one search
-RESCORE_FLOATS = 1 << 24  # floats per (pairs, d) gather when rescoring candidate pairs
 Build = Literal["S2T", "T2S", "S2T|T2S", "S2T&T2S"]
 METHODS: tuple[str, ...] = ("csls", "nn")
 BUILDS: tuple[str, ...] = ("S2T", "T2S", "S2T|T2S", "S2T&T2S")
 NORMALIZATIONS: tuple[str, ...] = ("center", "renorm")
 
-# Queries per faiss call.  faiss itself works in 4096 x 1024 blocks, so memory per call is
-# batch x (d + k) floats; 4096 rows keep the BLAS blocks full while staying a few MB.
-DEFAULT_BATCH_SIZE = 4096
-
 
 # --------------------------------------------------------------------------------------------
 # input checks and small helpers
 # --------------------------------------------------------------------------------------------
-
-
-def _matrix(name: str, x: np.ndarray) -> np.ndarray:
-    """Return ``x`` as a finite, non-empty, C-contiguous float32 matrix (no copy if it is one)."""
-    arr = np.asarray(x)
-    if arr.ndim != 2:
-        raise InputError(f"{name} must be a 2-d (words, dim) array, got shape {arr.shape}")
-    if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise InputError(f"{name} is empty (shape {arr.shape}); load at least one vector")
-    if not np.issubdtype(arr.dtype, np.number):
-        raise InputError(f"{name} has dtype {arr.dtype}; pass numeric vectors")
-    arr = np.ascontiguousarray(arr, dtype=np.float32)
-    if not np.isfinite(arr).all():
-        raise InputError(f"{name} contains nan or inf; fix or drop those vectors")
-    return arr
-
-
-def _two_matrices(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    a = _matrix("src_mapped", src)
-    b = _matrix("tgt", tgt)
-    if a.shape[1] != b.shape[1]:
-        raise InputError(
-            f"source vectors have dimension {a.shape[1]} but target vectors {b.shape[1]}; "
-            "map the source into the target space first (src @ W.T) or use vectors of equal size"
-        )
-    return a, b
-
-
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    """L2-normalise rows into a new float32 array; all-zero rows stay zero (cosine 0, not NaN)."""
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(x / norms, dtype=np.float32)
-
-
-def _positive(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise InputError(f"{name}={value!r}; pass a positive integer")
-    return int(value)
-
-
-def _check_knn_mode(mode: str) -> None:
-    if mode not in KNN_MODES:
-        raise InputError(f"unknown knn mode {mode!r}; use one of {', '.join(KNN_MODES)}")
 
 
 def _check_method(method: str) -> None:
@@ -157,36 +113,6 @@ def _check_pairs(pairs: np.ndarray, n_src: int, n_tgt: int, name: str = "pairs")
                 f"{name} row {int(np.argmax(bad))} has {side} index {int(arr[bad, column][0])} outside "
                 f"0..{size - 1}; build the indices against the same vocabularies as the vectors"
             )
-    return arr
-
-
-def _rows(src_rows: np.ndarray | Sequence[int] | None, n: int) -> np.ndarray | None:
-    if src_rows is None:
-        return None
-    rows = np.asarray(src_rows)
-    if rows.ndim != 1 or (rows.size and not np.issubdtype(rows.dtype, np.integer)):
-        raise InputError(f"src_rows must be a 1-d array of integer row indices, got shape {rows.shape}")
-    rows = rows.astype(np.int64, copy=False)
-    if rows.size == 0:
-        raise InputError("src_rows is empty; pass at least one query row or None for all rows")
-    if rows.min() < 0 or rows.max() >= n:
-        raise InputError(f"src_rows holds indices outside 0..{n - 1}; index rows of src_mapped")
-    return rows
-
-
-def _clip_k(name: str, k: int, available: int) -> int:
-    if k > available:
-        logger.warning("%s=%d is larger than the %d candidate words; using %d", name, k, available, available)
-        return available
-    return k
-
-
-def _check_r(name: str, r: np.ndarray | None, n: int) -> np.ndarray | None:
-    if r is None:
-        return None
-    arr = np.asarray(r, dtype=np.float32).reshape(-1)
-    if arr.shape[0] != n:
-        raise InputError(f"{name} has {arr.shape[0]} values but there are {n} words; recompute it")
     return arr
 
 
@@ -249,414 +175,6 @@ def procrustes(A: np.ndarray, B: np.ndarray) -> np.ndarray:
         raise InputError("procrustes inputs contain nan or inf; fix the vectors first")
     u, _, vt = np.linalg.svd(m)
     return np.asarray(u @ vt, dtype=dtype)  # (d, d)
-
-
-# --------------------------------------------------------------------------------------------
-# exact nearest neighbours
-# --------------------------------------------------------------------------------------------
-
-
-def _topk_inner(
-    queries: np.ndarray,
-    keys: np.ndarray,
-    k: int,
-    batch_size: int,
-    *,
-    key_bias: np.ndarray | None = None,
-    query_scale: float = 1.0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-``k`` of ``query_scale * <q, key> - key_bias[key]`` over all keys, per query.
-
-    ``queries`` ``(q, d)``, ``keys`` ``(m, d)`` float32.  The bias rides along as an extra
-    coordinate (``[scale*q, -1] . [key, bias]``) so faiss ranks by the biased score directly.
-    Returns ``(scores (q, k) float32, ids (q, k) int64)``, best first.
-    """
-    if key_bias is not None:
-        keys = np.hstack([keys, key_bias.reshape(-1, 1).astype(np.float32)])  # (m, d + 1)
-    index = faiss.IndexFlatIP(keys.shape[1])
-    index.add(np.ascontiguousarray(keys, dtype=np.float32))
-    del keys  # the index holds its own copy; drop the augmented one before searching
-    n = queries.shape[0]
-    scores = np.empty((n, k), dtype=np.float32)
-    ids = np.empty((n, k), dtype=np.int64)
-    for start in range(0, n, batch_size):
-        batch = queries[start : start + batch_size]  # (b, d)
-        if query_scale != 1.0:
-            batch = batch * np.float32(query_scale)
-        if key_bias is not None:
-            batch = np.hstack([batch, np.full((batch.shape[0], 1), -1.0, dtype=np.float32)])  # (b, d + 1)
-        scores[start : start + batch.shape[0]], ids[start : start + batch.shape[0]] = index.search(
-            np.ascontiguousarray(batch, dtype=np.float32), k
-        )
-    return scores, ids
-
-
-def _exact_means(queries: np.ndarray, index: faiss.Index, k: int, batch_size: int) -> np.ndarray:
-    """Mean of the ``k`` best inner products of each query row in ``index``; ``(q,)`` float32."""
-    out = np.empty(queries.shape[0], dtype=np.float32)
-    for start in range(0, queries.shape[0], batch_size):
-        batch = np.ascontiguousarray(queries[start : start + batch_size])  # (b, d)
-        found, _ = index.search(batch, k)  # (b, k)
-        out[start : start + batch.shape[0]] = found.mean(axis=1, dtype=np.float64)
-    return out
-
-
-def _flat_index(rows: np.ndarray) -> faiss.Index:
-    index = faiss.IndexFlatIP(rows.shape[1])
-    index.add(np.ascontiguousarray(rows, dtype=np.float32))
-    return index
-
-
-def mean_knn_similarity(
-    queries: np.ndarray,
-    keys: np.ndarray,
-    k: int = 10,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    *,
-    assume_normalized: bool = False,
-) -> np.ndarray:
-    """Mean cosine of each query row to its ``k`` nearest key rows: ``r`` in CSLS, ``(n_queries,)``.
-
-    MUSE's ``get_nn_avg_dist(emb=keys, query=queries, knn=k)``: exact search with faiss
-    ``IndexFlatIP`` on L2-normalised rows, queries in batches of ``batch_size`` so memory stays
-    ``O(batch_size * k)`` beyond the two matrices and the index.  Set ``assume_normalized`` when
-    both inputs already have unit rows to skip the normalised copies.  This is the full search;
-    CSLS retrieval itself computes ``r`` only where it can matter (:class:`NeighbourhoodMeans`).
-    """
-    q = _matrix("queries", queries)
-    kk = _matrix("keys", keys)
-    if q.shape[1] != kk.shape[1]:
-        raise InputError(
-            f"queries have dimension {q.shape[1]} but keys {kk.shape[1]}; map both into one space first"
-        )
-    k = _clip_k("k", _positive("k", k), kk.shape[0])
-    batch_size = _positive("batch_size", batch_size)
-    if not assume_normalized:
-        q, kk = _unit_rows(q), _unit_rows(kk)
-    started = time.perf_counter()
-    means = _exact_means(q, _flat_index(kk), k, batch_size)
-    logger.debug(
-        "mean %d-nn similarity of %d queries over %d keys in %.1fs", k, q.shape[0], kk.shape[0],
-        time.perf_counter() - started,
-    )
-    return means  # (n_queries,)
-
-
-class NeighbourhoodMeans:
-    """CSLS neighbourhood means ``r`` of every row of ``keys`` over ALL rows of ``neighbours``, on demand.
-
-    ``r(y)`` is the mean cosine of key ``y`` to its ``knn`` nearest neighbour rows (MUSE's
-    ``get_nn_avg_dist``).  Ranking keys for a query ``x`` by ``CSLS = 2 cos(x, y) - r(y) - r(x)``
-    needs ``r(y)`` only for keys that can reach the top, so instead of one full
-    ``keys x neighbours`` search (MUSE does two per evaluation) this object keeps, per key, either
-    its exact ``r`` or a LOWER bound of it: the mean of its ``knn`` best cosines over a strided
-    sample of the neighbours (a subset's top-``knn`` mean cannot exceed the full one).  A lower
-    bound on ``r`` is an upper bound on every score, so :meth:`topk` can certify a top-``k`` list
-    once the ``k``-th best exact score is at least the best bound left outside the list, computing
-    exact ``r`` only for the keys whose bound reached the list.
-
-    ``knn_mode="exact"`` certifies (the result equals the full search's, up to float32 ties);
-    ``"approximate"`` bounds with a smaller sample and re-ranks a single candidate round of depth
-    ``k + max(5, k // 2)`` with exact ``r`` -- no guarantee, far fewer exact ``r``.  Both log
-    their parameters.  Exact values accumulate, so one object serves every ranking made under one
-    mapping (evaluation, criterion and dictionary induction).  Below ``PRUNE_MIN_KEYS`` keys (or
-    with ``prune=False``) the full search is simply done once: it is cheaper than bookkeeping.
-    ``keys`` ``(m, d)`` and ``neighbours`` ``(n, d)`` must have unit rows; ``values`` gives an
-    already computed exact ``r`` ``(m,)``.
-    """
-
-    def __init__(
-        self,
-        keys: np.ndarray,
-        neighbours: np.ndarray,
-        knn: int = 10,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        *,
-        knn_mode: KnnMode = "exact",
-        values: np.ndarray | None = None,
-        prune: bool | None = None,
-    ) -> None:
-        _check_knn_mode(knn_mode)
-        self.keys = _matrix("keys", keys)  # (m, d)
-        self.neighbours = _matrix("neighbours", neighbours)  # (n, d)
-        if self.keys.shape[1] != self.neighbours.shape[1]:
-            raise InputError(
-                f"keys have dimension {self.keys.shape[1]} but neighbours {self.neighbours.shape[1]}; "
-                "map both into one space first"
-            )
-        m, n = self.keys.shape[0], self.neighbours.shape[0]
-        self.knn = min(_positive("knn", knn), n)
-        self.batch_size = _positive("batch_size", batch_size)
-        self.knn_mode: KnnMode = knn_mode
-        self.value = np.zeros(m, dtype=np.float32)  # (m,) exact r where self.exact, else a lower bound
-        self.exact = np.zeros(m, dtype=bool)  # (m,)
-        if values is not None:
-            given = _check_r("values", values, m)
-            assert given is not None
-            self.value[:], self.exact[:] = given, True
-        fraction = BOUND_FRACTION if knn_mode == "exact" else APPROX_BOUND_FRACTION
-        self.sample_size = max(self.knn, math.ceil(fraction * n))
-        # Pruning needs a sample smaller than the neighbours; by default also much smaller, and
-        # enough keys to pay off.
-        wanted = m >= PRUNE_MIN_KEYS and self.sample_size < n // 2 if prune is None else prune
-        self.prune = bool(wanted) and self.sample_size < n
-        self._index: faiss.Index | None = None  # all neighbours, built on first exact r
-        # (key, queries, scores, ids) of the last topk call; see topk.
-        self._memo: tuple[tuple[object, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._bounded = False
-        self.exact_computed = 0  # keys whose r this object searched exactly (for the logs and benchmarks)
-
-    def _neighbour_index(self) -> faiss.Index:
-        if self._index is None:
-            self._index = _flat_index(self.neighbours)
-        return self._index
-
-    def compute_exact(self, ids: np.ndarray) -> None:
-        """Make ``r`` exact for the key rows ``ids`` (any order, repeats allowed)."""
-        todo = np.unique(np.asarray(ids, dtype=np.int64))
-        todo = todo[~self.exact[todo]]
-        if todo.size == 0:
-            return
-        self.value[todo] = _exact_means(self.keys[todo], self._neighbour_index(), self.knn, self.batch_size)
-        self.exact[todo] = True
-        self.exact_computed += int(todo.size)
-
-    def full(self) -> np.ndarray:
-        """Exact ``r`` of every key, ``(m,)``: one full search of the keys not yet exact."""
-        self.compute_exact(np.flatnonzero(~self.exact))
-        return self.value
-
-    def _ensure_bounds(self) -> None:
-        if self._bounded:
-            return
-        self._bounded = True
-        todo = np.flatnonzero(~self.exact)
-        if todo.size == 0:
-            return
-        stride = max(1, self.neighbours.shape[0] // self.sample_size)
-        sample = self.neighbours[::stride][: self.sample_size]  # (s, d) a fixed, deterministic subset
-        started = time.perf_counter()
-        bound = _exact_means(self.keys[todo], _flat_index(sample), self.knn, self.batch_size)
-        # Two faiss searches can round the same inner products differently; the slack keeps the
-        # lower bound a bound.
-        self.value[todo] = bound - np.float32(BOUND_SLACK)
-        logger.info(
-            "CSLS %s mode: r lower bounds of %d keys from %d of %d neighbours (stride %d) in %.1fs",
-            self.knn_mode, todo.size, sample.shape[0], self.neighbours.shape[0], stride,
-            time.perf_counter() - started,
-        )
-
-    def _augmented_keys(self) -> np.ndarray:
-        """``[key, r(key), 1]`` rows ``(m, d + 2)``: one inner product gives a biased, thresholded score."""
-        return np.hstack([self.keys, self.value[:, None], np.ones((self.keys.shape[0], 1), dtype=np.float32)])
-
-    def _candidates(
-        self, queries: np.ndarray, threshold: np.ndarray, query_scale: float
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Every (query row, key) whose current score bound reaches the query's ``threshold``.
-
-        ``[s q, -1, -t] . [key, r, 1] = s <q, key> - r - t``, so one faiss range search with
-        radius 0 finds them all.  Returns ``(rows (P,), keys (P,))`` int64.
-        """
-        index = faiss.IndexFlatIP(self.keys.shape[1] + 2)
-        index.add(self._augmented_keys())
-        rows: list[np.ndarray] = []
-        keys: list[np.ndarray] = []
-        for start in range(0, queries.shape[0], self.batch_size):
-            batch = queries[start : start + self.batch_size]  # (b, d)
-            augmented = np.hstack([
-                np.float32(query_scale) * batch,
-                np.full((batch.shape[0], 1), -1.0, dtype=np.float32),
-                -threshold[start : start + batch.shape[0], None],
-            ]).astype(np.float32)  # (b, d + 2)
-            # faiss keeps scores strictly above the radius; the slack keeps the threshold's own keys.
-            lims, _, found = index.range_search(augmented, -BOUND_SLACK)
-            rows.append(start + np.repeat(np.arange(batch.shape[0]), np.diff(lims).astype(np.int64)))
-            keys.append(found.astype(np.int64))
-        return np.concatenate(rows), np.concatenate(keys)
-
-    def _best_of_pairs(
-        self, queries: np.ndarray, rows: np.ndarray, keys: np.ndarray, k: int, query_scale: float
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Exact top-``k`` per query row among its candidate keys (``rows``/``keys`` ``(P,)`` pairs)."""
-        scores = np.empty(rows.shape[0], dtype=np.float32)  # (P,)
-        step = max(1, RESCORE_FLOATS // queries.shape[1])
-        for start in range(0, rows.shape[0], step):
-            r, c = rows[start : start + step], keys[start : start + step]
-            cos = np.einsum("pd,pd->p", queries[r], self.keys[c])  # (p,)
-            scores[start : start + step] = query_scale * cos - self.value[c]
-        order = np.lexsort((-scores, rows))  # by row, best first within a row
-        rows, keys, scores = rows[order], keys[order], scores[order]
-        first = np.searchsorted(rows, np.arange(queries.shape[0]))  # (q,) where each row's run starts
-        rank = np.arange(rows.shape[0]) - first[rows]  # (P,) position within the row's run
-        keep = rank < k
-        out_scores = np.full((queries.shape[0], k), -np.inf, dtype=np.float32)
-        out_ids = np.full((queries.shape[0], k), -1, dtype=np.int64)
-        out_scores[rows[keep], rank[keep]] = scores[keep]
-        out_ids[rows[keep], rank[keep]] = keys[keep]
-        return out_scores, out_ids
-
-    def topk(self, queries: np.ndarray, k: int, query_scale: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` keys by ``query_scale * <q, key> - r(key)`` per query row (unit rows ``(q, d)``).
-
-        Returns ``(scores (q, k) float32, ids (q, k) int64)``, best first, with exact ``r`` in
-        every returned score.  Exact mode: the ``2k`` best keys by bound get exact ``r``.  A row
-        whose ``k``-th best exact score is at least the last listed bound is done (every key
-        outside the list is bounded below it).  For the other rows that score is a floor under
-        the true ``k``-th best, so only keys whose bound reaches it can be in the top ``k``: one
-        range search finds them, they get exact ``r``, and the answer is the best ``k`` among
-        them.  Approximate mode: one round of depth ``k + max(5, k // 2)`` by bound, re-ranked
-        with exact ``r``.  The last answer is memoised: the refinement's criterion and the next
-        induction ask the same question of one mapping (``queries`` must not change in place).
-        """
-        m = self.keys.shape[0]
-        k = min(k, m)
-        key = (queries.__array_interface__["data"][0], queries.shape, queries.strides, k, query_scale)
-        if self._memo is not None and self._memo[0] == key:
-            return self._memo[2].copy(), self._memo[3].copy()
-        if not self.prune:
-            scores, ids = self._full_topk(queries, k, query_scale)
-        else:
-            scores, ids = self._pruned_topk(queries, k, query_scale)
-        # The memo holds `queries` itself, so its memory cannot be reused by another array.
-        self._memo = (key, queries, scores.copy(), ids.copy())
-        return scores, ids
-
-    def _full_topk(self, queries: np.ndarray, k: int, query_scale: float) -> tuple[np.ndarray, np.ndarray]:
-        """Plain ranking: exact ``r`` of every key (one full search of those not yet exact)."""
-        return _topk_inner(queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale)
-
-    def _pruned_topk(self, queries: np.ndarray, k: int, query_scale: float) -> tuple[np.ndarray, np.ndarray]:
-        m = self.keys.shape[0]
-        self._ensure_bounds()
-        started, exact_before = time.perf_counter(), self.exact_computed
-        # Exact mode: the first round's depth sets the floor; 2k by bound nearly always holds the
-        # true k best (a floor of k alone drew ~25% more candidates at 200k x 200k).
-        depth = min(m, k + max(5, k // 2)) if self.knn_mode == "approximate" else min(m, 2 * k)
-        bounds, found = _topk_inner(
-            queries, self.keys, depth, self.batch_size, key_bias=self.value, query_scale=query_scale
-        )  # (q, depth) upper bounds, best first
-        self.compute_exact(found)
-        rows = np.repeat(np.arange(queries.shape[0]), depth)  # (q * depth,)
-        scores, ids = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)  # exact, in the list
-        pairs = rows.shape[0]
-        if self.knn_mode == "exact" and depth < m:
-            pending = np.flatnonzero(scores[:, -1] < bounds[:, -1])  # rows a key outside the list may beat
-            if pending.size:
-                sub = queries[pending]
-                cand_rows, candidates = self._candidates(sub, scores[pending, -1], query_scale)  # (P,), (P,)
-                pairs += cand_rows.shape[0]
-                unique = np.unique(candidates)
-                if self.exact.sum() + np.count_nonzero(~self.exact[unique]) > FULL_SEARCH_FRACTION * m:
-                    # The bounds were too loose to pay off: finish r in one search and rank plainly.
-                    scores[pending], ids[pending] = self._full_topk(sub, k, query_scale)
-                else:
-                    self.compute_exact(unique)
-                    scores[pending], ids[pending] = self._best_of_pairs(sub, cand_rows, candidates, k, query_scale)
-            logger.debug("%d of %d rows needed the range search", pending.size, queries.shape[0])
-        self._log_topk(k, queries.shape[0], exact_before, started, pairs)
-        return scores, ids
-
-    def _log_topk(self, k: int, n_queries: int, exact_before: int, started: float, pairs: int) -> None:
-        logger.info(
-            "CSLS %s top-%d of %d queries over %d keys: %d candidate pairs, exact r for %d more keys "
-            "(%d of %d now) in %.1fs",
-            self.knn_mode, k, n_queries, self.keys.shape[0], pairs, self.exact_computed - exact_before,
-            int(self.exact.sum()), self.keys.shape[0], time.perf_counter() - started,
-        )
-
-
-def _means(
-    r: np.ndarray | NeighbourhoodMeans | None,
-    name: str,
-    keys: np.ndarray,
-    neighbours: np.ndarray,
-    knn: int,
-    batch_size: int,
-    knn_mode: KnnMode,
-) -> NeighbourhoodMeans:
-    """Wrap ``r`` (None: compute on demand; an array: exact values) for ``keys`` over ``neighbours``."""
-    if isinstance(r, NeighbourhoodMeans):
-        if r.keys.shape[0] != keys.shape[0] or r.neighbours.shape[0] != neighbours.shape[0]:
-            raise InputError(
-                f"{name} was computed for {r.keys.shape[0]} x {r.neighbours.shape[0]} words but there are "
-                f"{keys.shape[0]} x {neighbours.shape[0]}; recompute it for this mapping"
-            )
-        return r
-    values = _check_r(name, r, keys.shape[0])
-    return NeighbourhoodMeans(keys, neighbours, knn, batch_size, knn_mode=knn_mode, values=values)
-
-
-def nn_topk(
-    src_mapped: np.ndarray,
-    tgt: np.ndarray,
-    k_top: int,
-    src_rows: np.ndarray | Sequence[int] | None = None,
-    *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    assume_normalized: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k_top`` targets by plain cosine for each query row (``src_rows``, default all).
-
-    Returns ``(indices (q, k_top) int64, scores (q, k_top) float32)``, best first.
-    """
-    src, tgt_m = _two_matrices(src_mapped, tgt)
-    rows = _rows(src_rows, src.shape[0])
-    k_top = _clip_k("k_top", _positive("k_top", k_top), tgt_m.shape[0])
-    batch_size = _positive("batch_size", batch_size)
-    queries = src if rows is None else src[rows]  # (q, d)
-    if not assume_normalized:
-        queries, tgt_m = _unit_rows(queries), _unit_rows(tgt_m)
-    scores, ids = _topk_inner(queries, tgt_m, k_top, batch_size)
-    return ids, scores
-
-
-def csls_topk(
-    src_mapped: np.ndarray,
-    tgt: np.ndarray,
-    k_top: int,
-    knn: int = 10,
-    src_rows: np.ndarray | Sequence[int] | None = None,
-    *,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    assume_normalized: bool = False,
-    r_src: np.ndarray | NeighbourhoodMeans | None = None,
-    r_tgt: np.ndarray | NeighbourhoodMeans | None = None,
-    knn_mode: KnnMode = "exact",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k_top`` targets by CSLS for each query row (``src_rows``, default all rows).
-
-    ``CSLS(Wx, y) = 2 cos(Wx, y) - r_T(Wx) - r_S(y)``; ``r_S`` is over ALL rows of
-    ``src_mapped`` and ``r_T`` over all rows of ``tgt``, as in MUSE.  Neighbourhood means can be
-    passed to share them between calls on one mapping (``r_src``: ``r_T`` of every source row,
-    ``r_tgt``: ``r_S`` of every target row), as arrays of exact values or as
-    :class:`NeighbourhoodMeans`, which compute ``r_S`` only for the targets that can reach a
-    query's top ``k_top`` (certified in ``knn_mode="exact"``).  The score matrix is never
-    materialised: faiss returns only the best few per query.
-
-    Returns ``(indices (q, k_top) int64, scores (q, k_top) float32)``, best first.
-    """
-    _check_knn_mode(knn_mode)
-    src, tgt_m = _two_matrices(src_mapped, tgt)
-    rows = _rows(src_rows, src.shape[0])
-    k_top = _clip_k("k_top", _positive("k_top", k_top), tgt_m.shape[0])
-    knn = _positive("knn", knn)
-    batch_size = _positive("batch_size", batch_size)
-    if not assume_normalized:
-        src, tgt_m = _unit_rows(src), _unit_rows(tgt_m)
-    queries = src if rows is None else src[rows]  # (q, d)
-    means_tgt = _means(r_tgt, "r_tgt", tgt_m, src, knn, batch_size, knn_mode)
-    scores, ids = means_tgt.topk(queries, k_top)
-    if r_src is None:
-        # Only the queries' own r_T: a search of q rows.
-        r_query = mean_knn_similarity(queries, tgt_m, knn, batch_size, assume_normalized=True)  # (q,)
-    else:
-        means_src = _means(r_src, "r_src", src, tgt_m, knn, batch_size, knn_mode)
-        query_rows = np.arange(src.shape[0]) if rows is None else rows
-        means_src.compute_exact(query_rows)
-        r_query = means_src.value[query_rows]
-    scores -= r_query[:, None]
-    return ids, scores
 
 
 # --------------------------------------------------------------------------------------------

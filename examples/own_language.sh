@@ -52,7 +52,7 @@ train --langs ceb                     --out "$W/runs/ceb"
 train --langs ceb --with related      --out "$W/runs/ceb+tl"
 train --langs ceb --with related,en   --out "$W/runs/ceb+tl+en"
 train --langs ceb --with related,en   --out "$W/runs/ceb+tl+en-tied" --model tied
-train --langs ceb --model groc-lex --set model.lexicon.wn_dir="$W/wn" --out "$W/runs/ceb-lex"
+train --langs ceb --model groc-lex --wn-dir "$W/wn" --out "$W/runs/ceb-lex"
 pg runs list "$W/runs"
 
 # 4. Test perplexity of every run (the runs recorded Cebuano's entry: no languages file needed now)

@@ -396,7 +396,16 @@ def prepare_language(
         overwrite: replace ``out/<lang>`` if it exists.
 
     Returns:
-        The written splits' counts and the ``prepare.json`` entry (:class:`PreparedLanguage`).
+        The written splits' counts and the ``prepare.json`` entry (:class:`PreparedLanguage`);
+        ``to_dict()`` is what ``polyglot-groc data prepare --lang ... --full`` prints.
+
+    Raises:
+        UnknownLanguageError: ``lang`` is not in the registry (the message says how to add it).
+        ConfigError: a bad option (text, split_by, tokenizer, sizes, seed), no inputs, or ``out``
+            already holding ``lang`` without ``overwrite``.
+        CorpusError: an input that is missing, empty, binary, not UTF-8, a broken gzip or CoNLL-U
+            file; a split that would come out empty.
+        ResourceMissingError: ``tokenizer="stanza"`` without its model installed.
     """
     registry = registry if registry is not None else load_registry()
     language = registry.get(lang)

@@ -368,7 +368,7 @@ def default_registry() -> LanguageRegistry:
     return LanguageRegistry(BUILTIN_LANGUAGES, RELATED)
 
 
-def read_languages_file(path: Path | str) -> dict[str, Any]:
+def read_languages_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``languages`` table of a user's languages file, checked (every section valid, every
     related code known); errors name the file and say what the format is."""
     path = Path(path).expanduser()
@@ -396,7 +396,7 @@ def read_languages_file(path: Path | str) -> dict[str, Any]:
     return table
 
 
-def load_registry(languages_file: Path | str | None = None, *, config: Mapping[str, Any] | None = None,
+def load_registry(languages_file: str | os.PathLike[str] | None = None, *, config: Mapping[str, Any] | None = None,
                   env: bool = True) -> LanguageRegistry:
     """The built-in languages, plus a user's languages file, plus a run config's ``[languages]`` table.
 

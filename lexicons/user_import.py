@@ -126,8 +126,8 @@ def _add_lmf(path: Path, wn_dir: Path, force: bool) -> ImportedWordnet:
 
 
 def import_wordnet_file(
-    path: Path | str,
     *,
+    path: Path | str,
     wn_dir: Path | str | None = None,
     lang: str | None = None,
     ili_map: Path | str | None = None,
@@ -145,7 +145,13 @@ def import_wordnet_file(
         force: reinstall lexicons that are installed already.
 
     Returns:
-        The specifiers installed (as ``wn`` reports them) and their languages.
+        An :class:`ImportedWordnet`: the specifiers installed (as ``wn`` reports them) and their
+        languages; ``to_dict()`` is what ``polyglot-groc lexicon import FILE`` prints.
+
+    Raises:
+        InputError: ``path`` does not exist; ``lang``/``ili_map`` given for a WN-LMF file.
+        LexiconFormatError: the file is neither WN-LMF nor an OMW tab file, or ``wn`` cannot read it.
+        LexiconMissingError: an OMW tab file without its ILI map.
     """
     source = Path(path).expanduser()
     if not source.is_file():

@@ -32,19 +32,12 @@ relations -- what a user language gets unless its registry entry says ``fallback
 (the built-in languages borrow, as in seed 004 §5.3).
 
 Compiled cache: with ``cache_dir`` (the CLI's ``lexicon lookup`` and ``coverage`` pass
-``$POLYGLOT_GROC_CACHE/wordnets``), each lexicon's bulk-loaded data, with every definition
-already tokenised, is written once to ``<cache_dir>/<spec>-<db>-<key>-<crc32>.wnlex``, an SQLite
-file (one row per synset, one per index key; written to a temp file and renamed, under a file
-lock, :mod:`groc_base.cache`).  Later processes check its crc32 and read only the rows a lookup
-touches, so a warm ``lexicon lookup`` needs neither the database scan nor NLTK nor ``wn``;
-:meth:`WnLexicon.load` reads it all into memory for bulk use.  The key is the database's
-identity (resolved path, size, mtime and inode of ``wn.db`` and of its WAL file), the lexicon's
-row, id, version and language, the loader and the ``wn``, NLTK, Python and cache-format
-versions: re-importing a wordnet or upgrading a tokeniser gives a new key, so a stale file is
-never read (older files of the same lexicon and database are removed when a new one is
-written).  Lookup settings (``lemmatize``, gloss lexicons, and the service's limits) are applied
-after loading, so they need no key of their own.  The cached data is exactly what a fresh build
-gives, so every lookup is identical with or without the cache.
+``$POLYGLOT_GROC_CACHE/wordnets``) each lexicon's loaded data, every gloss already tokenised, is
+mirrored once into an SQLite file that later processes read row by row
+(:mod:`lexicons.wn_mirror`, which says why ``wn``'s own database does not serve a warm lookup as
+fast, with the measurements); :meth:`WnLexicon.load` reads it all into memory for bulk use.
+Lookup settings (``lemmatize``, gloss lexicons, and the service's limits) are applied after
+loading, so they need no key of their own; every lookup is identical with or without the mirror.
 
 ``wn`` keeps its data directory in a process-global setting; :func:`wn_data_dir` switches it
 only around calls into ``wn`` and restores it, so this module is not thread-safe for ``wn``
@@ -53,27 +46,21 @@ writes (reads through SQLite are).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import marshal
 import os
-import re
 import sqlite3
-import sys
 import threading
-import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from groc_base.cache import cache_lock
 from groc_base.errors import InputError, LexiconError, LexiconMissingError
-from groc_base.fileio import write_then_rename
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
+from lexicons.wn_data import Installed, LexData, db_path
+from lexicons.wn_mirror import CachedColumn, LexiconMirror, db_identity, materialize
 
 __all__ = [
     "WnLexicon",
@@ -86,12 +73,8 @@ logger = logging.getLogger(__name__)
 
 #: Environment variable naming the wn data directory the toolkit uses.
 WN_DIR_ENV = "POLYGLOT_GROC_WN_DIR"
-_DB_FILENAME = "wn.db"
 _IMPORT_HINT = "run `polyglot-groc lexicon import` (offline, from POLYGLOT_GROC_DATA) to install wordnets"
 _MORPHY_POS = ("n", "v", "a", "r")
-#: Bumped whenever the cached lexicon data changes layout or meaning for the same database.
-_CACHE_FORMAT = 1
-_CACHE_SUFFIX = ".wnlex"
 
 Loader = Literal["auto", "sql", "api"]
 
@@ -132,49 +115,6 @@ def _pos_group(pos: str) -> str:
 
 
 @dataclass
-class _LexData:
-    """One lexicon as dense sequences indexed by a synset number, plus mappings from forms.
-
-    Built in memory (lists and dicts) from the database, or backed by a cache file (see
-    :class:`_CachedColumn`), whose rows are read on demand: the lookup code is the same for both.
-    """
-
-    spec: str
-    lang: str
-    synset_pos: Sequence[str]
-    synset_ili: Sequence[str | None]
-    members: Sequence[tuple[str, ...]]
-    hyponyms: Sequence[tuple[int, ...]]
-    definitions: Sequence[str | None]
-    has_relations: bool
-    lemmas: Sequence[str]  # distinct lemmas as written, in entry order
-    lower_index: Mapping[str, tuple[int, ...]]  # lemma, lower-cased
-    form_index: Mapping[str, tuple[int, ...]]  # other forms, lower-cased
-    ili_index: Mapping[str, int]  # ILI id -> first synset with it
-    # wn.morphy's suffix rules (part of speech -> (suffix, replacement)), taken from wn when the
-    # lexicon is read, so that a process loading the cache need not import wn.
-    morphy_rules: Mapping[str, Sequence[tuple[str, str]]]
-    # tokenize_gloss of each definition, joined by spaces (tokens hold no whitespace, so split()
-    # gives them back), None where there is none; filled for the on-disk cache, so a process that
-    # loads it never imports NLTK.  None: tokenise lazily.
-    definition_tokens: Sequence[str | None] | None = None
-
-    @property
-    def num_synsets(self) -> int:
-        return len(self.synset_pos)
-
-    def gloss_tokens(self, synset: int) -> list[str]:
-        """The tokens of the synset's own definition (``[]`` where it has none)."""
-        if self.definition_tokens is not None:
-            return (self.definition_tokens[synset] or "").split()
-        text = self.definitions[synset]
-        return tokenize_gloss(text) if text else []
-
-    def tokenize_definitions(self) -> None:
-        self.definition_tokens = [" ".join(tokenize_gloss(t)) if t else None for t in self.definitions]
-
-
-@dataclass
 class _RawLexicon:
     """What a reader extracts from the database; keys are reader-specific synset/entry keys."""
 
@@ -197,7 +137,7 @@ def _ordered_index(rows: list[tuple[str, str, int, int]]) -> dict[str, tuple[int
     return {key: tuple(dict.fromkeys(s for *_, s in sorted(items))) for key, items in acc.items()}
 
 
-def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
+def _build(spec: str, lang: str, raw: _RawLexicon) -> LexData:
     number: dict[Any, int] = {}
     synset_pos: list[str] = []
     synset_ili: list[str | None] = []
@@ -243,7 +183,7 @@ def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
             form_rows.extend((display_lemma(form).lower(), group, rank, s) for form in forms)
     from wn.morphy import DETACHMENT_RULES
 
-    return _LexData(
+    return LexData(
         spec=spec, lang=lang, synset_pos=synset_pos, synset_ili=synset_ili, members=members,
         hyponyms=[tuple(dict.fromkeys(h + i)) for h, i in zip(hyponyms, inverse, strict=True)],
         definitions=definitions, has_relations=has_relations,
@@ -253,7 +193,7 @@ def _build(spec: str, lang: str, raw: _RawLexicon) -> _LexData:
     )
 
 
-def _synset_key(data: _LexData, synset: int) -> tuple[str, str | int]:
+def _synset_key(data: LexData, synset: int) -> tuple[str, str | int]:
     """What makes two synsets "the same" for translation: the ILI id, else the synset itself."""
     ili = data.synset_ili[synset]
     # Specs contain ':', so the "ili" tag cannot collide with a spec.
@@ -261,213 +201,12 @@ def _synset_key(data: _LexData, synset: int) -> tuple[str, str | int]:
 
 
 # --------------------------------------------------------------------------------------------
-# Compiled cache of one lexicon's data: an SQLite file read row by row
-# --------------------------------------------------------------------------------------------
-
-# Index kinds in the cache's ``idx`` table.
-_LOWER, _FORM, _ILI = 0, 1, 2
-_CACHE_SCHEMA = """
-CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE synsets (id INTEGER PRIMARY KEY, pos TEXT NOT NULL, ili TEXT, members BLOB NOT NULL,
-                      hyponyms BLOB NOT NULL, definition TEXT, tokens TEXT);
-CREATE TABLE lemmas (id INTEGER PRIMARY KEY, lemma TEXT NOT NULL);
-CREATE TABLE idx (kind INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL);
-"""
-
-
-class _CachedColumn(Sequence[Any]):
-    """One column of a cache table, read row by row on demand: a lookup touches a few rows, so a
-    warm process never loads the whole lexicon.  ``decode`` turns a stored value back into the
-    in-memory one (marshal for tuples)."""
-
-    def __init__(self, conn: sqlite3.Connection, table: str, column: str, n: int,
-                 decode: Callable[[Any], Any] | None = None) -> None:
-        self._conn, self._n, self._decode = conn, n, decode
-        self._sql = f"SELECT {column} FROM {table} WHERE id = ?"
-        self._all = f"SELECT {column} FROM {table} ORDER BY id"
-
-    def __len__(self) -> int:
-        return self._n
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(self._n))]
-        if i < 0:
-            i += self._n
-        if not 0 <= i < self._n:
-            raise IndexError(i)
-        value = self._conn.execute(self._sql, (i,)).fetchone()[0]
-        return value if self._decode is None else self._decode(value)
-
-    def __iter__(self) -> Iterator[Any]:
-        for (value,) in self._conn.execute(self._all):
-            yield value if self._decode is None else self._decode(value)
-
-    def materialize(self) -> list[Any]:
-        return list(self)
-
-
-class _CachedIndex(Mapping[str, Any]):
-    """One index (lower-cased lemmas, other forms or ILI ids) of the cache, read key by key."""
-
-    def __init__(self, conn: sqlite3.Connection, kind: int, decode: Callable[[Any], Any] | None = None) -> None:
-        self._conn, self._kind, self._decode = conn, kind, decode
-
-    def __getitem__(self, key: str) -> Any:
-        row = self._conn.execute("SELECT value FROM idx WHERE kind = ? AND key = ?", (self._kind, key)).fetchone()
-        if row is None:
-            raise KeyError(key)
-        return row[0] if self._decode is None else self._decode(row[0])
-
-    def __iter__(self) -> Iterator[str]:
-        for (key,) in self._conn.execute("SELECT key FROM idx WHERE kind = ? ORDER BY rowid", (self._kind,)):
-            yield key
-
-    def __len__(self) -> int:
-        return int(self._conn.execute("SELECT COUNT(*) FROM idx WHERE kind = ?", (self._kind,)).fetchone()[0])
-
-    def materialize(self) -> dict[str, Any]:
-        rows = self._conn.execute("SELECT key, value FROM idx WHERE kind = ? ORDER BY rowid", (self._kind,))
-        return dict(rows) if self._decode is None else {k: self._decode(v) for k, v in rows}
-
-
-def _materialize(data: _LexData) -> _LexData:
-    """An in-memory copy of cache-backed data (one scan per table): for bulk use, where per-row
-    reads would cost more than loading everything once."""
-    values = {f.name: getattr(data, f.name) for f in fields(_LexData)}
-    for name, value in values.items():
-        if isinstance(value, _CachedColumn | _CachedIndex):
-            values[name] = value.materialize()
-    return _LexData(**values)
-
-
-def _dist_version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "none"
-
-
-def _db_identity(wn_dir: Path) -> list[list[int] | None]:
-    """What changes whenever the database does: size, mtime and inode of wn.db and its WAL file."""
-    db = _db_path(wn_dir)
-    out: list[list[int] | None] = []
-    for path in (db, db.with_name(db.name + "-wal")):
-        try:
-            st = path.stat()
-        except FileNotFoundError:
-            out.append(None)
-            continue
-        out.append([st.st_size, st.st_mtime_ns, st.st_ino])
-    return out
-
-
-def _file_crc(path: Path) -> int:
-    with path.open("rb") as fh:
-        crc = 0
-        while chunk := fh.read(1 << 22):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
-def _write_cache_db(path_prefix: Path, data: _LexData, key: str) -> Path:
-    """Write ``data`` to ``<path_prefix>-<crc32>.wnlex`` atomically (temp file, fsync, rename).
-
-    The file's crc32 is in its name, so one rename publishes file and checksum together and a
-    damaged file (bit flips, truncation) is detected before SQLite reads it.
-    """
-    tokens = data.definition_tokens
-    assert tokens is not None
-
-    def fill(tmp: Path) -> Path:
-        conn = sqlite3.connect(tmp)
-        try:
-            conn.executescript("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;" + _CACHE_SCHEMA)
-            meta = {"format": str(_CACHE_FORMAT), "key": key, "spec": data.spec, "lang": data.lang,
-                    "has_relations": json.dumps(data.has_relations), "num_synsets": str(data.num_synsets),
-                    "num_lemmas": str(len(data.lemmas)),
-                    "morphy_rules": json.dumps({k: list(v) for k, v in data.morphy_rules.items()})}
-            conn.executemany("INSERT INTO meta VALUES (?, ?)", meta.items())
-            conn.executemany(
-                "INSERT INTO synsets VALUES (?, ?, ?, ?, ?, ?, ?)",
-                zip(range(data.num_synsets), data.synset_pos, data.synset_ili, map(marshal.dumps, data.members),
-                    map(marshal.dumps, data.hyponyms), data.definitions, tokens, strict=True),
-            )
-            conn.executemany("INSERT INTO lemmas VALUES (?, ?)", enumerate(data.lemmas))
-            for kind, index in ((_LOWER, data.lower_index), (_FORM, data.form_index)):
-                conn.executemany("INSERT INTO idx VALUES (?, ?, ?)",
-                                 ((kind, k, marshal.dumps(v)) for k, v in index.items()))
-            conn.executemany("INSERT INTO idx VALUES (?, ?, ?)", ((_ILI, k, v) for k, v in data.ili_index.items()))
-            conn.execute("CREATE UNIQUE INDEX idx_key ON idx (kind, key)")
-            conn.commit()
-        finally:
-            conn.close()
-        return path_prefix.with_name(f"{path_prefix.name}-{_file_crc(tmp):08x}{_CACHE_SUFFIX}")
-
-    return write_then_rename(path_prefix.parent, path_prefix.name, fill, mode=0o644)
-
-
-def _open_cache_db(path: Path, key: str, spec: str) -> tuple[_LexData, sqlite3.Connection]:
-    """Cache-backed data from ``path`` and its connection; ``ValueError`` when the file is damaged
-    or not this lexicon's."""
-    crc = path.name[: -len(_CACHE_SUFFIX)].rsplit("-", 1)[-1]
-    if f"{_file_crc(path):08x}" != crc:
-        raise ValueError("checksum mismatch")
-    # immutable: the file never changes after its rename, so SQLite needs no locks or journal.
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True, check_same_thread=False)
-    try:
-        meta = dict(conn.execute("SELECT name, value FROM meta").fetchall())
-        if meta.get("format") != str(_CACHE_FORMAT) or meta.get("key") != key or meta.get("spec") != spec:
-            raise ValueError("written for another database, lexicon or format")
-        n, n_lemmas = int(meta["num_synsets"]), int(meta["num_lemmas"])
-        rules = {pos: [(r[0], r[1]) for r in rows] for pos, rows in json.loads(meta["morphy_rules"]).items()}
-    except (sqlite3.Error, KeyError, TypeError, ValueError) as exc:  # JSONDecodeError is a ValueError
-        conn.close()
-        raise ValueError(str(exc) if isinstance(exc, ValueError) else f"unreadable: {exc}") from exc
-    data = _LexData(
-        spec=spec, lang=meta["lang"],
-        synset_pos=_CachedColumn(conn, "synsets", "pos", n),
-        synset_ili=_CachedColumn(conn, "synsets", "ili", n),
-        members=_CachedColumn(conn, "synsets", "members", n, marshal.loads),
-        hyponyms=_CachedColumn(conn, "synsets", "hyponyms", n, marshal.loads),
-        definitions=_CachedColumn(conn, "synsets", "definition", n),
-        has_relations=bool(json.loads(meta["has_relations"])),
-        lemmas=_CachedColumn(conn, "lemmas", "lemma", n_lemmas),
-        lower_index=_CachedIndex(conn, _LOWER, marshal.loads),
-        form_index=_CachedIndex(conn, _FORM, marshal.loads),
-        ili_index=_CachedIndex(conn, _ILI),
-        morphy_rules=rules,
-        definition_tokens=_CachedColumn(conn, "synsets", "tokens", n),
-    )
-    return data, conn
-
-
-# --------------------------------------------------------------------------------------------
 # Readers: direct SQL (fast) and wn's public API (fallback)
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Installed:
-    rowid: int
-    id: str
-    version: str
-    language: str
-    label: str
-
-    @property
-    def spec(self) -> str:
-        return f"{self.id}:{self.version}"
-
-
-def _db_path(wn_dir: Path) -> Path:
-    return wn_dir / _DB_FILENAME
-
-
 def _connect_ro(wn_dir: Path) -> sqlite3.Connection:
-    path = _db_path(wn_dir)
+    path = db_path(wn_dir)
     if not path.is_file():
         raise LexiconMissingError(f"no wordnet database in {str(wn_dir)!r}; {_IMPORT_HINT}")
     try:
@@ -487,15 +226,15 @@ def _schema_is_known(conn: sqlite3.Connection) -> bool:
         return False
 
 
-def _list_installed(conn: sqlite3.Connection) -> list[_Installed]:
+def _list_installed(conn: sqlite3.Connection) -> list[Installed]:
     try:
         rows = conn.execute("SELECT rowid, id, version, language, label FROM lexicons ORDER BY rowid").fetchall()
     except sqlite3.Error as exc:
         raise LexiconError(f"cannot list lexicons in the wordnet database: {exc}") from exc
-    return [_Installed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4] or "")) for r in rows]
+    return [Installed(int(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4] or "")) for r in rows]
 
 
-def _read_sql(conn: sqlite3.Connection, lex: _Installed) -> _RawLexicon:
+def _read_sql(conn: sqlite3.Connection, lex: Installed) -> _RawLexicon:
     rowid = lex.rowid
     q = conn.execute
     synsets = [
@@ -552,7 +291,7 @@ def _read_sql(conn: sqlite3.Connection, lex: _Installed) -> _RawLexicon:
     return _RawLexicon(synsets, entries, members, relations, definitions)
 
 
-def _read_api(wn_dir: Path, lex: _Installed) -> _RawLexicon:
+def _read_api(wn_dir: Path, lex: Installed) -> _RawLexicon:
     import wn
 
     with wn_data_dir(wn_dir):
@@ -624,7 +363,7 @@ def _version_matches(wanted: str, version: str) -> bool:
     return wanted in ("", "*", version) or ("+" not in wanted and version.split("+", 1)[0] == wanted)
 
 
-def _resolve(spec: str, installed: list[_Installed], wn_dir: Path) -> list[_Installed]:
+def _resolve(spec: str, installed: list[Installed], wn_dir: Path) -> list[Installed]:
     """The installed lexicons ``spec`` names: ``id`` (the installed version), ``id:version`` (a
     version without ``+build`` matches its builds), ``id:*`` (every version) or ``*`` (all)."""
     if spec == "*":
@@ -739,11 +478,12 @@ class WnLexicon:
         # process that loads everything from the cache does not need).
         self._loader_requested: Loader = loader
         self._loader: Loader = loader
-        self._data: dict[str, _LexData] = {}
+        self._data: dict[str, LexData] = {}
         self._ili_defs: dict[str, str] | None = None
         self._gloss_tokens: dict[tuple[str, int], tuple[list[str], str | None]] = {}
         self._lock = threading.Lock()
-        self._cache_conns: list[sqlite3.Connection] = []
+        self._mirror = (LexiconMirror(self.cache_dir, self.wn_dir, loader) if self.cache_dir is not None
+                        else None)
 
     # -- protocol ---------------------------------------------------------------------------
 
@@ -773,7 +513,7 @@ class WnLexicon:
         lexicon version, not its content, so forms cached from another folder or an earlier import
         of the same ``id:version`` are never served.
         """
-        return {"wn_dir": str(self.wn_dir.resolve()), "db": _db_identity(self.wn_dir)}
+        return {"wn_dir": str(self.wn_dir.resolve()), "db": db_identity(self.wn_dir)}
 
     @property
     def selected_specs(self) -> list[str]:
@@ -893,9 +633,9 @@ class WnLexicon:
         the disk cache is read into memory, which bulk use (compiling a vocabulary) wants."""
         for lex in self._chosen + self._gloss:
             data = self._get(lex)
-            if isinstance(data.synset_pos, _CachedColumn):
+            if isinstance(data.synset_pos, CachedColumn):
                 with self._lock:
-                    self._data[lex.spec] = _materialize(data)
+                    self._data[lex.spec] = materialize(data)
 
     def synset_count(self, lang: str) -> int:
         """Number of synsets of the selected lexicons in ``lang``."""
@@ -913,8 +653,8 @@ class WnLexicon:
         """Close the read-only database connection (loaded data stays usable; data read row by row
         from the disk cache does not, so call :meth:`load` first to keep using it)."""
         self._conn.close()
-        for conn in self._cache_conns:
-            conn.close()
+        if self._mirror is not None:
+            self._mirror.close()
 
     def __enter__(self) -> WnLexicon:
         return self
@@ -927,18 +667,19 @@ class WnLexicon:
 
     # -- internals --------------------------------------------------------------------------
 
-    def _get(self, lex: _Installed) -> _LexData:
+    def _get(self, lex: Installed) -> LexData:
         data = self._data.get(lex.spec)
         if data is not None:
             return data
         with self._lock:
             data = self._data.get(lex.spec)
             if data is None:
-                data = self._build_data(lex) if self.cache_dir is None else self._cached_data(lex, self.cache_dir)
+                data = (self._build_data(lex) if self._mirror is None
+                        else self._mirror.data(lex, lambda: self._build_data(lex)))
                 self._data[lex.spec] = data
         return data
 
-    def _build_data(self, lex: _Installed) -> _LexData:
+    def _build_data(self, lex: Installed) -> LexData:
         """Read one lexicon from the database and index it."""
         if self._loader == "auto":
             self._loader = "sql" if _schema_is_known(self._conn) else "api"
@@ -952,70 +693,11 @@ class WnLexicon:
         logger.info("loaded %s: %d synsets, %d lemmas", lex.spec, data.num_synsets, len(data.lemmas))
         return data
 
-    def _cache_prefix(self, lex: _Installed, identity: list[list[int] | None], cache_dir: Path) -> tuple[Path, str]:
-        """``(cache file name without its checksum, key)`` of ``lex`` for the database state ``identity``."""
-        db = str(_db_path(self.wn_dir).resolve())
-        payload = {
-            "format": _CACHE_FORMAT, "python": list(sys.version_info[:2]), "marshal": marshal.version,
-            "db": db, "db_state": identity, "lexicon": [lex.rowid, lex.id, lex.version, lex.language],
-            "loader": self._loader_requested, "wn": _dist_version("wn"), "nltk": _dist_version("nltk"),
-        }
-        key = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:32]
-        return cache_dir / f"{self._cache_stem(lex)}-{key}", key
-
-    def _cache_stem(self, lex: _Installed) -> str:
-        """File name prefix shared by every cache of ``lex`` from this database (one lock per stem)."""
-        db = str(_db_path(self.wn_dir).resolve())
-        return f"{re.sub(r'[^A-Za-z0-9._+-]+', '_', lex.spec)}-{hashlib.sha256(db.encode()).hexdigest()[:8]}"
-
-    def _read_cached(self, prefix: Path, key: str, lex: _Installed) -> _LexData | None:
-        """The cache-backed data, or None (missing; damaged: then warned about and removed)."""
-        for path in sorted(prefix.parent.glob(f"{prefix.name}-*{_CACHE_SUFFIX}")):
-            try:
-                data, conn = _open_cache_db(path, key, lex.spec)
-            except (OSError, ValueError, sqlite3.Error) as exc:
-                logger.warning("damaged wordnet cache %s (%s); rebuilding it", path, exc)
-                path.unlink(missing_ok=True)
-                continue
-            logger.info("loaded %s from the cache %s", lex.spec, path)
-            self._cache_conns.append(conn)
-            return data
-        return None
-
-    def _cached_data(self, lex: _Installed, cache_dir: Path) -> _LexData:
-        """The lexicon's data from the cache, else built from the database and cached (once, under
-        a file lock, so concurrent processes do not build it twice)."""
-        identity = _db_identity(self.wn_dir)
-        prefix, key = self._cache_prefix(lex, identity, cache_dir)
-        data = self._read_cached(prefix, key, lex)
-        if data is not None:
-            return data
-        stem = self._cache_stem(lex)
-        with cache_lock(cache_dir / f"{stem}.lock") as locked:
-            if locked:  # another process may have built it while we waited
-                data = self._read_cached(prefix, key, lex)
-                if data is not None:
-                    return data
-            data = self._build_data(lex)
-            # Write only if the database did not change while it was read (else the key is stale).
-            if locked and _db_identity(self.wn_dir) == identity:
-                data.tokenize_definitions()  # every gloss, once, so that cached lookups need no NLTK
-                try:
-                    path = _write_cache_db(prefix, data, key)
-                except (OSError, sqlite3.Error) as exc:
-                    logger.warning("could not write the wordnet cache in %s: %s", cache_dir, exc)
-                else:
-                    logger.info("cached %s in %s", lex.spec, path)
-                    for old in cache_dir.glob(f"{stem}-*{_CACHE_SUFFIX}"):
-                        if old != path:  # an earlier state of the same database: never valid again
-                            old.unlink(missing_ok=True)
-        return data
-
-    def _lexicons_for(self, lang: str) -> list[_LexData]:
+    def _lexicons_for(self, lang: str) -> list[LexData]:
         lang = normalize_lang(lang)
         return [self._get(x) for x in self._chosen if normalize_lang(x.language) == lang]
 
-    def _lookup(self, data: _LexData, word: str) -> tuple[int, ...]:
+    def _lookup(self, data: LexData, word: str) -> tuple[int, ...]:
         low = word.lower()
         hit = data.lower_index.get(low, ())
         if not hit and "_" in word:  # WordNet-style multiword spelling of a lemma stored with spaces
@@ -1024,7 +706,7 @@ class WnLexicon:
             return self._morphy(data, low, hit)
         return hit or data.form_index.get(low, ())
 
-    def _senses(self, data: _LexData, word: str, inflected: bool) -> tuple[int, ...]:
+    def _senses(self, data: LexData, word: str, inflected: bool) -> tuple[int, ...]:
         """Synsets of ``word`` as a lemma (case-insensitive, ``_`` read as a space), or with
         ``inflected`` everything :meth:`_lookup` finds (other forms, Morphy)."""
         if inflected:
@@ -1035,7 +717,7 @@ class WnLexicon:
         return hit
 
     @staticmethod
-    def _morphy(data: _LexData, low: str, base: tuple[int, ...]) -> tuple[int, ...]:
+    def _morphy(data: LexData, low: str, base: tuple[int, ...]) -> tuple[int, ...]:
         """NLTK's ``wordnet.synsets`` order: per part of speech, the word's own synsets, then those
         of its irregular base forms if it has any, else of its Morphy suffix-rule base forms."""
         irregular = data.form_index.get(low, ())
@@ -1054,7 +736,7 @@ class WnLexicon:
                     )
         return tuple(dict.fromkeys(found))
 
-    def _hyponyms(self, data: _LexData, synset: int) -> tuple[int, ...]:
+    def _hyponyms(self, data: LexData, synset: int) -> tuple[int, ...]:
         if data.has_relations:
             return data.hyponyms[synset]
         ili = data.synset_ili[synset]
@@ -1076,10 +758,10 @@ class WnLexicon:
                     out.append(local)
         return tuple(dict.fromkeys(out))
 
-    def _gloss_of(self, data: _LexData, synset: int) -> list[str]:
+    def _gloss_of(self, data: LexData, synset: int) -> list[str]:
         return self._gloss_entry(data, synset)[0]
 
-    def _gloss_entry(self, data: _LexData, synset: int) -> tuple[list[str], str | None]:
+    def _gloss_entry(self, data: LexData, synset: int) -> tuple[list[str], str | None]:
         """The synset's gloss tokens and their language (None where there is no gloss)."""
         key = (data.spec, synset)
         entry = self._gloss_tokens.get(key)

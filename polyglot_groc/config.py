@@ -1,4 +1,4 @@
-"""Frozen configuration dataclasses, one per part, loaded from TOML with CLI overrides.
+"""Frozen configuration dataclasses, one per part, loaded from TOML with overrides given as data.
 
 Sizes known only at run time (number of characters, vocabulary size) are *not* config: they are
 passed to constructors as arguments, so a config file describes a model family, not a dataset.
@@ -9,19 +9,45 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from groc_base.errors import ConfigError
+
+#: The configs shipped with the package (``polyglot_groc/configs/*.toml``).
+CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
+#: ``size`` presets of ``train``: small trains the sample corpus in about a minute on 2 CPU cores (the
+#: default); paper is the thesis model (d 256, 2x1024 LSTM).
+PRESETS: dict[str, Path] = {"small": CONFIGS_DIR / "quickstart.toml", "paper": CONFIGS_DIR / "paper.toml"}
 
 #: Must match polyglot_groc.model.kinds.REGISTRY (a test checks); "lookup" is the old name of "tied".
 MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "groc", "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("fp32", "tf32", "bf16")
 DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
+
+#: Each kind's own defaults for ``[model.output]`` (seed 000 Table 8, PTB rows; the same values as
+#: ``configs/ptb_table8_<kind>.toml``, a test checks). They sit between the dataclass defaults and
+#: what a config file or an override sets: ``--model deep-residual`` alone gets depth 4 and selu,
+#: and ``--set model.output.depth=2`` still wins. ``adaptive`` keeps its cutoffs as fractions of |V|
+#: (0.2/0.7 = PTB's 2k/7k of 10k words) so they fit any vocabulary; ``elmo`` is not in Table 8
+#: and keeps the dataclass defaults; ``groc-lex`` is Table 8's "GroC (ours)" row, like ``groc``.
+KIND_DEFAULTS: dict[str, dict[str, Any]] = {
+    "untied": {"output": {"dropout": 0.1}},  # Table 8 "Lookup table"
+    "tied": {"output": {"dropout": 0.0}},
+    "lookup": {"output": {"dropout": 0.0}},  # the old name of tied
+    "bilinear": {"output": {"dropout": 0.5}},
+    "deep-residual": {"output": {"dropout": 0.5, "depth": 4, "activation": "selu"}},
+    "adaptive": {"output": {"dropout": 0.3, "cutoffs": [0.2, 0.7]}},
+    "conv": {"output": {"dropout": 0.1, "correction": 128}},
+    "elmo": {},
+    "groc": {"output": {"dropout": 0.2, "depth": 0}},
+    "groc-lex": {"output": {"dropout": 0.2, "depth": 0}},
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,8 +220,10 @@ class TrainConfig:
     precision: str = "fp32"
     #: torch.compile the surface encoder (falls back to eager with a logged warning).
     compile: bool = False
-    #: Steps between host reads of the running loss (no per-step device sync).
-    log_every: int = 10
+    #: The one logging knob (CLI ``--log-every``): every N steps the running training loss is read
+    #: from the device (the loop's only host sync) and logged: the CLI's log line (loss, ppl, lr,
+    #: tok/s, ETA) and TensorBoard scalars. 0: read at evaluations only, no log lines.
+    log_every: int = 100
     #: Under torchrun: each rank encodes 1/N of the scored vocabulary (all-gathered with autograd);
     #: false encodes the whole vocabulary on every rank.
     shard_vocab: bool = True
@@ -264,8 +292,9 @@ class RunConfig:
             if not 0.0 <= p < 1.0:
                 raise ConfigError(f"{name}={p} must be in [0, 1)")
         if m.kind == "deep-residual" and m.output.depth < 1:
-            raise ConfigError("model kind deep-residual needs model.output.depth >= 1; "
-                              "e.g. --set model.output.depth=4 (seed 000 Table 8, PTB)")
+            raise ConfigError(f"model kind deep-residual needs model.output.depth >= 1, not {m.output.depth}; "
+                              "drop the setting for the kind's default 4 (seed 000 Table 8, PTB) or set e.g. "
+                              "--set model.output.depth=2")
         if m.output.correction < 1 or m.output.adaptive_factor < 1:
             raise ConfigError("model.output.correction must be >= 1 and model.output.adaptive_factor >= 1")
         if any(c <= 0 for c in m.output.cutoffs):
@@ -286,8 +315,8 @@ class RunConfig:
             raise ConfigError(f"unknown device {t.device!r}; use auto, cpu, cuda or cuda:N")
         if t.precision not in PRECISIONS:
             raise ConfigError(f"train.precision={t.precision!r} must be one of {', '.join(PRECISIONS)}")
-        if t.log_every <= 0:
-            raise ConfigError(f"train.log_every={t.log_every} must be positive")
+        if t.log_every < 0:
+            raise ConfigError(f"train.log_every={t.log_every} must be >= 0 (steps between log lines; 0: none)")
         _check_finite(self)
         checks: tuple[tuple[str, float], ...] = (
             ("train.max_epochs", t.max_epochs), ("train.lr_patience", t.lr_patience),
@@ -374,6 +403,8 @@ def _coerce(val: Any, default: Any, name: str, ftype: str) -> Any:
     if isinstance(default, str):
         if isinstance(val, str):
             return val
+        if isinstance(val, os.PathLike):
+            return os.fspath(val)
         raise ConfigError(f"config value {name}={val!r} must be a string")
     if isinstance(default, tuple):
         if isinstance(val, str):
@@ -401,19 +432,62 @@ def from_dict(values: Mapping[str, Any]) -> RunConfig:
     return _build(RunConfig, values, "").validate()
 
 
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """Parse ``section.key=value``; the value is read as TOML, falling back to a bare string."""
-    if "=" not in text:
-        raise ConfigError(f"malformed override {text!r}; write it as section.key=value, e.g. train.lr=0.002")
-    key, raw = text.split("=", 1)
-    path = [p for p in key.strip().split(".") if p]
-    if not path:
-        raise ConfigError(f"malformed override {text!r}; the key is empty")
-    try:
-        value = tomllib.loads(f"v = {raw.strip()}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw.strip()
-    return path, value
+def parse_overrides(texts: Iterable[str]) -> dict[str, Any]:
+    """The command line's ``--set section.key=value`` options as an overrides mapping for :func:`load_config`.
+
+    The one place config overrides are parsed from text: each value is read as a TOML value
+    (``128``, ``0.5``, ``true``, ``"tanh"``, ``[[1, 32], [2, 32]]``, ``{depth = 2}``), falling back to
+    the bare string (``--set data.langs=en,fr``). A key given twice keeps its last value, in the
+    last place. Raises :class:`ConfigError` for a text without ``=`` or with an empty key.
+    """
+    out: dict[str, Any] = {}
+    for text in texts:
+        if "=" not in text:
+            raise ConfigError(f"malformed override {text!r}; write it as section.key=value, e.g. train.lr=0.002")
+        key, raw = text.split("=", 1)
+        key = ".".join(p for p in key.strip().split(".") if p)
+        if not key:
+            raise ConfigError(f"malformed override {text!r}; the key is empty")
+        try:
+            value = tomllib.loads(f"v = {raw.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw.strip()
+        out = merge_overrides(out, {key: value})  # re-inserted: applied after the keys given before it
+    return out
+
+
+def merge_overrides(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One overrides mapping from several, later ones winning: a key a later layer sets is applied
+    after every key of the earlier ones (so a flag's value beats a ``--set`` table that holds it).
+    ``None`` values are left out (an option not given)."""
+    out: dict[str, Any] = {}
+    for layer in layers:
+        _check_mapping(layer)
+        for key, value in (layer or {}).items():
+            if value is not None:
+                out.pop(key, None)
+                out[key] = value
+    return out
+
+
+def _check_mapping(overrides: object) -> None:
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise TypeError(f"config overrides are a mapping of dotted keys to values, e.g. {{'model.d': 128}}, not "
+                        f"{type(overrides).__name__}; turn --set strings into one with parse_overrides()")
+
+
+def _override_paths(overrides: Mapping[str, Any] | None) -> list[tuple[list[str], Any]]:
+    """``{"model.d": 128}`` as ``[(["model", "d"], 128)]``, checked: a mapping of non-empty dotted keys."""
+    if overrides is None:
+        return []
+    _check_mapping(overrides)
+    out = []
+    for key, value in overrides.items():
+        path = [p for p in key.split(".") if p] if isinstance(key, str) else []
+        if not path or len(path) != key.count(".") + 1:
+            raise ConfigError(f"malformed override key {key!r}; write it as section.key, e.g. train.lr")
+        out.append((path, value))
+    return out
 
 
 def _merge(base: dict[str, Any], path: Sequence[str], value: Any) -> None:
@@ -423,26 +497,62 @@ def _merge(base: dict[str, Any], path: Sequence[str], value: Any) -> None:
         if not isinstance(nxt, dict):
             raise ConfigError(f"config key {'.'.join(path)} descends into a non-table value")
         node = nxt
-    node[path[-1]] = value
+    node[path[-1]] = _deepcopy(value) if isinstance(value, Mapping) else value
 
 
-def load_config(path: Path | None = None, overrides: Sequence[str] = (),
-                base: Mapping[str, Any] | None = None) -> RunConfig:
-    """Load a TOML config (optional), then apply ``section.key=value`` overrides in order."""
-    values: dict[str, Any] = to_dict(RunConfig()) if base is None else dict(_deepcopy(base))
-    if path is not None:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-            loaded = tomllib.loads(text)
-        except FileNotFoundError as exc:
-            raise ConfigError(f"config file {path} does not exist; check the path") from exc
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-        _deep_update(values, loaded)
-    for ov in overrides:
-        p, v = parse_override(ov)
-        _merge(values, p, v)
-    return from_dict(values)
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The values of a TOML config file, as a plain nested dict (not validated)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        return tomllib.loads(text)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist; check the path") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def load_config(path: str | os.PathLike[str] | None = None, overrides: Mapping[str, Any] | None = None, *,
+                base: Mapping[str, Any] | None = None, kind_map: Mapping[str, str] | None = None) -> RunConfig:
+    """Load a TOML config (optional), apply ``overrides``, and validate the result once.
+
+    ``overrides`` maps dotted keys to Python values, applied in order: ``{"model.d": 128,
+    "data.langs": ["en", "fr"], "data.root": Path("corpora")}`` (paths may be ``os.PathLike``; a
+    mapping value sets a whole table). :func:`parse_overrides` turns ``--set`` strings into one.
+    Without ``base``, the starting values are those of the chosen model kind (:func:`kind_defaults`):
+    dataclass defaults < the kind's defaults < the file < the overrides. ``base`` (a plain dict such
+    as :func:`to_dict` gives) replaces the first two. ``kind_map`` turns the chosen kind into another
+    before its defaults are looked up (``train``'s untie: ``{"tied": "untied", "lookup": "untied"}``).
+
+    Raises :class:`ConfigError` for a missing or invalid file, an unknown key or a bad value, and
+    ``TypeError`` when ``overrides`` is not a mapping.
+    """
+    layers: list[Mapping[str, Any]] = [read_config_file(path)] if path is not None else []
+    parsed = _override_paths(overrides)
+
+    def merged(start: dict[str, Any]) -> dict[str, Any]:
+        for layer in layers:
+            _deep_update(start, _deepcopy(layer))
+        for p, v in parsed:
+            _merge(start, p, v)
+        return start
+
+    if base is not None:
+        return from_dict(merged(dict(_deepcopy(base))))
+    # The kind is known only once the file and overrides are applied; its defaults go under them.
+    chosen = merged(to_dict(RunConfig())).get("model", {})
+    kind = chosen.get("kind") if isinstance(chosen, Mapping) else None
+    if kind_map and isinstance(kind, str) and kind in kind_map:
+        kind = kind_map[kind]
+        parsed.append((["model", "kind"], kind))
+    return from_dict(merged(kind_defaults(kind)))
+
+
+def kind_defaults(kind: Any) -> dict[str, Any]:
+    """The default config values (a plain dict) of a run of model ``kind`` (:data:`KIND_DEFAULTS`)."""
+    values = to_dict(RunConfig())
+    if isinstance(kind, str) and kind in KIND_DEFAULTS:
+        _deep_update(values, {"model": _deepcopy(KIND_DEFAULTS[kind])})
+    return values
 
 
 def _deepcopy(m: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
-from polyglot_groc.config import ModelConfig, PrefixConfig, RunConfig, SurfaceConfig, load_config
+from polyglot_groc.config import (
+    ModelConfig,
+    PrefixConfig,
+    RunConfig,
+    SurfaceConfig,
+    load_config,
+    merge_overrides,
+    parse_overrides,
+)
 
 TESTS = Path(__file__).resolve().parent
 TINY = TESTS / "data" / "tiny"
 
 torch.set_num_threads(1)
 
-#: Overrides that make a model small enough for CPU tests (seconds, not minutes).
+#: Overrides that make a model small enough for CPU tests (seconds, not minutes), as the CLI's
+#: ``--set`` options (:data:`SMALL_OVERRIDES` is the same as a mapping, for the library).
 SMALL = [
     "model.d=16", "model.prefix.hidden=24", "model.prefix.dropout=0.1", "model.output.dropout=0.1",
     "model.surface.filters=[[1, 8], [2, 8], [3, 16]]", "train.batch_size=4", "train.bptt=8",
     "train.eval_batch_size=2", "train.lr=0.005",
 ]
+SMALL_OVERRIDES: dict[str, Any] = parse_overrides(SMALL)
 
 
 @pytest.fixture
@@ -33,10 +45,12 @@ def small_model_config(kind: str = "groc", d: int = 16) -> ModelConfig:
                        prefix=PrefixConfig(hidden=24, dropout=0.1))
 
 
-def small_run_config(kind: str = "groc", langs: str = "en", extra: list[str] | None = None) -> RunConfig:
-    return load_config(None, [*SMALL, f"model.kind=\"{kind}\"", f'data.root="{TINY}"',
-                              f"data.langs=[{', '.join(repr(x) for x in langs.split(','))}]".replace("'", '"'),
-                              *(extra or [])])
+def small_run_config(kind: str = "groc", langs: str = "en",
+                     extra: Sequence[str] | Mapping[str, Any] | None = None) -> RunConfig:
+    """A small model on the tiny corpus; ``extra``: more overrides, as a mapping or ``--set`` strings."""
+    more = extra if isinstance(extra, Mapping) else parse_overrides(extra or [])
+    return load_config(None, merge_overrides(SMALL_OVERRIDES, {"model.kind": kind, "data.root": TINY,
+                                                               "data.langs": langs.split(",")}, more))
 
 
 LEXICON_DATA = TESTS / "data" / "lexicon"

@@ -28,12 +28,18 @@ FORBIDDEN: dict[str, set[str]] = {
     "polyglot_groc/config.py": {"polyglot_groc.model", "polyglot_groc.training", "polyglot_groc.elmo",
                                 "polyglot_groc.analysis", "polyglot_groc.commands", "polyglot_groc.cli"},
     "polyglot_groc/model": {"polyglot_groc.training", "polyglot_groc.elmo", "polyglot_groc.analysis",
-                            "polyglot_groc.commands", "polyglot_groc.cli"},
-    "polyglot_groc/training": {"polyglot_groc.elmo", "polyglot_groc.analysis", "polyglot_groc.commands",
+                            "polyglot_groc.api", "polyglot_groc.commands", "polyglot_groc.cli"},
+    "polyglot_groc/training": {"polyglot_groc.elmo", "polyglot_groc.analysis", "polyglot_groc.api",
+                               "polyglot_groc.commands", "polyglot_groc.cli"},
+    "polyglot_groc/elmo": {"polyglot_groc.analysis", "polyglot_groc.api", "polyglot_groc.commands",
+                           "polyglot_groc.cli"},
+    "polyglot_groc/analysis": {"polyglot_groc.elmo", "polyglot_groc.api", "polyglot_groc.commands",
                                "polyglot_groc.cli"},
-    "polyglot_groc/elmo": {"polyglot_groc.analysis", "polyglot_groc.commands", "polyglot_groc.cli"},
-    "polyglot_groc/analysis": {"polyglot_groc.elmo", "polyglot_groc.commands", "polyglot_groc.cli"},
+    # The façade gathers the rooms' workflows; the faces (commands, cli) sit above it.
+    "polyglot_groc/api.py": {"polyglot_groc.commands", "polyglot_groc.cli"},
     "polyglot_groc/commands": {"polyglot_groc.cli"},
+    # Benchmarks drive the library through its public workflows, never through the CLI's commands.
+    "benchmarks": {"polyglot_groc.commands", "polyglot_groc.cli"},
 }
 
 
@@ -124,3 +130,25 @@ def test_benchmarks_share_one_helper_and_use_public_names_only() -> None:
         private += [f"{m}" for m, _ in imported if any(part.startswith("_") for part in m.split("."))
                     and m != "__future__"]
         assert private == [], f"{path.name} reaches into private names: {private}"
+
+
+def test_workflows_live_in_the_library_and_commands_are_thin() -> None:
+    """Every public workflow is a library function (polyglot_groc.api), and no command defines one: a
+    command module's functions parse, call one workflow, print; no body is longer than a screen (the
+    option declarations of a signature are not counted)."""
+    from polyglot_groc import api
+
+    for name in ("train", "resume", "finetune", "init_from_elmo", "evaluate", "tune_cache", "freq_bins", "curves",
+                 "export", "align", "similarity", "lexicon_coverage"):
+        module = getattr(api, name).__module__
+        assert module.startswith(("polyglot_groc.training", "polyglot_groc.elmo", "polyglot_groc.analysis")), name
+    too_long = []
+    for path in sorted((ROOT / "polyglot_groc" / "commands").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef) or node.end_lineno is None:
+                continue
+            body = node.body[1:] if ast.get_docstring(node) else node.body
+            length = node.end_lineno - body[0].lineno + 1 if body else 0
+            if length > 60:
+                too_long.append(f"{path.name}:{node.name} ({length} lines)")
+    assert too_long == [], too_long

@@ -19,7 +19,7 @@ from polyglot_groc.analysis.caches import (
     uniform_interpolate,
     unigram_cache_logprob,
 )
-from polyglot_groc.analysis.freqbins import bin_edges, freq_bins, plot_freq_bins
+from polyglot_groc.analysis.freqbins import bin_differences, bin_edges, plot_freq_bins
 
 
 def test_unigram_cache_by_hand() -> None:
@@ -95,14 +95,14 @@ def test_freq_bins_by_hand(tmp_path) -> None:
     freq = np.array([0, 3, 50, 51, 100, 500, 500])
     la = np.array([5.0, 2.0, 1.0, 1.0, 3.0, 1.0, 2.0])
     lb = np.array([6.0, 1.0, 2.0, 1.0, 1.0, 1.0, 1.0])
-    bins = freq_bins(freq, la, lb, edges)
+    bins = bin_differences(freq, la, lb, edges)
     assert [b.n_tokens for b in bins] == [1, 2, 2, 2]
     assert [b.median_diff for b in bins] == [-1.0, 0.0, 1.0, 0.5]
     assert [b.mean_diff for b in bins] == [-1.0, 0.0, 1.0, 0.5]
     # Shares: each bin's summed difference over all 7 tokens; together the mean difference.
     assert [b.share for b in bins] == pytest.approx([-1 / 7, 0.0, 2 / 7, 1 / 7])
     assert sum(b.share for b in bins) == pytest.approx(float((la - lb).mean()))
-    skewed = freq_bins(np.array([1, 1, 1]), np.array([1.0, 1.0, 1.0]), np.array([2.0, 2.0, -4.0]), [(1, -1)])
+    skewed = bin_differences(np.array([1, 1, 1]), np.array([1.0, 1.0, 1.0]), np.array([2.0, 2.0, -4.0]), [(1, -1)])
     assert skewed[0].median_diff == -1.0 and skewed[0].mean_diff == 1.0  # median and mean disagree
     png = plot_freq_bins(bins, tmp_path / "f.png", "a", "b")
     assert png.read_bytes()[:4] == b"\x89PNG"
@@ -113,7 +113,7 @@ def test_freq_bins_figure_marks_empty_bins_counts_and_unit(tmp_path, monkeypatch
 
     edges = bin_edges(width=50, n_bins=3)  # 0, 1-50, 51-100, 101+
     freq = np.array([3, 3, 500])  # no token in the 0 and 51-100 bins
-    bins = freq_bins(freq, np.array([1.0, 2.0, 1.0]), np.array([2.0, 2.0, 3.0]), edges)
+    bins = bin_differences(freq, np.array([1.0, 2.0, 1.0]), np.array([2.0, 2.0, 3.0]), edges)
     assert [b.n_tokens for b in bins] == [0, 2, 0, 1]
     assert [b.to_dict()["median_diff"] for b in bins] == [None, -0.5, None, -2.0]
     seen = {}
@@ -139,7 +139,7 @@ def test_figures_refuse_a_path_that_is_not_png(tmp_path, name: str) -> None:
     from groc_base.errors import InputError
     from polyglot_groc.analysis.curves import check_png_path
 
-    bins = freq_bins(np.array([3]), np.array([1.0]), np.array([2.0]), bin_edges(50, 1, include_unseen=False))
+    bins = bin_differences(np.array([3]), np.array([1.0]), np.array([2.0]), bin_edges(50, 1, include_unseen=False))
     with pytest.raises(InputError, match=r"does not end in \.png"):
         plot_freq_bins(bins, tmp_path / name, "a", "b")
     assert list(tmp_path.iterdir()) == []

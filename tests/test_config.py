@@ -6,17 +6,57 @@ from pathlib import Path
 import pytest
 
 from groc_base.errors import ConfigError
-from polyglot_groc.config import dump_toml, from_dict, load_config
+from polyglot_groc.config import dump_toml, from_dict, load_config, merge_overrides, parse_overrides
 
 
-def test_overrides_are_typed() -> None:
-    cfg = load_config(None, ["model.d=64", "train.lr=0.002", "data.langs=en,fr", "model.output.depth=2"])
+def test_overrides_are_data() -> None:
+    cfg = load_config(None, {"model.d": 64, "train.lr": 0.002, "data.langs": ["en", "fr"], "model.output.depth": 2})
     assert cfg.model.d == 64 and cfg.train.lr == 0.002 and cfg.data.langs == ("en", "fr")
     assert cfg.model.output.depth == 2
 
 
+def test_override_values_need_no_escaping(tmp_path: Path) -> None:
+    """Paths with quotes and backslashes go in as they are (no TOML built and parsed back)."""
+    odd = tmp_path / 'a "quoted" \\ dir'
+    cfg = load_config(None, {"data.root": odd, "model.init_input": str(odd / "v.vec"), "model.lexicon.specs": ["x"]})
+    assert cfg.data.root == str(odd) and cfg.model.init_input == str(odd / "v.vec")
+    assert cfg.model.lexicon.specs == ("x",)
+    assert load_config(None, {"model.output": {"depth": 2}}).model.output.depth == 2  # a whole table
+
+
+def test_the_cli_strings_parse_into_the_same_mapping() -> None:
+    parsed = parse_overrides(["model.d=64", "train.lr=0.002", "data.langs=en,fr", "model.output.depth=2",
+                              'model.kind="lookup"', "model.surface.filters=[[1, 4], [2, 8]]", "data.screen=false"])
+    assert parsed == {"model.d": 64, "train.lr": 0.002, "data.langs": "en,fr", "model.output.depth": 2,
+                      "model.kind": "lookup", "model.surface.filters": [[1, 4], [2, 8]], "data.screen": False}
+    cfg = load_config(None, parsed)
+    assert cfg.data.langs == ("en", "fr") and cfg.model.surface.filters == ((1, 4), (2, 8))
+    # A key given again keeps its last value and applies after the keys before it.
+    assert list(parse_overrides(["a.b=1", "c.d=2", "a.b=3"]).items()) == [("c.d", 2), ("a.b", 3)]
+
+
+def test_later_overrides_win_and_none_is_not_given() -> None:
+    merged = merge_overrides({"model.output.depth": 1, "train.lr": 0.1}, {"model.output": {"depth": 3}},
+                             {"train.lr": None, "model.output.depth": 2})
+    assert list(merged) == ["train.lr", "model.output", "model.output.depth"]
+    assert load_config(None, merged).model.output.depth == 2
+
+
+def test_overrides_must_be_a_mapping() -> None:
+    with pytest.raises(TypeError, match="parse_overrides"):
+        load_config(None, ["model.d=64"])  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="malformed override key"):
+        load_config(None, {"model..d": 64})
+
+
+def test_kind_map_picks_the_new_kinds_defaults() -> None:
+    cfg = load_config(None, {"model.kind": "tied"}, kind_map={"tied": "untied"})
+    assert cfg.model.kind == "untied" and cfg.model.output.dropout == 0.1
+    assert load_config(None, {"model.kind": "groc"}, kind_map={"tied": "untied"}).model.kind == "groc"
+
+
 def test_toml_roundtrip(tmp_path: Path) -> None:
-    cfg = load_config(None, ["model.kind=\"lookup\"", "model.surface.filters=[[1, 4], [2, 8]]"])
+    cfg = load_config(None, {"model.kind": "lookup", "model.surface.filters": [[1, 4], [2, 8]]})
     path = tmp_path / "c.toml"
     path.write_text(dump_toml(cfg), encoding="utf-8")
     assert load_config(path) == cfg
@@ -34,7 +74,7 @@ def test_toml_roundtrip(tmp_path: Path) -> None:
 ])
 def test_malformed_values_name_the_key(override: str, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
-        load_config(None, [override])
+        load_config(None, parse_overrides([override]))
 
 
 def test_bad_toml_file(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from polyglot_groc.analysis.crossdomain import CacheSettings, evaluate_open
+from polyglot_groc.analysis.workflows import evaluate
 from polyglot_groc.cli import app
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.training.finetune import finetune_run
@@ -68,16 +68,16 @@ def test_open_vocabulary_evaluation_reports_seen_and_new(runs: dict[str, Path], 
 
 
 def test_caches_help_on_repetitive_text(runs: dict[str, Path]) -> None:
-    base = evaluate_open(runs["groc"], runs["other"], "test", CacheSettings())["languages"]["en"]
+    base = evaluate(run=runs["groc"], data=runs["other"], split="test").to_dict()["languages"]["en"]
     for cache in ("unigram", "neural"):
-        s = CacheSettings(cache=cache, lam=0.5, new_word_weight=1.0)
-        cached = evaluate_open(runs["groc"], runs["other"], "test", s)["languages"]["en"]
+        cached = evaluate(run=runs["groc"], data=runs["other"], split="test", cache=cache, cache_lambda=0.5,
+                          new_word_weight=1.0).to_dict()["languages"]["en"]
         assert cached["perplexity"] < base["perplexity"]  # the text repeats four times
 
 
 def test_lookup_uniform_weight_given_or_tuned(runs: dict[str, Path]) -> None:
-    given = evaluate_open(runs["lookup"], runs["other"], "test", uniform_weight=0.05)["languages"]["en"]
-    tuned = evaluate_open(runs["lookup"], runs["other"], "test")["languages"]["en"]
+    given = evaluate(run=runs["lookup"], data=runs["other"], split="test", uniform_weight=0.05).languages["en"]
+    tuned = evaluate(run=runs["lookup"], data=runs["other"], split="test").languages["en"]
     assert given["uniform_weight"] == 0.05
     # valid == test here and 0.05 is on the grid, so the tuned weight can only be as good or better
     assert tuned["perplexity"] <= given["perplexity"]
@@ -219,10 +219,11 @@ def test_tune_cache_grids_from_the_command_line(runs: dict[str, Path]) -> None:
 
 def test_evaluate_cache_defaults_leave_new_words_alone_and_check_on_valid(
         runs: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
-    plain = evaluate_open(runs["groc"], runs["other"], "test")["languages"]["en"]
+    plain = evaluate(run=runs["groc"], data=runs["other"], split="test").languages["en"]
     assert "perplexity_no_cache" not in plain and "cache_check" not in plain
     # λ = 1: the cache has no weight, so nothing changes (a hidden 0.1 new-word weight used to).
-    same = evaluate_open(runs["groc"], runs["other"], "test", CacheSettings(cache="neural", lam=1.0))["languages"]["en"]
+    same = evaluate(run=runs["groc"], data=runs["other"], split="test", cache="neural",
+                    cache_lambda=1.0).languages["en"]
     assert same["perplexity"] == pytest.approx(plain["perplexity"]) == same["perplexity_no_cache"]
     assert same["perplexity_new"] == pytest.approx(plain["perplexity_new"])
     res = runner.invoke(app, ["evaluate", str(runs["groc"]), "--data", str(runs["other"]), "--cache", "neural"])
@@ -233,7 +234,8 @@ def test_evaluate_cache_defaults_leave_new_words_alone_and_check_on_valid(
     assert en["cache_check"]["helps"] and en["perplexity"] < en["perplexity_no_cache"]  # the text repeats
     # A setting worse than no cache on the valid split is a warning (λ = 0: the cache alone).
     with caplog.at_level("WARNING", logger="polyglot_groc.analysis.crossdomain"):
-        bad = evaluate_open(runs["groc"], runs["other"], "test", CacheSettings(cache="unigram", lam=0.0))
+        bad = evaluate(run=runs["groc"], data=runs["other"], split="test", cache="unigram",
+                       cache_lambda=0.0).to_dict()
     assert bad["languages"]["en"]["cache_check"]["helps"] is False
     assert "worse than" in caplog.text and "tune-cache" in caplog.text
     # --new-word-weight alone is open-vocabulary evaluation too (on the run's own data), with the same check.
@@ -267,11 +269,12 @@ def test_freq_bins_and_curves(runs: dict[str, Path]) -> None:
 
 
 def test_freq_bins_binned_and_full_perplexities_are_told_apart(runs: dict[str, Path]) -> None:
-    from polyglot_groc.analysis.freqbins import compare_runs
+    from polyglot_groc.analysis.workflows import freq_bins
 
     # A lookup model gives the new words (zebra, kettle, ...) probability 0: they are left out of
     # the bins, so the binned perplexities are not the models' perplexities over the text.
-    out = compare_runs(runs["groc"], runs["lookup"], runs["other"], "test", width=5, n_bins=3)
+    out = freq_bins(run_a=runs["groc"], run_b=runs["lookup"], data=runs["other"], split="test", bin_width=5,
+                    bins=3).to_dict()
     assert 0 < out["tokens_binned"] < out["tokens"]
     assert sum(b["n_tokens"] for b in out["bins"]) == out["tokens_binned"]
     assert out["zero_probability_tokens_a"] == 0 and out["zero_probability_tokens_b"] > 0
@@ -314,8 +317,8 @@ def test_inference_lexicon_coverage_drops_forms_deterministically(tmp_path: Path
     half_a = with_lexicon_coverage(bundle, 0.5).forms
     half_b = with_lexicon_coverage(bundle, 0.5).forms
     assert half_a is not None and half_b is not None and torch.equal(half_a.related_mask, half_b.related_mask)
-    full = evaluate_open(tmp_path / "lex", Path(bundle.cfg.data.root), "test", lexicon_coverage=1.0)
-    zero = evaluate_open(tmp_path / "lex", Path(bundle.cfg.data.root), "test", lexicon_coverage=0.0)
+    full = evaluate(run=tmp_path / "lex", data=Path(bundle.cfg.data.root), lexicon_coverage=1.0).to_dict()
+    zero = evaluate(run=tmp_path / "lex", data=Path(bundle.cfg.data.root), lexicon_coverage=0.0).to_dict()
     assert full["languages"]["en"]["perplexity"] != zero["languages"]["en"]["perplexity"]
 
 

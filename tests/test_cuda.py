@@ -14,7 +14,9 @@ skips cleanly where CUDA is not available. ``benchmarks/gpu_campaign.py run cuda
   trainer uses (the autograd all-gather of the sharded vocabulary encoder, the gradient
   all-reduce) give the single-process results. NCCL refuses two ranks on one GPU, so the
   trainer's multi-rank path itself needs two GPUs (tests/test_distributed.py checks it with gloo);
-* a checkpoint written by a run on the device loads on CPU and scores the same perplexity.
+* a checkpoint written by a run on the device loads on CPU and scores the same perplexity;
+* open-vocabulary evaluation with a cache and the frequency-bin analysis run on the device
+  (``device=``) and give the CPU's figures, for a compositional and an adaptive model.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ from polyglot_groc.model.charset import Charset
 from polyglot_groc.model.device import maybe_compile
 from polyglot_groc.model.surface import SurfaceEncoder
 from polyglot_groc.training.distributed import DistContext, average_gradients, sharded_encoder
-from polyglot_groc.training.trainer import Trainer, evaluate_split
+from polyglot_groc.training.evaluation import evaluate_split
+from polyglot_groc.training.trainer import Trainer
 from tests.conftest import small_run_config
 
 NO_CUDA = pytest.mark.skipif(not torch.cuda.is_available(),
@@ -195,6 +198,23 @@ def test_checkpoint_written_on_the_device_loads_on_cpu_with_the_same_perplexity(
         b = evaluate_split(on_cpu, trainer.corpus, "valid", 2, 8)
     for lang, r in a.items():
         assert b[lang].perplexity == pytest.approx(r.perplexity, rel=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_open_vocabulary_scoring_on_the_device_gives_the_cpus_figures(device: str, tmp_path: Path) -> None:
+    from polyglot_groc.analysis.workflows import evaluate, freq_bins
+    from tests.test_scoring import train_runs
+
+    runs = train_runs(tmp_path, ("groc", "adaptive"))
+    for kind in ("groc", "adaptive"):
+        with exact_fp32():
+            got = [evaluate(run=runs[kind], data=runs["unseen"], cache="neural", cache_lambda=0.9, batch_size=2,
+                            device=dev).to_dict()["languages"]["en"] for dev in (device, "cpu")]
+            bins = [freq_bins(run_a=runs[kind], run_b=runs["groc"], data=runs["other"], device=dev).to_dict()
+                    for dev in (device, "cpu")]
+        for key in ("perplexity", "perplexity_seen", "perplexity_new", "perplexity_no_cache"):
+            assert got[0][key] == pytest.approx(got[1][key], rel=1e-4), (kind, key)
+        assert bins[0]["perplexity_a"] == pytest.approx(bins[1]["perplexity_a"], rel=1e-4)
 
 
 def test_every_cuda_case_is_marked_and_skips_without_cuda(request: pytest.FixtureRequest) -> None:

@@ -16,7 +16,8 @@ from polyglot_groc.model.bundle import load_bundle
 from polyglot_groc.model.charset import Charset
 from polyglot_groc.model.device import check_precision, resolve_device
 from polyglot_groc.model.surface import SurfaceEncoder
-from polyglot_groc.training.trainer import Trainer, evaluate_split
+from polyglot_groc.training.evaluation import evaluate_split
+from polyglot_groc.training.trainer import Trainer
 from tests.conftest import small_run_config
 
 LONG = ["Auseinandersetzung", "Auseinandersetzungen", "Donaudampfschifffahrtsgesellschaftskapitänsmütze",
@@ -107,9 +108,9 @@ def test_bad_devices_and_precisions_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="unknown device"):
         resolve_device("gpu")
     with pytest.raises(ConfigError, match="unknown device"):
-        load_config(None, ["train.device=\"tpu:0\""])
+        load_config(None, {"train.device": "tpu:0"})
     with pytest.raises(ConfigError, match="precision"):
-        load_config(None, ["train.precision=\"fp16\""])
+        load_config(None, {"train.precision": "fp16"})
     assert resolve_device("cpu") == torch.device("cpu")
     check_precision("bf16", torch.device("cpu"))  # CPU autocast supports bf16
     if not torch.cuda.is_available():
@@ -172,5 +173,5 @@ def test_cli_precision_and_compile_flags_reach_the_config(tmp_path: Path, tiny_d
     assert res.exit_code == 0, res.output
     from polyglot_groc.config import load_config
 
-    cfg = load_config(out / "config.toml", [])
+    cfg = load_config(out / "config.toml")
     assert cfg.train.precision == "bf16" and cfg.train.compile is False

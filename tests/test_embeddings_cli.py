@@ -180,11 +180,12 @@ def test_align_export_mapped_one_language_on_both_sides_writes_two_files(tmp_pat
 
 def test_freq_bins_and_tune_cache_say_which_languages_they_leave_out(
         runs: dict[str, Path], caplog: pytest.LogCaptureFixture) -> None:
-    from polyglot_groc.analysis.freqbins import compare_runs
-    from polyglot_groc.analysis.tunecache import tune_cache
+    from polyglot_groc.analysis.workflows import freq_bins, tune_cache
 
     with caplog.at_level("WARNING"):
-        out = compare_runs(runs["groc"], runs["lookup"], TINY, "test", width=5, n_bins=2)
-        res = tune_cache(runs["groc"], TINY, cache="unigram", lambdas=[0.9], new_word_weights=[1.0])
+        out = freq_bins(run_a=runs["groc"], run_b=runs["lookup"], data=TINY, split="test", bin_width=5,
+                        bins=2).to_dict()
+        res = tune_cache(run=runs["groc"], data=TINY, cache="unigram", lambdas=[0.9], new_word_weights=[1.0],
+                         plot=False).to_dict()
     assert out["lang"] == res["lang"] == "en" and out["languages_left_out"] == res["languages_left_out"] == ["fr"]
     assert caplog.text.count("fr left out") == 2

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from polyglot_groc.cli import app
 from polyglot_groc.config import load_config
 from polyglot_groc.training.trainer import Trainer
-from tests.conftest import SMALL, TINY
+from tests.conftest import SMALL, SMALL_OVERRIDES, TINY
 
 runner = CliRunner()
 
@@ -35,9 +35,9 @@ def _words() -> list[str]:
 def test_init_and_freeze_keep_the_input_table_bit_identical(tmp_path: Path) -> None:
     w = list(dict.fromkeys(_words()))
     vec = _vec(tmp_path / "v.vec", [(x, [0.5 + i] * 16) for i, x in enumerate(w)] + [("zzz-absent", [9.0] * 16)])
-    cfg = load_config(None, [*SMALL, 'model.kind="untied"', f'data.root="{TINY}"', 'data.langs=["en"]',
-                             f'model.init_input="{vec}"', "model.freeze_input=true", "train.max_steps=3",
-                             "train.eval_every=3"])
+    cfg = load_config(None, {**SMALL_OVERRIDES, "model.kind": "untied", "data.root": TINY, "data.langs": ["en"],
+                             "model.init_input": vec, "model.freeze_input": True, "train.max_steps": 3,
+                             "train.eval_every": 3})
     tr = Trainer(cfg, tmp_path / "run")
     table = tr.model.input_embedder.weight
     assert torch.equal(table[tr.bundle.vocab.id(w[0])], torch.full((16,), 0.5))
@@ -52,8 +52,8 @@ def test_init_and_freeze_keep_the_input_table_bit_identical(tmp_path: Path) -> N
 
 def test_groc_ignores_init_input_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     vec = _vec(tmp_path / "v.vec", [(_words()[0], [1.0] * 16)])
-    cfg = load_config(None, [*SMALL, 'model.kind="groc"', f'data.root="{TINY}"', 'data.langs=["en"]',
-                             f'model.init_input="{vec}"'])
+    cfg = load_config(None, {**SMALL_OVERRIDES, "model.kind": "groc", "data.root": TINY, "data.langs": ["en"],
+                             "model.init_input": vec})
     Trainer(cfg, tmp_path / "run")
     assert "initialises nothing" in caplog.text
 

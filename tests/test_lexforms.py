@@ -8,22 +8,24 @@ from pathlib import Path
 import pytest
 import torch
 
-from polyglot_groc.analysis.evaluate import evaluate_run
-from polyglot_groc.config import load_config
+from polyglot_groc.analysis.workflows import evaluate
+from polyglot_groc.config import load_config, merge_overrides, parse_overrides
 from polyglot_groc.model.bundle import load_bundle
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.training.data import load_corpus
 from polyglot_groc.training.trainer import Trainer, build_bundle
-from tests.conftest import SMALL, TESTS
+from tests.conftest import SMALL_OVERRIDES, TESTS
 
 TSV = TESTS / "data" / "lexicon" / "mini-en-fr.tsv"
 CORPUS = TESTS / "data" / "lexcorpus"
 
 
 def _cfg(*extra: str):
-    return load_config(None, [*SMALL, 'model.kind="groc-lex"', f'data.root="{CORPUS}"', 'data.langs=["en", "fr"]',
-                              'model.lexicon.backend="tsv"', f'model.lexicon.tsv_path="{TSV}"',
-                              "train.batch_size=2", "train.bptt=4", "train.eval_batch_size=1", *extra])
+    return load_config(None, merge_overrides(
+        SMALL_OVERRIDES, {"model.kind": "groc-lex", "data.root": CORPUS, "data.langs": ["en", "fr"],
+                          "model.lexicon.backend": "tsv", "model.lexicon.tsv_path": TSV,
+                          "train.batch_size": 2, "train.bptt": 4, "train.eval_batch_size": 1},
+        parse_overrides(extra)))
 
 
 @pytest.fixture(autouse=True)
@@ -69,8 +71,8 @@ def test_train_and_evaluate_without_the_lexicon(tmp_path: Path) -> None:
     assert bundle.forms is not None and bundle.forms.related_mask.any()
     # The forms travel in the checkpoint: evaluation needs no lexicon once it is gone.
     lexicon.unlink()
-    res = evaluate_run(tmp_path / "run", "test")
-    assert set(res["perplexity"]) == {"en", "fr"}
+    res = evaluate(run=tmp_path / "run", split="test")
+    assert set(res.perplexity) == {"en", "fr"}
 
 
 def test_compiled_forms_are_cached(tmp_path: Path) -> None:

@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lexicons.wn_backend import WnLexicon
-from polyglot_groc.commands.lexicon import app, registry_lexicon
+from polyglot_groc.commands.lexicon import app
 from polyglot_groc.config import LexiconConfig
+from polyglot_groc.model.lexforms import lexicon_for_languages
 from tests.conftest import MINI_ILI, MINI_LMF, install_wordnets
 
 runner = CliRunner()
@@ -118,9 +119,9 @@ def test_train_gets_the_registry_settings(user_wn: tuple[Path, Path]) -> None:
     assert runner.invoke(app, ["import", str(lmf), "--wn-dir", str(wn_dir)], env=NO_ENV).exit_code == 0
     reg = LanguageRegistry.from_config({"ceb": {"name": "Cebuano", "iso3": "ceb", "script": "Latin",
                                                 "wordnets": ["test-ceb"]}})
-    lex = registry_lexicon(LexiconConfig(wn_dir=str(wn_dir)), "groc-lex", ("ceb", "en"), reg)
+    lex = lexicon_for_languages(LexiconConfig(wn_dir=str(wn_dir)), "groc-lex", ("ceb", "en"), reg)
     assert lex.no_fallback == ("ceb",) and lex.specs == ("test-en:1", "test-ceb:1")
-    assert registry_lexicon(LexiconConfig(), "groc", ("ceb",), reg).specs == ()  # no lexicon, nothing opened
+    assert lexicon_for_languages(LexiconConfig(), "groc", ("ceb",), reg).specs == ()  # no lexicon, nothing opened
     opened = WnLexicon(list(lex.specs), wn_dir=wn_dir, no_fallback=lex.no_fallback)
     assert opened.definition("ido", "ceb") == [] and opened.settings["no_fallback"] == ["ceb"]
     assert "no_fallback" not in WnLexicon("test-en", wn_dir=wn_dir).settings  # older runs' settings unchanged

@@ -213,10 +213,10 @@ def test_similarity_cli_scores_datasets_independently_and_cross_lingually(tmp_pa
 
 def test_export_words_refuses_multiword_lines(tmp_path: Path) -> None:
     from groc_base.errors import InputError
-    from polyglot_groc.commands.embeddings import _read_words
+    from polyglot_groc.analysis.export import read_words
 
     path = tmp_path / "w.txt"
     path.write_text("cat\nice hockey\ndog\n", encoding="utf-8")
     with pytest.raises(InputError, match="line 2 holds several tokens"):
-        _read_words(path)
-    assert _read_words(path, skip_multiword=True) == ["cat", "dog"]
+        read_words(path)
+    assert read_words(path, skip_multiword=True) == ["cat", "dog"]

@@ -63,7 +63,7 @@ def test_user_language_with_related_is_trained_and_recorded(tmp_path: Path) -> N
     ev = runner.invoke(app, ["evaluate", str(run)], env=NO_ENV)
     assert ev.exit_code == 0, ev.output
     assert set(json.loads(ev.stdout[ev.stdout.index("{"):])["perplexity"]) == {"ceb", "fr"}
-    resumed = runner.invoke(app, ["train", "--resume", str(run)], env=NO_ENV)
+    resumed = runner.invoke(app, ["train", "--resume", str(run), "--max-steps", "3"], env=NO_ENV)
     assert resumed.exit_code == 0, resumed.output
 
 

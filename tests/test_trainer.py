@@ -101,7 +101,7 @@ def test_open_vocabulary_word_known_only_from_the_other_language(tmp_path: Path,
     cfg = small_run_config(kind, "en,fr", ["train.max_steps=2", 'data.vocab_mode="open"'])
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, root=str(tmp_path / "data")))
     Trainer(cfg, tmp_path / "run").fit()
-    from polyglot_groc.analysis.evaluate import evaluate_run
+    from polyglot_groc.analysis.workflows import evaluate
 
-    res = evaluate_run(tmp_path / "run", "test")
+    res = evaluate(run=tmp_path / "run", split="test").to_dict()
     assert np.isfinite(res["perplexity"]["fr"])

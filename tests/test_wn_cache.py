@@ -30,7 +30,9 @@ def _cache_files(cache: Path) -> list[Path]:
 
 
 def _is_cached(lex: WnLexicon) -> bool:
-    return all(type(d.synset_pos).__name__ == "_CachedColumn" for d in lex._data.values())
+    from lexicons.wn_mirror import CachedColumn
+
+    return all(isinstance(d.synset_pos, CachedColumn) for d in lex._data.values())
 
 
 def test_cache_hit_answers_exactly_as_a_rebuild(wn_dir: Path, tmp_path: Path) -> None:

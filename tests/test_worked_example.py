@@ -42,7 +42,7 @@ def test_readme_worked_example_runs(shared_data: Path, tmp_path: Path) -> None:
         result = json.loads((work / "runs" / run / "result.json").read_text())
         assert all(math.isfinite(v) for v in result["best_valid_perplexity"].values()), run
     inside = json.loads((work / "eval-in.json").read_text())
-    assert set(inside["languages"]) == {"en", "fr"}
+    assert set(inside["perplexity"]) == {"en", "fr"} and all(math.isfinite(v) for v in inside["perplexity"].values())
     for name in ("eval-wiki.json", "eval-wiki-cache.json"):
         wiki = json.loads((work / name).read_text())["languages"]["en"]
         assert wiki["oov_rate"] > 0 and math.isfinite(wiki["perplexity"]) and math.isfinite(wiki["perplexity_new"])

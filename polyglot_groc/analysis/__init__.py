@@ -1,8 +1,12 @@
-"""What users do with a trained run: evaluate it and export its embeddings.
+"""What users do with a trained run: evaluate it, analyse it, export and align its embeddings.
 
-Owns per-language perplexity of a saved run on any split (``evaluate``) and embedding export
-for any word, seen or unseen (``export``). Alignment and similarity maths live in ``eval``;
-this package only feeds it arrays.
+The public workflows live in :mod:`polyglot_groc.analysis.workflows` (``evaluate``,
+``tune_cache``, ``freq_bins``, ``curves``, ``export``, ``align``, ``similarity``,
+``lexicon_coverage``), one function per command. Each module here owns one workflow and its
+helpers: per-language perplexity in-domain and open-vocabulary with caches (``evaluate``,
+``crossdomain``, ``caches``, ``tunecache``), frequency bins, curves, embedding export, alignment
+and similarity, lexicon coverage. Alignment and similarity maths live in ``eval``; this package
+only feeds it arrays.
 
 May import: ``polyglot_groc.model``, ``polyglot_groc.training``, ``polyglot_groc.config`` and the
 sibling packages. Must not import ``elmo``, ``commands`` or ``cli``.

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from groc_base.errors import CorpusError, InputError
 from langpairs.batching import batchify, bptt_windows
@@ -41,13 +40,13 @@ from polyglot_groc.analysis.caches import (
 )
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.kinds import kind
-from polyglot_groc.model.screen import screened_logits
 from polyglot_groc.training.data import load_corpus
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CacheSettings", "TokenScores", "apply_settings", "cache_logprob", "check_settings", "load_other_split",
-           "mix_cache", "model_logprob", "perplexity", "score_tokens", "summarize", "tune_uniform_weight"]
+__all__ = ["CacheSettings", "TokenScores", "apply_settings", "cache_logprob", "check_coverage", "check_settings",
+           "evaluate_open", "load_other_split", "mix_cache", "model_logprob", "perplexity", "score_tokens",
+           "summarize", "tune_uniform_weight"]
 
 UNIFORM_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2)
 
@@ -108,8 +107,12 @@ def load_other_split(bundle: ModelBundle, data: Path, split: str) -> dict[str, l
     return {lang: list(corpus.splits[lang][split]) for lang in corpus.langs}
 
 
-def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: int, n_streams: int = 1) -> TokenScores:
-    """Run the model once over ``tokens`` (the language's own screen, extended by the new words)."""
+def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: int, n_streams: int = 1,
+                 screen: bool = True) -> TokenScores:
+    """Run the model once over ``tokens`` (the language's own screen, extended by the new words;
+    ``screen=False``: every word of the run), through :meth:`LanguageModel.token_logprobs`, so
+    every kind is scored with its own scorer. The model stays on its device; scores come back on
+    the CPU."""
     vocab = bundle.vocab
     members = set(vocab.words[i] for i in vocab.lang_ids(lang))
     new_words = [w for w in dict.fromkeys(tokens) if w not in members]
@@ -139,30 +142,26 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
     new_b = batchify(is_new_tok.astype(np.int64), n_streams).astype(bool)
     freq_b = batchify(train_freq, n_streams)
     L = ins.shape[1]
+    dev = model.device
+    # The probability mass of the new words the model scores (GroC), for down-weighting them.
+    new_ids = torch.tensor([index[w] for w in new_words if w in index], dtype=torch.long)
+    scored_lang = lang if screen else None
     was_training = model.training
     model.eval()
     logps, masses, hiddens = [], [], []
     try:
         with torch.no_grad():
-            tables = model.vocab_tables(lang)
-            screen_ids = tables.ids  # (V_l,) sorted global ids of the view
-            new_cols = torch.from_numpy(np.isin(screen_ids.numpy(), [index[w] for w in new_words if w in index]))
             state = model.init_state(n_streams)
             for a, n in bptt_windows(L, bptt):  # loop over windows; each is one batched forward
-                x = torch.from_numpy(ins[:, a:a + n])
-                emb = model.embed_inputs(x, tables)  # (B, T, d)
-                h, state = model.prefix(emb, state)  # (B, T, d)
-                logits = screened_logits(h, tables.e_out, tables.bias)  # (B, T, V_l)
-                lsm = F.log_softmax(logits.double(), dim=-1)  # (B, T, V_l)
-                y = torch.from_numpy(tgt[:, a + 1:a + n + 1])  # (B, T)
-                in_screen = torch.isin(y, screen_ids)  # new words of a lookup model are outside it
-                local = model.screen.local(screen_ids, torch.where(in_screen, y, screen_ids[0]))
-                lp = lsm.gather(-1, local.unsqueeze(-1)).squeeze(-1)  # (B, T)
-                lp = torch.where(in_screen, lp, torch.full_like(lp, -math.inf))
-                mass = lsm[..., new_cols].exp().sum(-1) if bool(new_cols.any()) else torch.zeros_like(lp)
-                logps.append(lp)
-                masses.append(mass)
-                hiddens.append(h.float())
+                x = torch.from_numpy(ins[:, a:a + n]).to(dev)
+                y = torch.from_numpy(tgt[:, a + 1:a + n + 1]).to(dev)  # (B, T)
+                out = model.token_logprobs(x, y, scored_lang, state, mass_ids=new_ids)
+                state = out.state
+                assert out.mass is not None
+                logps.append(out.logp.cpu())
+                masses.append(out.mass.cpu())
+                hiddens.append(out.hidden.float().cpu())
+            n_scored = int(model.vocab_tables(scored_lang).ids.numel())
     finally:
         model.train(was_training)
         if compositional:
@@ -174,7 +173,7 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
     tg = torch.from_numpy(tgt[:, 1:]).reshape(-1)
     is_new = torch.from_numpy(new_b[:, 1:]).reshape(-1)
     stream = torch.arange(n_streams).repeat_interleave(L - 1)
-    union_size = int(tables.ids.numel()) + len(extra)
+    union_size = n_scored + len(extra)
     return TokenScores(logp, new_mass, is_new, tg, hidden, stream, freq_b[:, 1:].reshape(-1), union_size,
                        compositional)
 
@@ -244,14 +243,19 @@ class CoverageError(InputError):
     """A lexicon coverage outside [0, 1] or on a run without a lexicon."""
 
 
+def check_coverage(coverage: float) -> None:
+    """A lexicon coverage must lie in [0, 1] (checked before any run is loaded)."""
+    if not 0.0 <= coverage <= 1.0 or math.isnan(coverage):
+        raise CoverageError(f"--lexicon-coverage {coverage} is outside [0, 1]; e.g. 0.5 keeps half the entries")
+
+
 def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
     """A groc-lex bundle whose lexicon keeps only ``coverage`` of its entries (Table 4, inference row).
 
     Entries are dropped by the lexicon service's stable word hash, so the same words lose their
     forms on every call. The model parameters are shared with ``bundle``.
     """
-    if not 0.0 <= coverage <= 1.0 or math.isnan(coverage):
-        raise CoverageError(f"--lexicon-coverage {coverage} is outside [0, 1]; e.g. 0.5 keeps half the entries")
+    check_coverage(coverage)
     if not kind(bundle.model.kind).uses_lexicon:
         raise CoverageError(f"--lexicon-coverage needs a groc-lex run; this run is {bundle.model.kind}")
     from polyglot_groc.model.lexforms import compile_forms
@@ -266,10 +270,12 @@ def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
     return out
 
 
-def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: CacheSettings | None = None,
-                  which: str = "best", n_streams: int = 1, uniform_weight: float | None = None,
+def evaluate_open(bundle: ModelBundle, payload: dict[str, Any], *, run: Path, data: Path, split: str = "test",
+                  settings: CacheSettings | None = None, checkpoint: str = "best", n_streams: int = 1,
+                  screen: bool = True, uniform_weight: float | None = None,
                   lexicon_coverage: float | None = None) -> dict[str, Any]:
-    """Open-vocabulary perplexity of a run on another corpus (JSON-ready).
+    """Open-vocabulary perplexity of a loaded run on another corpus (JSON-ready); the body of
+    :func:`polyglot_groc.analysis.evaluate.evaluate` in that setting.
 
     ``uniform_weight=None`` tunes it on ``data``'s valid split (lookup models only). With a cache
     (or a new-word weight below 1) each language also reports ``perplexity_no_cache``, the plain
@@ -277,14 +283,11 @@ def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: Cach
     ``data``'s valid split, the text such settings are tuned on. Settings that make it worse
     there are logged as a warning.
     """
-    from polyglot_groc.model.bundle import load_bundle
-
     if split not in ("valid", "test"):
         raise InputError(f"split {split!r} is unknown; use valid or test")
     s = (settings or CacheSettings()).validate()
     if uniform_weight is not None:
         check_cache_params(uniform_weight=uniform_weight)
-    bundle, payload = load_bundle(run_dir, which)
     if lexicon_coverage is not None:
         bundle = with_lexicon_coverage(bundle, lexicon_coverage)
     bptt = bundle.cfg.train.bptt
@@ -292,10 +295,13 @@ def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: Cach
     if s.new_word_weight < 1.0 and not bundle.model.compositional_output:
         log.warning("--new-word-weight %g acts on compositional (GroC) models only; the %s model gives new words "
                     "probability 0 and ignores it", s.new_word_weight, bundle.model.kind)
-    out: dict[str, Any] = {"run": str(run_dir), "data": str(data), "split": split, "model": bundle.model.kind,
-                           "checkpoint": which, "step": payload.get("step"), "cache": dataclasses.asdict(s),
+    out: dict[str, Any] = {"run": str(run), "data": str(data), "split": split, "model": bundle.model.kind,
+                           "checkpoint": checkpoint, "step": payload.get("step"), "cache": dataclasses.asdict(s),
                            "lexicon_coverage": lexicon_coverage, "languages": {}}
     valid_texts: dict[str, list[str]] = {}
+
+    def score(toks: list[str], lang: str) -> TokenScores:
+        return score_tokens(bundle, toks, lang, bptt, n_streams, screen=screen)
 
     def valid_scores(lang: str, scores: TokenScores) -> TokenScores:
         """The model's scores on ``data``'s valid split (the evaluated ones when that is the split)."""
@@ -303,10 +309,10 @@ def evaluate_open(run_dir: Path, data: Path, split: str = "test", settings: Cach
             return scores
         if not valid_texts:
             valid_texts.update(load_other_split(bundle, data, "valid"))
-        return score_tokens(bundle, valid_texts[lang], lang, bptt, n_streams)
+        return score(valid_texts[lang], lang)
 
     for lang, toks in texts.items():
-        scores = score_tokens(bundle, toks, lang, bptt, n_streams)
+        scores = score(toks, lang)
         valid: TokenScores | None = None
         uw = s.uniform_weight
         if not scores.compositional:

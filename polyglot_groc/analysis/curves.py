@@ -9,14 +9,61 @@ from __future__ import annotations
 
 import io
 import math
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groc_base.checks import check_output
 from groc_base.errors import InputError
-from groc_base.fileio import atomic_write_bytes
+from groc_base.fileio import atomic_write_bytes, unique_labels
 
-__all__ = ["check_png_path", "plot_curves", "read_metrics", "save_png"]
+__all__ = ["CurvesResult", "check_png_path", "curves", "plot_curves", "read_metrics", "save_png"]
+
+
+@dataclass(frozen=True)
+class CurvesResult:
+    """Where :func:`curves` drew which runs; ``labels`` maps each legend label to its run."""
+
+    png: str
+    runs: list[str]
+    labels: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``polyglot-groc analyze curves`` prints."""
+        return {"png": self.png, "runs": list(self.runs), "labels": dict(self.labels)}
+
+
+def curves(*, runs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str], title: str | None = None,
+           overwrite: bool = False) -> CurvesResult:
+    """Train and validation perplexity of one or more runs against epoch, in one PNG.
+
+    Args:
+        runs: run directories, each with the ``metrics.jsonl`` training writes.
+        out: PNG path, ending in ``.png``.
+        title: the figure's title.
+        overwrite: replace an existing ``out``.
+
+    Returns:
+        A :class:`CurvesResult`; its ``to_dict()`` is the JSON ``polyglot-groc analyze curves`` prints.
+
+    Raises:
+        InputError: ``out`` is not a ``.png`` or exists without ``overwrite``; a run has no
+            ``metrics.jsonl`` or a damaged one.
+    """
+    out = check_png_path(Path(out))
+    check_output(out, overwrite)
+    # Legend labels: run names, with parent folders where two runs share one (never one lost).
+    labels = unique_labels(list(runs))
+    records = {}
+    for label, run in zip(labels, runs, strict=True):
+        path = Path(run) / "metrics.jsonl"
+        if not path.is_file():
+            raise InputError(f"{path} is missing; pass run directories written by polyglot-groc train")
+        records[label] = read_metrics(path)
+    return CurvesResult(png=str(plot_curves(records, out, title)), runs=[str(r) for r in runs],
+                        labels=dict(zip(labels, (str(r) for r in runs), strict=True)))
 
 
 def read_metrics(path: Path) -> list[dict[str, Any]]:

@@ -7,8 +7,11 @@ lookup tables can only embed their vocabulary, and the words they cannot embed a
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -103,3 +106,124 @@ def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "inp
     vectors = torch.cat(chunks).float().cpu().numpy().astype(np.float32) if chunks else empty
     composed = len(unseen) if compositional else 0
     return Exported(keep, vectors, missing, composed)
+
+
+def read_words(path: str | os.PathLike[str], skip_multiword: bool = False) -> list[str]:
+    """One word per line of a UTF-8 file; a line with several tokens is an error unless ``skip_multiword``.
+
+    Raises:
+        InputError: the file is missing, not UTF-8, empty, or (without ``skip_multiword``) holds
+            a line with several tokens.
+    """
+    from groc_base.fileio import read_bytes
+    from langpairs.corpus import decode_utf8
+
+    path = Path(path)
+    data = read_bytes(path, "word list", InputError)
+    lines = [line.split() for line in decode_utf8(data, path).splitlines()]
+    multi = [i for i, fields in enumerate(lines, start=1) if len(fields) > 1]
+    if multi and not skip_multiword:
+        raise InputError(f"{path}: line {multi[0]} holds several tokens ({' '.join(lines[multi[0] - 1])[:60]!r}; "
+                         f"{len(multi)} such lines); .vec files hold one token per word: split the phrase, "
+                         "or pass --skip-multiword to leave those lines out")
+    if multi:
+        log.warning("%s: %d multiword line(s) skipped (--skip-multiword)", path, len(multi))
+    words = [fields[0] for fields in lines if len(fields) == 1]
+    if not words:
+        raise InputError(f"word list {path} is empty; put one word per line")
+    return words
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What :func:`export` wrote: how many of the requested words, how many composed from their spelling.
+
+    ``missing`` counts the words this model cannot embed (a lookup table and an unseen word);
+    ``missing_examples`` names up to ten of them.
+    """
+
+    model: str
+    lang: str
+    side: str
+    requested: int
+    exported: int
+    composed_unseen: int
+    missing: int
+    missing_examples: list[str]
+    out: str
+    dim: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``polyglot-groc export`` prints."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def export(
+    *,
+    run: str | os.PathLike[str],
+    lang: str,
+    out: str | os.PathLike[str],
+    words: str | os.PathLike[str] | Sequence[str] | None = None,
+    vocab: bool = False,
+    side: str = "input",
+    max_vocab: int | None = None,
+    checkpoint: str = "best",
+    skip_multiword: bool = False,
+    overwrite: bool = False,
+    device: str = "auto",
+    threads: int | None = None,
+) -> ExportResult:
+    """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
+
+    Words are written unchanged (no lowercasing); ``vocab=True`` writes the language's vocabulary
+    most frequent first, so MUSE's lowercase first-occurrence rule keeps each word's most
+    frequent casing. A compositional side (GroC) embeds any word; a lookup table only its
+    vocabulary (the others are counted in ``missing``). The file is written atomically.
+
+    Args:
+        run: run directory.
+        lang: the language whose words to embed.
+        out: the ``.vec`` path (``.gz`` is written compressed).
+        words: a file with one word per line, or the words themselves (a list); exactly one of
+            ``words`` and ``vocab``.
+        vocab: export the language's vocabulary.
+        side: ``input`` or ``output`` embeddings.
+        max_vocab: keep the first N words (the N most frequent with ``vocab``).
+        checkpoint: ``best`` or ``last``.
+        skip_multiword: with a ``words`` file, leave out lines with several tokens instead of failing.
+        overwrite: replace an existing ``out``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        threads: CPU threads for torch (None or 0: torch's default).
+
+    Returns:
+        An :class:`ExportResult`; its ``to_dict()`` is the JSON ``polyglot-groc export`` prints.
+
+    Raises:
+        InputError: both or neither of ``words`` and ``vocab``, an existing ``out`` without
+            ``overwrite``, a bad word list, a language the run lacks, no word embeddable.
+    """
+    from eval.vectors import write_vec
+    from groc_base.checks import check_output, check_positive
+    from polyglot_groc.model.bundle import load_bundle
+    from polyglot_groc.model.device import use_threads
+
+    check_positive(max_vocab=max_vocab)
+    use_threads(threads)
+    if (words is None) == (not vocab):
+        raise InputError("pass exactly one of --words FILE or --vocab")
+    check_output(Path(out), overwrite)
+    if isinstance(words, (str, os.PathLike)):
+        wanted: list[str] | None = read_words(words, skip_multiword)
+    else:
+        wanted = list(words) if words is not None else None
+    if wanted is not None and max_vocab:
+        wanted = wanted[:max_vocab]
+    bundle, _ = load_bundle(Path(run), checkpoint, device)
+    asked = wanted if wanted is not None else vocabulary_words(bundle, lang, max_vocab)
+    got = embed(bundle, lang, asked, side=side)
+    if not got.words:
+        raise InputError(f"none of the requested words can be embedded by this {bundle.model.kind} model")
+    write_vec(Path(out), got.words, got.vectors)
+    return ExportResult(model=bundle.model.kind, lang=lang, side=side, requested=len(asked),
+                        exported=len(got.words), composed_unseen=got.composed, missing=len(got.missing),
+                        missing_examples=got.missing[:10], out=str(out), dim=int(got.vectors.shape[1]))

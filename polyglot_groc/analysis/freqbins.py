@@ -13,20 +13,23 @@ separately, each model's perplexity over every token of the text.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from groc_base.checks import check_output
 from groc_base.errors import InputError
-from groc_base.fileio import unique_labels
+from groc_base.fileio import atomic_write_bytes, dumps_json, json_safe, unique_labels
 from polyglot_groc.analysis.curves import check_png_path, save_png
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FreqBin", "bin_edges", "binned", "freq_bins", "plot_freq_bins"]
+__all__ = ["FreqBin", "FreqBinsResult", "IncomparableRunsError", "bin_differences", "bin_edges", "binned",
+           "freq_bins", "plot_freq_bins"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ def binned(train_freq: np.ndarray, edges: Sequence[tuple[int, int]]) -> np.ndarr
     return m
 
 
-def freq_bins(train_freq: np.ndarray, loss_a: np.ndarray, loss_b: np.ndarray,
+def bin_differences(train_freq: np.ndarray, loss_a: np.ndarray, loss_b: np.ndarray,
               edges: Sequence[tuple[int, int]]) -> list[FreqBin]:
     """Median and mean of loss_a - loss_b per bin, and each bin's share of the mean over the binned
     tokens (the shares add up to it); ``train_freq`` (N,) is each target token's training count."""
@@ -122,16 +125,101 @@ class IncomparableRunsError(InputError):
     """Two runs whose vocabularies or tokenisation differ cannot be compared token by token."""
 
 
-def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", width: int = 50, n_bins: int = 10,
-                 out_png: Path | None = None, which: str = "best") -> dict[str, Any]:
-    """Per-token losses of two runs on the same text, binned by training frequency (Figure 3)."""
+@dataclass(frozen=True)
+class FreqBinsResult:
+    """Two runs' per-token losses on one text, binned by the target's training frequency (Figure 3).
+
+    ``bins`` are :meth:`FreqBin.to_dict` entries; losses are nats per token, A minus B (below 0:
+    A predicts better). ``perplexity_a``/``_b`` cover every token of the text, ``binned_*`` only
+    the binned ones (new words only where both runs compose them).
+    """
+
+    run_a: str
+    run_b: str
+    label_a: str
+    label_b: str
+    data: str
+    split: str
+    lang: str
+    languages_left_out: list[str]
+    unit: str
+    tokens: int
+    tokens_binned: int
+    perplexity_a: float | None
+    perplexity_b: float | None
+    zero_probability_tokens_a: int
+    zero_probability_tokens_b: int
+    binned_perplexity_a: float | None
+    binned_perplexity_b: float | None
+    mean_diff: float | None
+    bins: list[dict[str, Any]]
+    png: str | None = None
+    json: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``polyglot-groc analyze freq-bins`` prints and writes beside the PNG."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for key in ("png", "json"):
+            if out[key] is None:
+                del out[key]
+        return json_safe(out)  # type: ignore[return-value]
+
+
+def freq_bins(
+    *,
+    run_a: str | os.PathLike[str],
+    run_b: str | os.PathLike[str],
+    data: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    split: str = "test",
+    bin_width: int = 50,
+    bins: int = 10,
+    overwrite: bool = False,
+    checkpoint: str = "best",
+    device: str = "auto",
+    threads: int | None = None,
+) -> FreqBinsResult:
+    """Median (and mean) per-token loss difference of run A minus run B by training-frequency bin.
+
+    Both runs score ``data``'s ``split`` (its first language the runs know) through their kinds'
+    scorers, one stream each; the runs must share a tokenisation and vocabulary. With ``out`` (a
+    ``.png``) the bar chart is written there and the result's JSON beside it (``fig.png`` ->
+    ``fig.json``), both atomically, after every check.
+
+    Args:
+        run_a: first run (e.g. GroC).
+        run_b: second run (e.g. tied).
+        data: corpus root (``<lang>/<split>.txt``).
+        out: PNG path ending in ``.png``; None: no files.
+        split: ``valid`` or ``test``.
+        bin_width: training-frequency bin width (the seed's 50).
+        bins: number of bins; the last is open-ended.
+        overwrite: replace an existing PNG or JSON.
+        checkpoint: ``best`` or ``last`` of both runs.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        threads: CPU threads for torch (None or 0: torch's default).
+
+    Returns:
+        A :class:`FreqBinsResult`; its ``to_dict()`` is the JSON the CLI prints.
+
+    Raises:
+        InputError: a bad bin width or count, a path that is not a ``.png`` or exists without
+            ``overwrite``; IncomparableRunsError: runs with different tokenisation or vocabularies.
+    """
     from polyglot_groc.analysis.crossdomain import load_other_split, score_tokens
     from polyglot_groc.model.bundle import load_bundle
+    from polyglot_groc.model.device import use_threads
 
-    if out_png is not None:
-        check_png_path(out_png)  # before the models run
-    a, _ = load_bundle(run_a, which)
-    b, _ = load_bundle(run_b, which)
+    use_threads(threads)
+    png = json_out = None
+    if out is not None:
+        # The figure must be a .png, so the JSON beside it (fig.png -> fig.json) is always another file.
+        png = check_png_path(Path(out))
+        json_out = png.with_suffix(".json")
+        check_output(png, overwrite, also=[json_out])  # before the models run
+    bin_edges(bin_width, bins)
+    a, _ = load_bundle(Path(run_a), checkpoint, device)
+    b, _ = load_bundle(Path(run_b), checkpoint, device)
     if a.cfg.data.tokenize != b.cfg.data.tokenize:
         raise IncomparableRunsError(f"the runs tokenise differently ({a.cfg.data.tokenize} vs "
                                     f"{b.cfg.data.tokenize}); compare runs trained on the same corpus")
@@ -142,35 +230,37 @@ def compare_runs(run_a: Path, run_b: Path, data: Path, split: str = "test", widt
         if wa != wb:
             raise IncomparableRunsError("the runs have different vocabularies; compare runs trained on the same "
                                         "corpus with the same vocabulary settings")
-    texts = load_other_split(a, data, split)
+    texts = load_other_split(a, Path(data), split)
     lang, toks = next(iter(texts.items()))
     if len(texts) > 1:
         log.warning("freq-bins compares the runs on the first language, %s; %s left out", lang,
                     ", ".join(list(texts)[1:]))
     sa = score_tokens(a, toks, lang, a.cfg.train.bptt)
     sb = score_tokens(b, toks, lang, b.cfg.train.bptt)
-    edges = bin_edges(width, n_bins, include_unseen=sa.compositional and sb.compositional)
+    edges = bin_edges(bin_width, bins, include_unseen=sa.compositional and sb.compositional)
     # New words have infinite loss under a lookup model: the unseen bin only when both compose words.
     la, lb = -sa.logp.numpy(), -sb.logp.numpy()  # (N,) nats per token
-    bins = freq_bins(sa.train_freq, la, lb, edges)
+    binned_bins = bin_differences(sa.train_freq, la, lb, edges)
     m = binned(sa.train_freq, edges)  # new words only where both runs compose them
     label_a, label_b = unique_labels([run_a, run_b])
-    res = {"run_a": str(run_a), "run_b": str(run_b), "label_a": label_a, "label_b": label_b, "data": str(data),
-           "split": split, "lang": lang, "languages_left_out": list(texts)[1:], "unit": "nats per token",
-           "tokens": int(la.size),
-           "tokens_binned": int(m.sum()),
-           # Each model over every token of the text (None when it gives some token probability 0:
-           # a lookup model and a new word), then over the binned tokens only, whose bins' shares
-           # add up to log(binned_perplexity_a / binned_perplexity_b) = mean_diff.
-           "perplexity_a": _perplexity(la), "perplexity_b": _perplexity(lb),
-           "zero_probability_tokens_a": int(np.isinf(la).sum()), "zero_probability_tokens_b": int(np.isinf(lb).sum()),
-           "binned_perplexity_a": _perplexity(la[m]), "binned_perplexity_b": _perplexity(lb[m]),
-           "mean_diff": float((la[m].astype(np.float64) - lb[m]).mean()) if m.any() else None,
-           "bins": [x.to_dict() for x in bins]}
-    if out_png is not None:
-        plot_freq_bins(bins, out_png, label_a, label_b)
-        res["png"] = str(out_png)
-    return res
+    if png is not None:
+        plot_freq_bins(binned_bins, png, label_a, label_b)
+    result = FreqBinsResult(
+        run_a=str(run_a), run_b=str(run_b), label_a=label_a, label_b=label_b, data=str(data), split=split,
+        lang=lang, languages_left_out=list(texts)[1:], unit="nats per token", tokens=int(la.size),
+        tokens_binned=int(m.sum()),
+        # Each model over every token of the text (None when it gives some token probability 0:
+        # a lookup model and a new word), then over the binned tokens only, whose bins' shares
+        # add up to log(binned_perplexity_a / binned_perplexity_b) = mean_diff.
+        perplexity_a=_perplexity(la), perplexity_b=_perplexity(lb),
+        zero_probability_tokens_a=int(np.isinf(la).sum()), zero_probability_tokens_b=int(np.isinf(lb).sum()),
+        binned_perplexity_a=_perplexity(la[m]), binned_perplexity_b=_perplexity(lb[m]),
+        mean_diff=float((la[m].astype(np.float64) - lb[m]).mean()) if m.any() else None,
+        bins=[x.to_dict() for x in binned_bins],
+        png=str(png) if png is not None else None, json=str(json_out) if json_out is not None else None)
+    if json_out is not None:
+        atomic_write_bytes(json_out, (dumps_json(result.to_dict(), indent=2) + "\n").encode())
+    return result
 
 
 def _perplexity(loss: np.ndarray) -> float | None:

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from groc_base.errors import InputError
+from groc_base.checks import check_output
+from groc_base.errors import ConfigError, InputError
+from groc_base.fileio import json_safe
 from polyglot_groc.analysis.caches import check_cache_params
 from polyglot_groc.analysis.crossdomain import (
     CacheSettings,
@@ -38,8 +42,8 @@ from polyglot_groc.analysis.curves import check_png_path, save_png
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LAMBDAS", "NEW_WORD_WEIGHTS", "THETAS", "grid_edges", "grid_search", "plot_heatmap", "tune_cache",
-           "tune_scores"]
+__all__ = ["LAMBDAS", "NEW_WORD_WEIGHTS", "THETAS", "TuneCacheResult", "grid_edges", "grid_search", "plot_heatmap",
+           "tune_cache", "tune_scores"]
 
 THETAS = tuple(float(x) for x in np.linspace(0.0, 1.0, 5))
 LAMBDAS = tuple(float(x) for x in np.linspace(0.833, 0.966, 5))
@@ -209,38 +213,129 @@ def tune_scores(scores: TokenScores, base: CacheSettings, thetas: Sequence[float
     }
 
 
-def tune_cache(run_dir: Path, data: Path, split: str = "valid", cache: str = "neural", size: int = 5000,
-               new_word_weights: Sequence[float] | None = None, out_png: Path | None = None, which: str = "best",
-               thetas: Sequence[float] | None = None, lambdas: Sequence[float] | None = None) -> dict[str, Any]:
-    """:func:`tune_scores` on ``data``'s ``split`` (the first language the run knows), with the heat
-    map of θ x λ at the best new-word weight. ``None`` grids take the seed's (:data:`THETAS`,
-    :data:`LAMBDAS`, :data:`NEW_WORD_WEIGHTS` for GroC)."""
-    from polyglot_groc.model.bundle import load_bundle
+@dataclass(frozen=True)
+class TuneCacheResult:
+    """What :func:`tune_cache` found: the θ x λ (x new-word weight) grid, no cache beside it, the best.
 
-    if out_png is not None:
-        check_png_path(out_png)
-    _grids(cache, thetas, lambdas, new_word_weights)  # bad input fails before the model runs too
-    base = CacheSettings(cache=cache, size=size).validate()
-    bundle, _ = load_bundle(run_dir, which)
-    texts = load_other_split(bundle, data, split)
+    ``perplexity`` is the θ x λ grid at the best new-word weight (the heat map);
+    ``perplexity_by_new_word_weight`` every weight's grid (GroC). ``best`` is no cache when no
+    grid point beats it; ``best_cached`` is the best grid point either way; ``on_edge`` names the
+    hyperparameters whose best is a grid edge that could go further; ``evaluate_args`` are the
+    ``evaluate`` options that apply ``best``.
+    """
+
+    run: str
+    data: str
+    split: str
+    lang: str
+    languages_left_out: list[str]
+    cache: str
+    cache_size: int
+    thetas: list[float]
+    lambdas: list[float]
+    new_word_weights: list[float] | None
+    perplexity: list[list[float]]
+    perplexity_by_new_word_weight: dict[str, list[list[float]]] | None
+    perplexity_no_cache: float | None
+    best: dict[str, Any]
+    best_cached: dict[str, Any]
+    cache_helps: bool
+    on_edge: dict[str, dict[str, Any]]
+    uniform_weight: float | None
+    evaluate_args: list[str]
+    png: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``polyglot-groc tune-cache`` prints (``png`` only when a heat map was written)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        if self.png is None:
+            del out["png"]
+        return json_safe(out)  # type: ignore[return-value]
+
+
+def tune_cache(
+    *,
+    run: str | os.PathLike[str],
+    data: str | os.PathLike[str],
+    split: str = "valid",
+    cache: str = "neural",
+    cache_size: int = 5000,
+    thetas: Sequence[float] | None = None,
+    lambdas: Sequence[float] | None = None,
+    new_word_weights: Sequence[float] | None = None,
+    new_word_weight: float | None = None,
+    out: str | os.PathLike[str] | None = None,
+    plot: bool = True,
+    overwrite: bool = False,
+    checkpoint: str = "best",
+    device: str = "auto",
+    threads: int | None = None,
+) -> TuneCacheResult:
+    """Grid-search the cache's θ, λ and (GroC) new-word weight on ``data``'s ``split``, against no cache.
+
+    The model runs once over the text (the first language of the run that ``data`` has); each θ
+    is one cache pass, every λ and new-word weight after that is arithmetic. Lookup models get
+    the uniform weight tuned on the same text first. A heat map of θ x λ at the best new-word
+    weight is written to ``out`` (Figure 6).
+
+    Args:
+        run: run directory.
+        data: corpus root of the target domain (``<lang>/<split>.txt``).
+        split: ``valid`` (the seed tunes there) or ``test``.
+        cache: ``neural`` or ``unigram`` (θ does not act on the unigram cache).
+        cache_size: the cache window (the seed used 5000 when tuning).
+        thetas: θ values (default :data:`THETAS`).
+        lambdas: λ values, the model's weight (default :data:`LAMBDAS`).
+        new_word_weights: GroC's new-word weights (default :data:`NEW_WORD_WEIGHTS`).
+        new_word_weight: fix GroC's new-word weight instead of tuning it (not with ``new_word_weights``).
+        out: the heat map's PNG path (default ``RUN/tune-cache-CACHE.png``).
+        plot: write the heat map (``False``: no file at all).
+        overwrite: replace an existing ``out``.
+        checkpoint: ``best`` or ``last``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+        threads: CPU threads for torch (None or 0: torch's default).
+
+    Returns:
+        A :class:`TuneCacheResult`; its ``to_dict()`` is the JSON ``polyglot-groc tune-cache`` prints.
+
+    Raises:
+        InputError: a grid value out of range, both ``new_word_weight`` and ``new_word_weights``,
+            an output that exists without ``overwrite`` or is not a ``.png``, a corpus without the
+            run's languages; CheckpointError: no such run.
+    """
+    from polyglot_groc.model.bundle import load_bundle
+    from polyglot_groc.model.device import use_threads
+
+    use_threads(threads)
+    if new_word_weight is not None and new_word_weights is not None:
+        raise ConfigError("give --new-word-weight (one value) or --new-word-weights (a grid), not both")
+    weights = [new_word_weight] if new_word_weight is not None else new_word_weights
+    png = None
+    if plot:
+        png = check_png_path(Path(out) if out is not None else Path(run) / f"tune-cache-{cache}.png")
+        check_output(png, overwrite)
+    _grids(cache, thetas, lambdas, weights)  # bad input fails before the model runs too
+    base = CacheSettings(cache=cache, size=cache_size).validate()
+    bundle, _ = load_bundle(Path(run), checkpoint, device)
+    texts = load_other_split(bundle, Path(data), split)
     lang, toks = next(iter(texts.items()))
     if len(texts) > 1:
         log.warning("tune-cache tunes on the first language, %s; %s left out", lang, ", ".join(list(texts)[1:]))
     scores = score_tokens(bundle, toks, lang, bundle.cfg.train.bptt)
     if not scores.compositional:
         base = dataclasses.replace(base, uniform_weight=tune_uniform_weight(scores))
-    res: dict[str, Any] = {"run": str(run_dir), "data": str(data), "split": split, "lang": lang,
+    res: dict[str, Any] = {"run": str(run), "data": str(data), "split": split, "lang": lang,
                            "languages_left_out": list(texts)[1:],
-                           **tune_scores(scores, base, thetas, lambdas, new_word_weights)}
-    if out_png is not None:
+                           **tune_scores(scores, base, thetas, lambdas, weights)}
+    if png is not None:
         bc = res["best_cached"]
         i, j = res["thetas"].index(bc["theta"] or 0.0), res["lambdas"].index(bc["lambda"])
         nww = f", new-word weight {bc['new_word_weight']:g}" if scores.compositional else ""
-        plot_heatmap(np.array(res["perplexity"]), res["thetas"], res["lambdas"], out_png,
+        plot_heatmap(np.array(res["perplexity"]), res["thetas"], res["lambdas"], png,
                      f"{bundle.model.kind} + {cache} cache, {split}{nww}", no_cache=res["perplexity_no_cache"],
                      best=(i, j))
-        res["png"] = str(out_png)
-    return res
+        res["png"] = str(png)
+    return TuneCacheResult(**res)
 
 
 def _evaluate_args(best: dict[str, Any]) -> list[str]:

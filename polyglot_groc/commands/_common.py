@@ -6,19 +6,23 @@ the CLI alone decides how they look (one line on stderr) and the exit code (2).
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import functools
 import logging
 import math
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 
-from groc_base.errors import ConfigError, GrocError, InputError
+from groc_base.checks import (  # noqa: F401  the commands' checks are the library's
+    check_non_negative,
+    check_output,
+    check_positive,
+    check_probability,
+)
+from groc_base.errors import ConfigError, GrocError
 from groc_base.fileio import dumps_json
 
 P = ParamSpec("P")
@@ -35,6 +39,11 @@ err_console = Console(stderr=True, soft_wrap=True, markup=False)
 USER_ERRORS: tuple[type[BaseException], ...] = (GrocError, FileNotFoundError, UnicodeDecodeError)
 
 EXIT_USER_ERROR = 2
+#: Conventional exit codes of a process ended by a signal: 128 + SIGINT (Ctrl-C), 128 + SIGTERM.
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+#: A training run whose loss diverged (result.json says so; last.pt is the last good state).
+EXIT_DIVERGED = 3
 
 
 def one_line(message: object) -> str:
@@ -93,38 +102,10 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def check_positive(**values: int | float | None) -> None:
-    """Counts and sizes given on the command line must be positive, finite numbers (None = not given)."""
-    for name, value in values.items():
-        if value is None:
-            continue
-        if not math.isfinite(value) or value <= 0:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(f"{flag}={value} must be a positive number; pass a value above 0 or leave it out")
-
-
-def check_non_negative(**values: int | float | None) -> None:
-    for name, value in values.items():
-        if value is None:
-            continue
-        if not math.isfinite(value) or value < 0:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(f"{flag}={value} must be a finite number >= 0")
-
-
-def check_probability(**values: float | None) -> None:
-    for name, value in values.items():
-        if value is None:
-            continue
-        if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-            flag = "--" + name.replace("_", "-")
-            raise ConfigError(f"{flag}={value} must be a probability in [0, 1]")
-
-
 #: ``--threads`` of every command that runs a model; apply it with :func:`use_threads`.
 THREADS_HELP = ("CPU threads for torch; 0 or unset: torch's default ($OMP_NUM_THREADS if set, else all cores). "
                 "On a loaded machine 1-2 threads can be several times faster")
-ThreadsOption = Annotated[int | None, typer.Option("--threads", help=THREADS_HELP, show_default=False)]
+ThreadsOption = Annotated[int | None, typer.Option("--threads", help=THREADS_HELP, show_default="torch's default")]
 
 
 def use_threads(threads: int | None) -> None:
@@ -152,30 +133,6 @@ def float_list(text: str | None, flag: str) -> list[float] | None:
 
 #: The help of every command's ``--overwrite``: one wording for one behaviour.
 OVERWRITE_HELP = "Replace an existing --out (without it, an existing output is an error)"
-
-
-def check_output(path: Path, overwrite: bool, *, directory: bool = False, flag: str = "--out",
-                 also: Sequence[Path] = ()) -> None:
-    """Refuse to replace an existing output without ``--overwrite``, as ``train`` does for its run directory.
-
-    A file output (``directory=False``) is refused if it exists, and so is each path in ``also``
-    (files written beside it, such as a JSON next to a PNG); a directory output if it holds
-    anything.  Called before any work, so a refused command costs nothing and changes nothing.
-    """
-    if directory:
-        if path.exists() and not path.is_dir():
-            raise InputError(f"{flag} {path} is a file, not a directory; give a directory path")
-        held = sorted(p.name for p in path.iterdir()) if path.is_dir() else []
-        if held and not overwrite:
-            shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
-            raise InputError(f"{flag} {path} already exists and is not empty ({shown}); "
-                              f"pass --overwrite to replace its results or choose another {flag}")
-        return
-    for target in (path, *also):
-        if target.is_dir():
-            raise InputError(f"{flag} {target} is a directory; give a file path")
-        if target.exists() and not overwrite:
-            raise InputError(f"{target} already exists; pass --overwrite to replace it or choose another {flag}")
 
 
 def deprecated_alias(new: str, old: str, new_value: T, old_value: T | None) -> T:
@@ -225,29 +182,3 @@ def setup_logging(verbose: bool) -> None:
 def print_json(obj: object) -> None:
     """Print a result as JSON on stdout (machine-readable; progress goes to stderr)."""
     typer.echo(dumps_json(obj, indent=2, ensure_ascii=False, sort_keys=False))
-
-
-@contextlib.contextmanager
-def locked_run_dir(out: Path, command: str, clean: Sequence[str] = ()) -> Iterator[None]:
-    """Hold the run lock on ``out`` while ``command`` writes it (train, --resume, finetune).
-
-    An error before the first checkpoint (``last.pt``) leaves no trace: a directory this command
-    created is removed; in one that existed, only the files named in ``clean`` are removed.
-    """
-    import shutil
-
-    from polyglot_groc.training.runlock import RunLock
-
-    created = not out.exists()
-    with RunLock(out, command):
-        try:
-            yield
-        except BaseException:
-            if out.is_dir() and not (out / "last.pt").exists():
-                if created:
-                    shutil.rmtree(out, ignore_errors=True)
-                else:
-                    for name in clean:
-                        (out / name).unlink(missing_ok=True)
-            raise
-

@@ -11,15 +11,11 @@ from polyglot_groc.commands._common import (
     OVERWRITE_HELP,
     ThreadsOption,
     check_non_negative,
-    check_output,
     check_positive,
     cli_errors,
-    err_console,
     float_list,
-    locked_run_dir,
     print_json,
     setup_logging,
-    use_threads,
 )
 
 analyze_app = typer.Typer(help="Analyses of trained runs: loss by frequency bin, training curves.",
@@ -46,6 +42,7 @@ def tune_cache_command(
                                              show_default="RUN/tune-cache-CACHE.png")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     threads: ThreadsOption = None,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Grid-search the cache's θ, λ and (GroC) new-word weight against no cache at all; JSON + heat map.
@@ -55,26 +52,22 @@ def tune_cache_command(
     evaluate_args holds the evaluate options that apply the best.
     """
     _tune(run, data, split, cache, cache_size, out, verbose, thetas, lambdas, new_word_weights, new_word_weight,
-          threads, overwrite)
+          threads, overwrite, device)
 
 
 @cli_errors
 def _tune(run: Path, data: Path, split: str, cache: str, size: int, out: Path | None, verbose: bool,
           thetas: str | None = None, lambdas: str | None = None, new_word_weights: str | None = None,
           new_word_weight: float | None = None, threads: int | None = None,
-          overwrite: bool = False) -> None:
-    from groc_base.errors import ConfigError
+          overwrite: bool = False, device: str = "auto") -> None:
     from polyglot_groc.analysis.tunecache import tune_cache
 
     setup_logging(verbose)
-    use_threads(threads)
-    if new_word_weight is not None and new_word_weights is not None:
-        raise ConfigError("give --new-word-weight (one value) or --new-word-weights (a grid), not both")
-    weights = [new_word_weight] if new_word_weight is not None else float_list(new_word_weights, "--new-word-weights")
-    theta_grid, lambda_grid = float_list(thetas, "--thetas"), float_list(lambdas, "--lambdas")
-    png = out or run / f"tune-cache-{cache}.png"
-    check_output(png, overwrite)
-    print_json(tune_cache(run, data, split, cache, size, weights, png, thetas=theta_grid, lambdas=lambda_grid))
+    res = tune_cache(run=run, data=data, split=split, cache=cache, cache_size=size,
+                     thetas=float_list(thetas, "--thetas"), lambdas=float_list(lambdas, "--lambdas"),
+                     new_word_weights=float_list(new_word_weights, "--new-word-weights"),
+                     new_word_weight=new_word_weight, out=out, overwrite=overwrite, threads=threads, device=device)
+    print_json(res.to_dict())
 
 
 def finetune_command(
@@ -100,7 +93,9 @@ def finetune_command(
     threads: ThreadsOption = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device; "
                                                "default: the run's)", show_default=False)] = None,
-    log_every: Annotated[int, typer.Option("--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps")] = 100,
+    log_every: Annotated[int | None, typer.Option(
+        "--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps; 0: no log lines (train.log_every)",
+        show_default="the run's train.log_every")] = None,
     tensorboard: Annotated[bool, typer.Option("--tensorboard", help="Also write TensorBoard scalars")] = False,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -118,43 +113,26 @@ def finetune_command(
 def _finetune(run: Path, data: Path, out: Path, epochs: int | None, max_steps: int | None, lr: float | None,
               overwrite: bool, verbose: bool, resume_optimizer: bool = False, overrides: list[str] | None = None,
               threads: int | None = None, device: str | None = None, max_minutes: float | None = None,
-              log_every: int = 100, tensorboard: bool = False, checkpoint: str = "best") -> None:
-    from groc_base.errors import InputError
-    from groc_base.fileio import dumps_json
-    from polyglot_groc.commands.train import EXIT_DIVERGED, RichHooks
-    from polyglot_groc.model.checkpoint import atomic_write_text
-    from polyglot_groc.training.finetune import finetune_run
-    from polyglot_groc.training.trainer import run_dir_has_content
+              log_every: int | None = None, tensorboard: bool = False, checkpoint: str = "best") -> None:
+    """A thin face over :func:`polyglot_groc.training.workflows.finetune`."""
+    from polyglot_groc.commands.train import ReportInterrupts, RichHooks, report_result
+    from polyglot_groc.config import parse_overrides
+    from polyglot_groc.training.workflows import finetune
 
     setup_logging(verbose)
     # Numbers first: nothing is read or written before the command line is known to be sane.
     check_positive(epochs=epochs, lr=lr, max_minutes=max_minutes)
-    check_non_negative(max_steps=max_steps, log_every=log_every)
-    use_threads(threads)
-    # Explicit flags win over --set, as in train.
-    explicit = [*([f"train.threads={threads}"] if threads is not None else []),
-                *([f'train.device="{device}"'] if device is not None else []),
-                *([f"train.max_minutes={max_minutes}"] if max_minutes is not None else [])]
-    if Path(out).resolve() == Path(run).resolve():
-        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
-    if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
-    # One writer per run directory, as for train and --resume; an early error leaves nothing behind.
-    with locked_run_dir(Path(out), "finetune", ("config.toml", "metrics.jsonl", "curves.png")):
-        hooks = RichHooks(Path(out), log_every, tensorboard)
+    check_non_negative(max_steps=max_steps, log_every=log_every, threads=threads)
+    hooks = RichHooks(Path(out), tensorboard)
+    with ReportInterrupts(Path(out), "finetune", tensorboard):
         try:
-            done = finetune_run(run, data, out, epochs, checkpoint, overwrite=overwrite, lr=lr, max_steps=max_steps,
-                                resume_optimizer=resume_optimizer, overrides=[*(overrides or []), *explicit],
-                                hooks=hooks)
+            result = finetune(run=run, data=data, out=out, epochs=epochs, max_steps=max_steps,
+                              max_minutes=max_minutes, lr=lr, resume_optimizer=resume_optimizer,
+                              checkpoint=checkpoint, overrides=parse_overrides(overrides or []), threads=threads,
+                              device=device, log_every=log_every, overwrite=overwrite, hooks=hooks)
         finally:
             hooks.close()
-        summary = done.to_dict()
-        atomic_write_text(Path(out) / "result.json", dumps_json(summary, indent=2) + "\n")
-    print_json(summary)
-    if done.diverged:
-        err_console.print("error: finetuning diverged; lower --lr or train.clip (last.pt is the last good state)",
-                          highlight=False, markup=False)
-        raise typer.Exit(code=EXIT_DIVERGED)
+    report_result(result, report=True, what="finetuning", fix="--lr or train.clip")
 
 
 @analyze_app.command("freq-bins")
@@ -169,28 +147,23 @@ def freq_bins_command(
     bins: Annotated[int, typer.Option("--bins", help="Number of bins; the last is open-ended")] = 10,
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     threads: ThreadsOption = None,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last (of both runs)")] = "best",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Median per-token loss difference (A - B) by training-frequency bin (seed Figure 3), with means and shares."""
-    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, threads, overwrite)
+    _freq(run_a, run_b, data, out, split, bin_width, bins, verbose, threads, overwrite, device, checkpoint)
 
 
 @cli_errors
 def _freq(run_a: Path, run_b: Path, data: Path, out: Path, split: str, width: int, n_bins: int,
-          verbose: bool, threads: int | None = None, overwrite: bool = False) -> None:
-    from groc_base.fileio import atomic_write_bytes, dumps_json
-    from polyglot_groc.analysis.curves import check_png_path
-    from polyglot_groc.analysis.freqbins import compare_runs
+          verbose: bool, threads: int | None = None, overwrite: bool = False, device: str = "auto",
+          checkpoint: str = "best") -> None:
+    from polyglot_groc.analysis.freqbins import freq_bins
 
     setup_logging(verbose)
-    use_threads(threads)
-    # --out must be a .png, so the JSON beside it (fig.png -> fig.json) is always another file.
-    json_out = check_png_path(out).with_suffix(".json")
-    check_output(out, overwrite, also=[json_out])
-    res = compare_runs(run_a, run_b, data, split, width, n_bins, out)
-    res["json"] = str(json_out)
-    atomic_write_bytes(json_out, (dumps_json(res, indent=2) + "\n").encode())
-    print_json(res)
+    print_json(freq_bins(run_a=run_a, run_b=run_b, data=data, out=out, split=split, bin_width=width, bins=n_bins,
+                         overwrite=overwrite, checkpoint=checkpoint, device=device, threads=threads).to_dict())
 
 
 @analyze_app.command("curves")
@@ -206,36 +179,6 @@ def curves_command(
 
 @cli_errors
 def _curves(runs: list[Path], out: Path, title: str | None, overwrite: bool = False) -> None:
-    from groc_base.errors import InputError
-    from groc_base.fileio import unique_labels
-    from polyglot_groc.analysis.curves import check_png_path, plot_curves, read_metrics
+    from polyglot_groc.analysis.curves import curves
 
-    check_png_path(out)
-    check_output(out, overwrite)
-    # Legend labels: run names, with parent folders where two runs share one (never one lost).
-    labels = unique_labels(runs)
-    records = {}
-    for label, run in zip(labels, runs, strict=True):
-        path = run / "metrics.jsonl"
-        if not path.is_file():
-            raise InputError(f"{path} is missing; pass run directories written by polyglot-groc train")
-        records[label] = read_metrics(path)
-    print_json({"png": str(plot_curves(records, out, title)), "runs": [str(r) for r in runs],
-                "labels": dict(zip(labels, (str(r) for r in runs), strict=True))})
-
-
-@cli_errors
-def evaluate_open_cli(run: Path, split: str, data: Path | None, checkpoint: str, cache: str, theta: float,
-                      lam: float, size: int, new_word_weight: float, uniform_weight: float | None,
-                      lexicon_coverage: float | None, verbose: bool, threads: int | None = None) -> None:
-    """``evaluate`` in the open-vocabulary setting (see :func:`evaluate_open`)."""
-    from polyglot_groc.analysis.crossdomain import CacheSettings, evaluate_open
-    from polyglot_groc.model.bundle import load_bundle
-
-    setup_logging(verbose)
-    use_threads(threads)
-    s = CacheSettings(cache, theta, lam, size, new_word_weight, uniform_weight or 0.0).validate()
-    if data is None:
-        data = Path(load_bundle(run, checkpoint)[0].cfg.data.root)
-    print_json(evaluate_open(run, data, split, s, checkpoint, uniform_weight=uniform_weight,
-                             lexicon_coverage=lexicon_coverage))
+    print_json(curves(runs=runs, out=out, title=title, overwrite=overwrite).to_dict())

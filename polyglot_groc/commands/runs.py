@@ -22,7 +22,7 @@ def summarize_run(run: Path) -> dict[str, Any]:
 
     if not (run / "config.toml").is_file():
         raise InputError(f"{run} is not a run directory (no config.toml); give a folder written by train")
-    cfg = load_config(run / "config.toml", [])
+    cfg = load_config(run / "config.toml")
     records = read_metrics(run / "metrics.jsonl") if (run / "metrics.jsonl").is_file() else []
     result: dict[str, Any] = {}
     if (run / "result.json").is_file():

@@ -51,7 +51,8 @@ from polyglot_groc.model.embedder import GroundedEmbedder
 from polyglot_groc.model.outputs import ComputedBias, LookupBias, ResidualOutputNet
 from polyglot_groc.model.vocab import UNK, Vocab
 from polyglot_groc.training.data import load_corpus, vocab_splits
-from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, evaluate_split
+from polyglot_groc.training.evaluation import evaluate_split
+from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult
 
 log = logging.getLogger(__name__)
 
@@ -310,8 +311,21 @@ def finetune_converted(bundle: ModelBundle, cfg: RunConfig, run_dir: Path, *,
     converted model's record is metrics.jsonl's first line (step 0, ``"phase": "converted"``);
     the Trainer rewrites the file from its ``metrics_lines``, which start with that record.
     ``report`` entries are added to the step-0 record (e.g. where the model came from), which
-    ``hooks.on_eval`` receives first.
+    ``hooks.on_eval`` receives first. No run lock and no result.json: the workflow
+    :func:`polyglot_groc.elmo.workflows.init_from_elmo` adds those.
     """
+    trainer, record = converted_trainer(bundle, cfg, run_dir, corpus=corpus, overwrite=overwrite, hooks=hooks,
+                                        report=report)
+    return FinetuneResult(record, trainer.fit())
+
+
+def converted_trainer(bundle: ModelBundle, cfg: RunConfig, run_dir: Path, *,
+                      corpus: MultilingualCorpus | None = None, overwrite: bool = False,
+                      hooks: TrainHooks | None = None, report: Mapping[str, Any] | None = None,
+                      start_info: Mapping[str, Any] | None = None) -> tuple[Trainer, dict[str, Any]]:
+    """:func:`finetune_converted` up to training: the :class:`Trainer` (``run_dir`` prepared) and the
+    converted model's step-0 record, already in metrics.jsonl and given to ``hooks.on_eval``.
+    ``start_info``: more entries for ``hooks.on_start``."""
     cfg = cfg.validate()
     if cfg.model != bundle.cfg.model:
         raise ConfigError("finetuning may change train and data settings only, not the converted model's "
@@ -320,7 +334,8 @@ def finetune_converted(bundle: ModelBundle, cfg: RunConfig, run_dir: Path, *,
     corpus = corpus if corpus is not None else load_corpus(cfg.data, splits)
     bundle = cover_corpus(dataclasses.replace(bundle, cfg=cfg), corpus)
     # The Trainer prepares (or refuses) the run directory before the costly evaluation.
-    trainer = Trainer(cfg, run_dir, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=bundle)
+    trainer = Trainer(cfg, run_dir, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=bundle,
+                      start_info=start_info)
     record = {**converted_record(bundle, corpus, cfg), **dict(report or {})}
     log.info("converted model before finetuning: valid perplexity %s",
              ", ".join(f"{k} {v:.4g}" for k, v in record["valid_perplexity"].items()))
@@ -328,7 +343,7 @@ def finetune_converted(bundle: ModelBundle, cfg: RunConfig, run_dir: Path, *,
     atomic_write_text(Path(run_dir) / "metrics.jsonl", "\n".join(trainer.metrics_lines) + "\n")
     if hooks is not None:
         hooks.on_eval(record)
-    return FinetuneResult(record, trainer.fit())
+    return trainer, record
 
 
 __all__ = [
@@ -338,6 +353,7 @@ __all__ = [
     "FinetuneResult",
     "convert_elmo_bundle",
     "converted_record",
+    "converted_trainer",
     "cover_corpus",
     "elmo_groc_config",
     "finetune_converted",

@@ -125,6 +125,13 @@ def set_threads(threads: int) -> None:
         log.info("using %d CPU thread(s)", threads)
 
 
+def use_threads(threads: int | None) -> None:
+    """:func:`set_threads` for an optional count: ``None`` leaves torch's setting alone (the library's
+    workflows take ``threads=None`` by default)."""
+    if threads is not None:
+        set_threads(threads)
+
+
 def to_cpu(obj: object) -> object:
     """Recursively move tensors to CPU so checkpoints load anywhere (device-independent)."""
     if isinstance(obj, torch.Tensor):
@@ -139,4 +146,4 @@ def to_cpu(obj: object) -> object:
 
 
 __all__ = ["PRECISIONS", "autocast", "bf16_supported", "check_device_spec", "check_precision", "device_name",
-           "maybe_compile", "resolve_device", "set_matmul_precision", "set_threads", "to_cpu"]
+           "maybe_compile", "resolve_device", "set_matmul_precision", "set_threads", "to_cpu", "use_threads"]

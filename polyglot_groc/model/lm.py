@@ -4,6 +4,11 @@ The kinds (untied, tied/lookup, bilinear, deep-residual, adaptive, conv, elmo, g
 live in :mod:`polyglot_groc.model.kinds`, one module each behind :class:`KindParts`; this class
 never branches on the kind.
 
+Every score of a target word goes through the kind's scorer: :meth:`LanguageModel.forward`'s loss,
+and :meth:`LanguageModel.token_logprobs`, the per-token log-probabilities (with the hidden states
+and the probability mass of a set of words) that evaluation on other text, the caches and the
+frequency-bin analysis read: never a dot product of their own.
+
 Per step the scored vocabulary (the batch language's words under screening) is embedded once,
 in chunks, and reused for inputs and outputs. In eval mode E_out and b are cached; the cache
 is dropped on ``train()`` and whenever a parameter changes (tensor version counters).
@@ -11,6 +16,7 @@ is dropped on ``train()`` and whenever a parameter changes (tensor version count
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -39,6 +45,16 @@ class LMOutput:
     #: The prefix's top output after / before its dropout (AWD AR / TAR regularisers).
     hidden: torch.Tensor | None = None  # (B, T, d)
     hidden_raw: torch.Tensor | None = None  # (B, T, d)
+
+
+@dataclass
+class TokenLogProbs:
+    """What :meth:`LanguageModel.token_logprobs` returns for one window."""
+
+    logp: torch.Tensor  # (B, T) float64 log p(target | history); -inf where the target is not scored
+    state: State  # the prefix's state after the window
+    hidden: torch.Tensor  # (B, T, d) the prefix's top output that predicted each target
+    mass: torch.Tensor | None = None  # (B, T) float64 total probability of the requested ids
 
 
 @dataclass
@@ -184,9 +200,11 @@ class LanguageModel(nn.Module):
         keep = table.new_empty(table.shape[0], 1).bernoulli_(1.0 - self.word_drop) / (1.0 - self.word_drop)
         return table * keep
 
-    def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None, lang: str | None,
-                state: State, return_logits: bool = False, update_output: bool = True) -> LMOutput:
-        """inputs/targets: (B, T) global word ids; ``lang`` picks the screen (None = full union)."""
+    def _scores(self, inputs: torch.Tensor, lang: str | None, state: State, update_output: bool = True
+                ) -> tuple[torch.Tensor, _Tables, torch.Tensor, torch.Tensor, State]:
+        """The kind's scores of the scored vocabulary at every position: ``(logits (B, T, V_l), tables,
+        h (B, T, d), h_raw (B, T, d), state)``; the one forward pass behind :meth:`forward` and
+        :meth:`token_logprobs`."""
         dev = self._device()
         cast = self.autocast_dtype is not None
         with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast):
@@ -198,6 +216,12 @@ class LanguageModel(nn.Module):
             h, h_raw, state = self.prefix.forward_with_raw(x.float() if dev.type != "cuda" else x, state)  # (B, T, d)
         # The logits' log-softmax and the loss run in fp32 whatever the precision.
         logits = self.scorer(h.float(), tables.ids, tables.e_out.float(), tables.bias.float())  # (B, T, V_l)
+        return logits, tables, h, h_raw, state
+
+    def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None, lang: str | None,
+                state: State, return_logits: bool = False, update_output: bool = True) -> LMOutput:
+        """inputs/targets: (B, T) global word ids; ``lang`` picks the screen (None = full union)."""
+        logits, tables, h, h_raw, state = self._scores(inputs, lang, state, update_output)
         loss = None
         nll_sum, n_tok = torch.zeros((), device=logits.device), 0
         if targets is not None:
@@ -208,6 +232,43 @@ class LanguageModel(nn.Module):
             nll_sum = nll.detach()
         return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None,
                         hidden=h, hidden_raw=h_raw)
+
+    def token_logprobs(self, inputs: torch.Tensor, targets: torch.Tensor, lang: str | None, state: State, *,
+                       mass_ids: torch.Tensor | None = None) -> TokenLogProbs:
+        """Per-token log-probabilities of ``targets`` under the model, through its kind's scorer.
+
+        The distribution is the one :meth:`forward`'s loss is computed on (the same pass: for
+        ``adaptive`` the tied adaptive softmax with its bands, for the other kinds the screened
+        dot-product softmax), normalised over the scored vocabulary of ``lang`` (``None``: the
+        full union), in float64. Targets outside that vocabulary (new words a lookup table cannot
+        hold, any id it does not score) get ``-inf`` instead of an error.
+
+        Args:
+            inputs: (B, T) global word ids read.
+            targets: (B, T) global ids of the next words (any non-negative id).
+            lang: the language whose screen is scored; ``None`` scores every word.
+            state: the prefix's state (:meth:`init_state`), carried across windows.
+            mass_ids: global ids whose total probability is wanted at every position (caches
+                down-weight new words by it); ids outside the scored vocabulary are ignored.
+
+        Returns:
+            :class:`TokenLogProbs`: ``logp`` (B, T) float64, the next ``state``, ``hidden``
+            (B, T, d), the prefix's top output that predicted each target, and ``mass`` (B, T)
+            float64 (zeros when ``mass_ids`` selects nothing; ``None`` without ``mass_ids``).
+        """
+        logits, tables, h, _, state = self._scores(inputs, lang, state)
+        lsm = F.log_softmax(logits.double(), dim=-1)  # (B, T, V_l); idempotent on normalised scores
+        ids = tables.ids
+        targets = targets.to(ids.device)
+        scored = torch.isin(targets, ids)  # (B, T)
+        local = self.screen.local(ids, torch.where(scored, targets, ids[0]))  # (B, T)
+        lp = lsm.gather(-1, local.unsqueeze(-1)).squeeze(-1)  # (B, T)
+        lp = torch.where(scored, lp, torch.full_like(lp, -math.inf))
+        mass = None
+        if mass_ids is not None:
+            cols = torch.isin(ids, mass_ids.to(ids.device))  # (V_l,)
+            mass = lsm[..., cols].exp().sum(-1) if bool(cols.any()) else torch.zeros_like(lp)  # (B, T)
+        return TokenLogProbs(lp, state, h, mass)
 
     def embed_words(self, ids: torch.Tensor, side: str = "input") -> torch.Tensor:
         """Embeddings of arbitrary word ids for export.  (n,) -> (n, d)

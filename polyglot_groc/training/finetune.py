@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from groc_base.errors import CheckpointError, ConfigError, InputError
-from polyglot_groc.config import ParentConfig, RunConfig, load_config, parse_override, to_dict
+from polyglot_groc.config import ParentConfig, RunConfig, load_config, merge_overrides, to_dict
 from polyglot_groc.model.bundle import ModelBundle, load_bundle, run_checkpoint_path
 from polyglot_groc.model.checkpoint import file_sha256
 from polyglot_groc.training.data import load_corpus, unseen_words
@@ -36,7 +36,7 @@ from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, tra
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_EPOCHS", "FinetuneLanguageError", "FinetunedRun", "extend_bundle", "extend_optimizer_state",
-           "finetune_config", "finetune_run", "parent_record"]
+           "finetune_config", "finetune_run", "finetune_trainer", "parent_record"]
 
 
 class FinetuneLanguageError(InputError):
@@ -142,15 +142,14 @@ def parent_record(run_dir: Path, which: str, payload: Mapping[str, Any]) -> Pare
 
 
 def finetune_config(cfg: RunConfig, data: Path, langs: tuple[str, ...], lr: float, epochs: int | None = None,
-                    max_steps: int | None = None, overrides: Sequence[str] = ()) -> RunConfig:
+                    max_steps: int | None = None, overrides: Mapping[str, Any] | None = None) -> RunConfig:
     """The finetuned run's config: ``cfg`` on ``data`` (open vocabulary), validated every epoch.
 
     Precedence as in ``train``: defaults (``DEFAULT_EPOCHS`` epochs, no step or time cap, the
-    given ``lr``), then ``overrides`` (``train.*`` only: the model and data settings are the run's),
-    then the explicit ``epochs`` and ``max_steps``.
+    given ``lr``), then ``overrides`` (dotted ``train.*`` keys only: the model and data settings
+    are the run's), then the explicit ``epochs`` and ``max_steps``.
     """
-    for ov in overrides:
-        key = ".".join(parse_override(ov)[0])
+    for key in overrides or {}:
         if key != "train" and not key.startswith("train."):
             raise ConfigError(f"--set {key} is not allowed in finetune: the finetuned run keeps the run's model and "
                               "data settings; set train.* only")
@@ -158,22 +157,35 @@ def finetune_config(cfg: RunConfig, data: Path, langs: tuple[str, ...], lr: floa
     base["data"].update(root=str(Path(data).resolve()), langs=list(langs), vocab_mode="open")
     # The run's own budget (epochs, steps, minutes) is not the finetuning budget.
     base["train"].update(max_epochs=DEFAULT_EPOCHS, max_steps=0, max_minutes=0.0, eval_every=0, lr=lr)
-    explicit = [*([f"train.max_epochs={epochs}"] if epochs is not None else []),
-                *([f"train.max_steps={max_steps}"] if max_steps is not None else [])]
-    return load_config(None, [*overrides, *explicit], base=base)
+    explicit = {"train.max_epochs": epochs, "train.max_steps": max_steps}
+    return load_config(None, merge_overrides(overrides, explicit), base=base)
 
 
 def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int | None = None, which: str = "best",
                  overwrite: bool = False, lr: float | None = None, max_steps: int | None = None,
-                 resume_optimizer: bool = False, overrides: Sequence[str] = (),
+                 resume_optimizer: bool = False, overrides: Mapping[str, Any] | None = None,
                  hooks: TrainHooks | None = None) -> FinetunedRun:
     """Train ``run_dir``'s model for ``epochs`` more epochs on ``data`` into ``out``.
 
     ``out`` becomes an ordinary run directory (config.toml, metrics.jsonl, best.pt, last.pt) whose
     config records the parent run (``parent``). The optimizer is fresh unless
-    ``resume_optimizer`` (see the module docstring). ``overrides``: ``train.*`` settings
-    (``--set``), see :func:`finetune_config`.
+    ``resume_optimizer`` (see the module docstring). ``overrides``: dotted ``train.*`` keys to
+    values, see :func:`finetune_config`. No run lock and no result.json: the workflow
+    :func:`polyglot_groc.training.workflows.finetune` adds those.
     """
+    trainer = finetune_trainer(run_dir, data, out, epochs, which, overwrite, lr, max_steps, resume_optimizer,
+                               overrides, hooks)
+    result = trainer.fit()
+    return FinetunedRun(result, to_dict(trainer.cfg.parent), dict(trainer.bundle.lexicon_info))
+
+
+def finetune_trainer(run_dir: Path, data: Path, out: Path, epochs: int | None = None, which: str = "best",
+                     overwrite: bool = False, lr: float | None = None, max_steps: int | None = None,
+                     resume_optimizer: bool = False, overrides: Mapping[str, Any] | None = None,
+                     hooks: TrainHooks | None = None) -> Trainer:
+    """The :class:`Trainer` of :func:`finetune_run` (same arguments), ready to ``fit()``: the run's
+    bundle grown by the new domain's words, the finetuning config (recording its parent), the
+    optimizer state carried over if asked; ``out`` prepared."""
     if epochs is not None and epochs < 1:
         raise InputError(f"--epochs {epochs} must be at least 1")
     if max_steps is not None and max_steps < 0:
@@ -204,7 +216,5 @@ def finetune_run(run_dir: Path, data: Path, out: Path, epochs: int | None = None
     if opt_state is not None:
         log.info("resuming the optimizer state of %s (lr %g)", run_dir, new_cfg.train.lr)
     extended = dataclasses.replace(extended, cfg=new_cfg)
-    trainer = Trainer(new_cfg, out, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=extended,
-                      optimizer_state=opt_state)
-    result = trainer.fit()
-    return FinetunedRun(result, to_dict(trainer.cfg.parent), dict(trainer.bundle.lexicon_info))
+    return Trainer(new_cfg, out, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=extended,
+                   optimizer_state=opt_state)

@@ -8,12 +8,15 @@ an ``InputError`` naming it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import shutil
 import socket
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -45,6 +48,26 @@ def _describe(owner: dict[str, object]) -> str:
     return f"pid {owner.get('pid')} on {owner.get('host')} ({owner.get('command')}, since {owner.get('since')})"
 
 
+def describe_owner(owner: dict[str, object]) -> str:
+    """``pid 123 on host (train, since ...)``: who holds a run directory."""
+    return _describe(owner) if owner else "another process (its owner note is missing)"
+
+
+def lock_holder(run_dir: Path) -> dict[str, object] | None:
+    """The owner note of the live process holding ``run_dir`` (``{}`` if it has none), or None when the
+    directory is free. Creates nothing: a directory without a lock file is free."""
+    path = Path(run_dir) / LOCK_NAME
+    if not path.is_file():
+        return None
+    probe = RunLock(Path(run_dir), "probe")
+    try:
+        probe._lock.acquire()
+    except Timeout:
+        return probe._owner()
+    probe._lock.release()
+    return None
+
+
 class RunLock:
     """``with RunLock(run_dir, "train"):`` holds the directory for this process."""
 
@@ -65,7 +88,11 @@ class RunLock:
         try:
             self._lock.acquire()
         except Timeout:
-            raise RunLockedError(f"run directory {self.run_dir} is in use by {_describe(self._owner())}; "
+            what = describe_owner(self._owner())
+            if self.command == "resume":
+                raise RunLockedError(f"run {self.run_dir} is being trained by {what}; wait for it to finish, "
+                                     "or stop it (Ctrl-C, or kill the pid) and resume then") from None
+            raise RunLockedError(f"run directory {self.run_dir} is in use by {what}; "
                                  "wait for it to finish or choose another --out") from None
         previous = self._owner()
         if previous and previous.get("host") == socket.gethostname() and isinstance(previous.get("pid"), int) \
@@ -90,3 +117,25 @@ class RunLock:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.release()
+
+
+@contextlib.contextmanager
+def locked_run_dir(out: Path, command: str, clean: Sequence[str] = ()) -> Iterator[None]:
+    """Hold the run lock on ``out`` while ``command`` writes it (train, resume, finetune).
+
+    An error before the first checkpoint (``last.pt``) leaves no trace: a directory this command
+    created is removed; in one that existed, only the files named in ``clean`` are removed.
+    """
+    out = Path(out)
+    created = not out.exists()
+    with RunLock(out, command):
+        try:
+            yield
+        except BaseException:
+            if out.is_dir() and not (out / "last.pt").exists():
+                if created:
+                    shutil.rmtree(out, ignore_errors=True)
+                else:
+                    for name in clean:
+                        (out / name).unlink(missing_ok=True)
+            raise

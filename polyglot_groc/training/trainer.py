@@ -8,15 +8,13 @@ improvement, early stop after ``stop_patience`` (seed 000 B.1, seed 004 C.1).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
 import math
 import random
 import time
-from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +22,6 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from eval.perplexity import PerplexityResult
 from groc_base.errors import CheckpointError, InputError
 from groc_base.fileio import dumps_json
 from langpairs.batching import LanguageSchedule, MultilingualBatcher
@@ -46,11 +43,13 @@ from polyglot_groc.model.init_input import init_input_table
 from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
-from polyglot_groc.model.prefix import State, detach_state
-from polyglot_groc.model.scoring import evaluate_streams, pooled_nll
+from polyglot_groc.model.prefix import detach_state
+from polyglot_groc.model.scoring import pooled_nll
 from polyglot_groc.training import distributed
-from polyglot_groc.training.data import build_vocab, encode_stream, load_corpus, unseen_words
+from polyglot_groc.training.data import build_vocab, load_corpus
 from polyglot_groc.training.distributed import local_device
+from polyglot_groc.training.evaluation import evaluate_split, split_streams
+from polyglot_groc.training.loop import LoopState, RunningLoss
 from polyglot_groc.training.regularizers import ar_tar_penalty
 
 log = logging.getLogger(__name__)
@@ -64,39 +63,73 @@ class StepInfo:
     loss: float
     lr: float
     tokens_per_s: float
-    #: Batches seen so far per language (the language mix). ``loss`` is the mean over the last
-    #: ``train.log_every`` steps (read from the device only then; NaN before the first read).
+    #: Batches seen so far per language (the language mix). ``loss`` is the running training loss:
+    #: the mean over the steps up to the last read of the device (every ``train.log_every`` steps
+    #: and at evaluations); before the first read of a run (or of a resumed run) it is peeked at
+    #: steps 1, 2, 4, 8, ..., so it is never NaN once a step was made (unless training diverged).
     lang_batches: dict[str, int]
+    #: This step is a log point (``train.log_every``): print, plot, write TensorBoard scalars.
+    logged: bool = False
 
 
 @dataclass(frozen=True)
 class TrainResult:
+    """What a training run did: its steps, why it stopped, its size, speed and validation perplexities.
+
+    ``to_dict()`` is the run's ``result.json`` (what ``polyglot-groc train`` prints).
+    """
+
     run_dir: Path
     steps: int
     epochs: float
+    #: max_steps | max_epochs | max_minutes | early_stopping | diverged (see :attr:`diverged`);
+    #: "interrupted" from :func:`~polyglot_groc.training.workflows.load_result` of a killed run.
     stop_reason: str
     n_params: int
     tokens_per_s: float
     train_seconds: float
+    #: Per-language validation perplexity of best.pt, and of the last validation.
     best_valid: dict[str, float]
     last_valid: dict[str, float]
+    #: Every validation record (metrics.jsonl), a resumed run's earlier ones included.
     history: list[dict[str, Any]] = field(default_factory=list)
     #: |Θ| split: embeddings / prefix / output / total (seed 000 Table 2).
     n_params_split: dict[str, int] = field(default_factory=dict)
+    #: The lexicon a groc-lex run used (resolved lexicons, coverage, ...); empty for other kinds.
+    lexicon: dict[str, Any] = field(default_factory=dict)
+    #: The run a finetuned run started from (its config's ``parent``: path, checkpoint, step, sha256);
+    #: None for a run trained from scratch (or resumed: result.json then says what ``train`` says).
+    parent: dict[str, Any] | None = None
 
     @property
     def diverged(self) -> bool:
+        """The loss became non-finite: training stopped there, last.pt is the last good state."""
         return self.stop_reason == "diverged"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run_dir": str(Path(self.run_dir).resolve()), "steps": self.steps, "epochs": round(self.epochs, 4),
-                "diverged": self.diverged,
-                "stop_reason": self.stop_reason, "n_params": self.n_params, "n_params_split": self.n_params_split,
-                "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
-                "best_valid_perplexity": self.best_valid, "last_valid_perplexity": self.last_valid}
+        """The JSON of result.json (perplexities as numbers, rounded times)."""
+        out = {"run_dir": str(Path(self.run_dir).resolve()), "steps": self.steps, "epochs": round(self.epochs, 4),
+               "diverged": self.diverged,
+               "stop_reason": self.stop_reason, "n_params": self.n_params, "n_params_split": self.n_params_split,
+               "tokens_per_s": round(self.tokens_per_s, 1), "train_seconds": round(self.train_seconds, 1),
+               "best_valid_perplexity": self.best_valid, "last_valid_perplexity": self.last_valid}
+        if self.lexicon:
+            out["lexicon"] = dict(self.lexicon)
+        if self.parent is not None:
+            out["parent"] = dict(self.parent)
+        return out
 
 
 class TrainHooks(Protocol):
+    """Progress of a training run, for a progress bar, a logger or a notebook widget (all optional to act on).
+
+    ``on_start(total_steps, info)``: before the first step; ``info`` holds ``n_params``,
+    ``n_params_split``, ``vocab``, ``langs``, ``kind``, ``start_step``, ``steps_per_epoch``, ``config``
+    (the run's :class:`RunConfig`) and what the workflow adds (``changes`` on resume, ``elmo`` for a
+    converted model). ``on_step(StepInfo)``: after every step. ``on_eval(record)``: after every
+    validation, with its metrics.jsonl record. An exception raised by a hook stops training.
+    """
+
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None: ...
     def on_step(self, info: StepInfo) -> None: ...
     def on_eval(self, record: Mapping[str, Any]) -> None: ...
@@ -117,6 +150,57 @@ def run_dir_has_content(run_dir: Path) -> bool:
     """Whether ``run_dir`` holds anything but the run lock (.lock, .lock.owner, taken before it is prepared)."""
     run_dir = Path(run_dir)
     return run_dir.is_dir() and any(not p.name.startswith(".lock") for p in run_dir.iterdir())
+
+
+def resume_config(cfg: RunConfig, payload: Mapping[str, Any], run_dir: Path, *, max_steps: int | None = None,
+                  max_epochs: int | None = None, max_minutes: float | None = None,
+                  finished: bool = False) -> tuple[RunConfig, list[str]]:
+    """The config to resume ``run_dir`` (its ``last.pt`` is ``payload``) with new stop limits, and the
+    changes in words (``train.max_steps 60 -> 120``).
+
+    Steps and epochs are totals for the run (minutes count per invocation). A given limit must lie
+    beyond the step the run has reached; a limit not given that would stop the run before a given
+    one is lifted (and reported). ``finished``: the run completed before (its result.json is there).
+    Raises :class:`InputError` when the run cannot go on: it stopped early, or it finished at its
+    limits and none was raised (the message says how to extend it).
+    """
+    t = cfg.train
+    step = int(payload.get("step", 0))
+    epoch = float(payload.get("epoch", 0.0))
+    spe = payload.get("steps_per_epoch") or (round(step / epoch) if epoch > 0 else None)
+    extending = max_steps is not None or max_epochs is not None
+    if int(payload.get("bad_evals", 0)) >= t.stop_patience and (extending or finished):
+        raise InputError(f"run {run_dir} stopped early at step {step} (no validation improvement for "
+                         f"train.stop_patience={t.stop_patience} evaluations), so more steps or epochs cannot extend "
+                         "it; start a new run, e.g. with a lower train.lr or a larger train.stop_patience")
+    if max_steps is not None and max_steps <= step:
+        raise InputError(f"--max-steps {max_steps} does not extend run {run_dir}, which is at step {step} already; "
+                         f"pass a larger --max-steps, e.g. {2 * step}")
+    if max_epochs is not None and spe and max_epochs * spe <= step:
+        raise InputError(f"--max-epochs {max_epochs} does not extend run {run_dir}, which is at epoch "
+                         f"{epoch:.2f} already; pass a larger --max-epochs, e.g. {math.floor(epoch) + 1}")
+    new = {"max_steps": t.max_steps, "max_epochs": t.max_epochs, "max_minutes": t.max_minutes}
+    if max_steps is not None:
+        new["max_steps"] = max_steps
+        if max_epochs is None and spe and spe * t.max_epochs < max_steps:
+            new["max_epochs"] = math.ceil(max_steps / spe)  # so the epoch cap does not stop it first
+    if max_epochs is not None:
+        new["max_epochs"] = max_epochs
+        if max_steps is None and t.max_steps and spe and t.max_steps < max_epochs * spe:
+            new["max_steps"] = 0  # off: the step cap would stop it first
+    if max_minutes is not None:
+        new["max_minutes"] = max_minutes
+    at_limit = bool((new["max_steps"] and step >= new["max_steps"]) or (spe and step >= spe * new["max_epochs"]))
+    if finished and at_limit:
+        by_steps = bool(t.max_steps and step >= t.max_steps)
+        limit = f"train.max_steps={t.max_steps}" if by_steps else f"train.max_epochs={t.max_epochs}"
+        hint = f"--max-steps {2 * step}" if by_steps else f"--max-epochs {2 * t.max_epochs} or --max-steps {2 * step}"
+        raise InputError(f"run {run_dir} already finished at step {step} ({limit}); to train it further pass a "
+                         f"larger limit with --resume, e.g. polyglot-groc train --resume {run_dir} {hint}")
+    changes = [f"train.{k} {getattr(t, k):g} -> {v:g}" for k, v in new.items() if v != getattr(t, k)]
+    if not changes:
+        return cfg, []
+    return dataclasses.replace(cfg, train=dataclasses.replace(t, **new)).validate(), changes  # type: ignore[arg-type]
 
 
 def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
@@ -178,58 +262,19 @@ def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     return bundle
 
 
-@contextlib.contextmanager
-def evaluation_vocab(bundle: ModelBundle, corpus: MultilingualCorpus, split: str) -> Iterator[ModelBundle]:
-    """The bundle to score ``split`` with: open-vocabulary GroC also scores the split's new words.
-
-    The model is shared, so its word tables are restored on exit.
-    """
-    outside = unseen_words(bundle.vocab, corpus, split)
-    unknown = {lang: [w for w in ws if w not in bundle.vocab] for lang, ws in outside.items()}
-    if not bundle.model.compositional_output:
-        # Lookup tables cannot score new words (they map to <unk>), but a word known from
-        # another language can still join this language's screen.
-        outside = {lang: [w for w in ws if w in bundle.vocab] for lang, ws in outside.items()}
-    if any(outside.values()):
-        if bundle.cfg.data.vocab_mode == "closed" and any(unknown.values()):
-            log.warning("%d %s words are outside the closed training vocabulary; scoring them compositionally",
-                        sum(map(len, unknown.values())), split)
-        view = bundle.with_new_words(outside)
-        try:
-            yield view
-        finally:
-            bundle.install_words()
-        return
-    yield bundle
-
-
-def split_streams(bundle: ModelBundle, corpus: MultilingualCorpus, split: str, n_streams: int) -> dict[str, np.ndarray]:
-    unk = "<unk>" in bundle.vocab and not bundle.model.compositional_output
-    if not unk and not bundle.model.compositional_output:
-        missing = sum(map(len, unseen_words(bundle.vocab, corpus, split).values()))
-        if missing:
-            raise InputError(f"{missing} {split} words are outside the {bundle.model.kind} model's vocabulary, "
-                             "which has no <unk>; train it with --vocab-mode open or evaluate on its own data")
-    return {lang: encode_stream(bundle.vocab, corpus.splits[lang][split], n_streams, unk) for lang in corpus.langs}
-
-
-def evaluate_split(bundle: ModelBundle, corpus: MultilingualCorpus, split: str,
-                   batch_size: int, bptt: int, screen: bool = True) -> dict[str, PerplexityResult]:
-    with evaluation_vocab(bundle, corpus, split) as view:
-        streams = split_streams(view, corpus, split, batch_size)
-        return evaluate_streams(view.model, streams, bptt, screen=screen)
-
-
 class Trainer:
     def __init__(self, cfg: RunConfig, run_dir: Path, *, overwrite: bool = False,
                  hooks: TrainHooks | None = None, corpus: MultilingualCorpus | None = None,
                  bundle: ModelBundle | None = None, resume: Mapping[str, Any] | None = None,
-                 optimizer_state: Mapping[str, Any] | None = None) -> None:
+                 optimizer_state: Mapping[str, Any] | None = None,
+                 start_info: Mapping[str, Any] | None = None) -> None:
         """``resume``: the ``last.pt`` payload of an interrupted run in ``run_dir`` (with its bundle).
 
         ``optimizer_state``: an Adam ``state_dict`` to start from instead of a fresh optimizer
         (``finetune --resume-optimizer``); it must match :meth:`trainable_parameters` in order and
         shape. Its learning rate and weight decay are replaced by ``cfg.train``'s.
+        ``start_info``: more entries for the info ``hooks.on_start`` receives (the workflows say
+        there what they changed or converted).
         """
         # The run stores its config: paths in it are absolute, so evaluation works from any directory.
         cfg = self.cfg = cfg.validate().absolute_paths()
@@ -242,6 +287,9 @@ class Trainer:
         self.dist = distributed.setup(requested, cfg.train.batch_size)
         self.resume = resume
         self.optimizer_state = optimizer_state
+        self.start_info = dict(start_info or {})
+        #: The loop's state while :meth:`fit` runs and after (None before): the step reached, for instance.
+        self.state: LoopState | None = None
         if self.dist.is_main:  # rank 0 alone writes the run directory
             if resume is None:
                 prepare_run_dir(self.run_dir, overwrite)
@@ -263,6 +311,8 @@ class Trainer:
         log.info("%d vocabulary words are longer than model.charset.max_word_len=%d and keep prefix+suffix",
                  n_cut, self.bundle.charset.max_word_len)
         self.metrics_lines: list[str] = []
+        #: The step that ``last.pt`` holds (None: no checkpoint yet), for an interrupted run's report.
+        self.checkpoint_step: int | None = int(resume["step"]) if resume is not None else None
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         """The optimizer's parameters, in its order (frozen ones, ``model.freeze_input``, left out)."""
@@ -302,215 +352,216 @@ class Trainer:
                    "rng": rng_state(), "metrics_lines": list(self.metrics_lines), **cpu_extra}
         for name in names:  # each written atomically (best.pt is never a copy made in place)
             save_checkpoint(self.run_dir / name, payload)
+        self.checkpoint_step = int(extra["step"])
 
     def fit(self) -> TrainResult:
+        """Train until a limit (steps, epochs, minutes), early stopping or divergence; validate and
+        checkpoint on the way (``train.eval_every``, and once more where a limit stops the run)."""
+        loop = self._open_loop()
+        state = self.state = self._restore(loop) if self.resume is not None else LoopState.start(self.cfg.train)
+        loss = RunningLoss(self.device, self.dist)
+        stop_reason = self._run(loop, state, loss)
+        return TrainResult(self.run_dir, state.step, state.epoch(loop.steps_per_epoch), stop_reason, loop.n_params,
+                           state.tokens / max(state.train_time, 1e-9), state.train_time, state.best_valid,
+                           state.last_valid, loop.history, loop.n_params_split)
+
+    def _open_loop(self) -> _Loop:
+        """Write config.toml, batch the training streams, make the optimizer, tell the hooks."""
         cfg, t = self.cfg, self.cfg.train
-        bundle, model, corpus = self.bundle, self.model, self.corpus
-        if self.dist.is_main and self.resume is None:
+        if self.dist.is_main:  # on resume too: its limits may have been extended (resume_config)
             atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
-        train_streams = split_streams(bundle, corpus, "train", t.batch_size)
+        # Per language (t.batch_size, T) ids; the batcher cuts t.bptt-long windows from them.
+        train_streams = split_streams(self.bundle, self.corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
         batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
                                       variable_seed=t.seed if t.bptt_mode == "variable" else None)
-        steps_per_epoch = sum(windows.values())
-        optimizer = self.make_optimizer()
-        update_rng = np.random.default_rng(t.seed + 1)
-        n_params = count_parameters(model)
-        split = parameter_split(model)
-        total = t.max_steps or steps_per_epoch * t.max_epochs
-        self.hooks.on_start(total, {"n_params": n_params, "n_params_split": split, "vocab": len(bundle.vocab),
-                                    "langs": list(corpus.langs),
-                                    "steps_per_epoch": steps_per_epoch})
+        loop = _Loop(batcher=batcher, optimizer=self.make_optimizer(), steps_per_epoch=sum(windows.values()),
+                     n_params=count_parameters(self.model), n_params_split=parameter_split(self.model),
+                     started=time.monotonic())
+        split, model = loop.n_params_split, self.model
+        total = t.max_steps or loop.steps_per_epoch * t.max_epochs
+        self.hooks.on_start(total, {"n_params": loop.n_params, "n_params_split": split, "vocab": len(self.bundle.vocab),
+                                    "langs": list(self.corpus.langs), "kind": model.kind,
+                                    "start_step": int(self.resume["step"]) if self.resume is not None else 0,
+                                    "steps_per_epoch": loop.steps_per_epoch, "config": cfg, **self.start_info})
         log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
-                 "%d steps per epoch", model.kind, n_params, split["embeddings"], split["prefix"], split["output"],
-                 len(bundle.vocab), steps_per_epoch)
+                 "%d steps per epoch", model.kind, loop.n_params, split["embeddings"], split["prefix"],
+                 split["output"], len(self.bundle.vocab), loop.steps_per_epoch)
+        return loop
 
-        states: dict[str, State] = {}
-        lang_batches: Counter[str] = Counter()
-        step, tokens, train_time = 0, 0, 0.0
-        # best_nll drives the schedule (lr decay, early stopping) and moves at scheduled evaluations
-        # only; best_ckpt_nll is the best of every evaluation, i.e. what best.pt holds.
-        best_nll, best_ckpt_nll, bad_evals, lr = math.inf, math.inf, 0, t.lr
-        best_valid: dict[str, float] = {}
-        last_valid: dict[str, float] = {}
-        history: list[dict[str, Any]] = []
-        started = time.monotonic()
-        loss_acc, loss_n = 0.0, 0
-        # Running NLL stays on the device; it is read (one host sync) every train.log_every steps.
-        dev_loss, dev_n, last_loss = torch.zeros((), device=self.device), 0, math.nan
-        stop_reason = "max_epochs"
-        evaluated_at = -1
+    def _restore(self, loop: _Loop) -> LoopState:
+        """The loop as ``last.pt`` left it: its state, the optimizer, the batcher, the RNGs, the metrics."""
+        r = self.resume
+        assert r is not None
+        where = f"checkpoint {self.run_dir / 'last.pt'}"
+        state = LoopState.from_checkpoint(r, self.device, source=where)
+        try:
+            loop.optimizer.load_state_dict(r["optimizer"])
+            loop.batcher.load_state_dict(r["batcher"])
+            self.metrics_lines = list(r["metrics_lines"])
+            loop.history = [json.loads(line) for line in self.metrics_lines]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(f"{where} lacks resume state ({exc!r}); it was written by an older "
+                                  "polyglot-groc: start a new run") from exc
+        set_rng_state(r["rng"])  # last: building the optimizer and batcher must not move it
+        log.info("resuming %s at step %d", self.run_dir, state.step)
+        return state
 
-        def evaluate_and_checkpoint(scheduled: bool = True) -> bool:
-            """Validate, log, checkpoint; return True when early stopping triggers.
-
-            The evaluation a stop adds between scheduled ones (a wall-clock or step cap) saves the
-            model (last.pt, and best.pt if it is the best yet) but leaves the schedule as it was:
-            the patience count, the lr, the schedule's best and the running training loss. So a
-            run stopped there and resumed continues exactly as one that was never stopped.
-            """
-            nonlocal best_nll, best_ckpt_nll, bad_evals, lr, best_valid, last_valid, loss_acc, loss_n, evaluated_at
-            # Callers read the running loss first (diverged()), so loss_acc covers every step.
-            results = evaluate_split(bundle, corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
-            nll = pooled_nll(results)
-            last_valid = {lang: r.perplexity for lang, r in results.items()}
-            improved = nll < best_ckpt_nll  # a new best.pt
-            record = {"step": step, "epoch": round(step / steps_per_epoch, 4), "lr": lr,
-                      "train_loss": loss_acc / max(loss_n, 1),
-                      # Mean over the steps since the last evaluation, with dropout on (AWD's train ppl).
-                      "train_perplexity": math.exp(min(loss_acc / max(loss_n, 1), 50.0)), "valid_nll": nll,
-                      "valid_perplexity": last_valid, "valid_tokens": {k: r.n_tokens for k, r in results.items()},
-                      "eval_batch_size": t.eval_batch_size, "tokens": tokens,
-                      "tokens_per_s": tokens / max(train_time, 1e-9), "elapsed_s": time.monotonic() - started,
-                      "lang_batches": dict(lang_batches), "improved": improved, "scheduled": scheduled}
-            if scheduled:
-                loss_acc, loss_n = 0.0, 0
-            history.append(record)
-            self.metrics_lines.append(dumps_json(record))
-            if self.dist.is_main:
-                atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
-            self.hooks.on_eval(record)
-            if improved:
-                best_ckpt_nll, best_valid = nll, dict(last_valid)
-            if scheduled and nll < best_nll:
-                best_nll, bad_evals = nll, 0
-            elif scheduled:
-                bad_evals += 1
-                if bad_evals % t.lr_patience == 0:
-                    lr *= t.lr_factor
-                    for g in optimizer.param_groups:
-                        g["lr"] = lr
-                    log.info("no improvement for %d evaluations: learning rate now %g", bad_evals, lr)
-            # Everything the loop carries, so that --resume continues exactly (restored below).
-            extra = {"step": step, "epoch": step / steps_per_epoch, "batcher": batcher.state_dict(),
-                     "best_nll": best_nll, "best_ckpt_nll": best_ckpt_nll, "bad_evals": bad_evals, "lr": lr,
-                     "valid": last_valid, "best_valid": best_valid, "tokens": tokens, "train_time": train_time,
-                     "loss_acc": loss_acc, "loss_n": loss_n,
-                     "lang_batches": dict(lang_batches),
-                     "lstm_states": {k: [[h, c] for h, c in st] for k, st in states.items()},
-                     "update_rng": json.dumps(update_rng.bit_generator.state)}
-            self._save(("last.pt", "best.pt") if improved else ("last.pt",), optimizer, extra)
-            evaluated_at = step
-            return scheduled and bad_evals >= t.stop_patience
-
-        if self.resume is not None:
-            r = self.resume
-            try:
-                optimizer.load_state_dict(r["optimizer"])
-                batcher.load_state_dict(r["batcher"])
-                update_rng.bit_generator.state = json.loads(r["update_rng"])
-                states = {k: [(h.to(self.device), c.to(self.device)) for h, c in st]
-                          for k, st in r["lstm_states"].items()}
-                lang_batches = Counter({k: int(v) for k, v in r["lang_batches"].items()})
-                step, tokens, train_time = int(r["step"]), int(r["tokens"]), float(r["train_time"])
-                best_nll, bad_evals, lr = float(r["best_nll"]), int(r["bad_evals"]), float(r["lr"])
-                # Absent from checkpoints of older versions, where every evaluation was scheduled.
-                best_ckpt_nll = float(r.get("best_ckpt_nll", best_nll))
-                loss_acc, loss_n = float(r.get("loss_acc", 0.0)), int(r.get("loss_n", 0))
-                best_valid, last_valid = dict(r["best_valid"]), dict(r["valid"])
-                self.metrics_lines = list(r["metrics_lines"])
-                history = [json.loads(line) for line in self.metrics_lines]
-                set_rng_state(r["rng"])  # last: building the optimizer and batcher must not move it
-            except (KeyError, TypeError, ValueError) as exc:
-                raise CheckpointError(f"checkpoint {self.run_dir / 'last.pt'} lacks resume state ({exc!r}); "
-                                      "it was written by an older polyglot-groc: start a new run") from exc
-            evaluated_at = step
-            log.info("resuming %s at step %d", self.run_dir, step)
-
-        def read_loss() -> bool:
-            """Move the device-side running loss to the host (the only sync of the inner loop).
-
-            Returns False when the loss is not finite (training diverged).
-            """
-            nonlocal dev_loss, dev_n, loss_acc, loss_n, last_loss
-            if dev_n == 0:
-                return True
-            if self.dist.enabled:  # the global batch's loss: mean over ranks (a sync at logging only)
-                torch.distributed.all_reduce(dev_loss)
-                dev_loss /= self.dist.world
-            total = float(dev_loss)
-            if not math.isfinite(total):
-                return False
-            loss_acc += total
-            loss_n += dev_n
-            last_loss = total / dev_n
-            dev_loss, dev_n = torch.zeros((), device=self.device), 0
-            return True
-
-        def diverged() -> bool:
-            """Read the running loss; True (and logged) when it is not finite."""
-            if read_loss():
-                return False
-            log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", step)
-            return True
-
+    def _run(self, loop: _Loop, state: LoopState, loss: RunningLoss) -> str:
+        """Step until a stop; returns the stop reason. Ends with an evaluation at the last step
+        (unless one was just made, or the loss diverged: then last.pt stays the last good state)."""
+        t, spe = self.cfg.train, loop.steps_per_epoch
+        evaluated_at = state.step if self.resume is not None else -1
         # A run that had already stopped early (killed after its last checkpoint, or resumed to
         # collect it) must not train past the point where it stopped.
-        finished = self.resume is not None and bad_evals >= t.stop_patience
-        if finished:
-            stop_reason = "early_stopping"
-            log.info("%s had already stopped early at step %d; nothing to resume", self.run_dir, step)
-        model.train()
-        while not finished:
-            if t.max_steps and step >= t.max_steps:
-                stop_reason = "max_steps"
+        if self.resume is not None and state.bad_evals >= t.stop_patience:
+            log.info("%s had already stopped early at step %d; nothing to resume", self.run_dir, state.step)
+            return "early_stopping"
+        self.model.train()
+        stop_reason = ""
+        while not stop_reason:
+            stop_reason = self._limit_reached(loop, state)
+            if stop_reason:
                 break
-            if t.max_minutes and time.monotonic() - started >= 60 * t.max_minutes:
-                stop_reason = "max_minutes"
-                break
-            if step >= steps_per_epoch * t.max_epochs:
-                stop_reason = "max_epochs"
-                break
-            tick = time.perf_counter()
-            batch = batcher.next_batch()
-            lang = batch.lang
-            update_output = t.output_update_prob >= 1.0 or update_rng.random() < t.output_update_prob
-            rows = self.dist.rows(batch.inputs.shape[0])  # this rank's streams (all of them alone)
-            state = states.get(lang) or model.init_state(rows.stop - rows.start)
-            out = model(torch.from_numpy(batch.inputs[rows]).to(self.device, non_blocking=True),
-                        torch.from_numpy(batch.targets[rows]).to(self.device, non_blocking=True),
-                        lang if cfg.data.screen else None, state, update_output=update_output)
-            assert out.loss is not None
-            optimizer.zero_grad(set_to_none=True)
-            penalty = ar_tar_penalty(out.hidden, out.hidden_raw, t.ar_alpha, t.tar_beta)
-            (out.loss if penalty is None else out.loss + penalty).backward()
-            if self.dist.enabled:
-                distributed.average_gradients(list(model.parameters()), self.dist.world)
-            if t.bptt_mode == "variable":  # AWD: a window's lr scales with its length
-                for g in optimizer.param_groups:
-                    g["lr"] = lr * batch.inputs.shape[1] / t.bptt
-            if t.clip > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
-            optimizer.step()
-            if t.bptt_mode == "variable":
-                for g in optimizer.param_groups:
-                    g["lr"] = lr
-            if batch.epoch_end:  # the stream starts over: so does its hidden state
-                states.pop(lang, None)
-            else:
-                states[lang] = detach_state(out.state)
-            train_time += time.perf_counter() - tick
-            step += 1
-            tokens += out.n_tokens * self.dist.world
-            lang_batches[lang] += 1
-            dev_loss = dev_loss + out.loss.detach()
-            dev_n += 1
-            due = (t.eval_every and step % t.eval_every == 0) or (not t.eval_every and step % steps_per_epoch == 0)
-            if (step % t.log_every == 0 or due) and diverged():
+            lang = self._train_step(loop, state, loss)
+            due = (t.eval_every and state.step % t.eval_every == 0) or (not t.eval_every and state.step % spe == 0)
+            log_point = bool(t.log_every) and state.step % t.log_every == 0
+            if (log_point or due) and self._diverged(state, loss):
                 # Stop without evaluating a broken model; the last checkpoint stays the last good one.
-                stop_reason = "diverged"
-                evaluated_at = step
-                break
-            self.hooks.on_step(StepInfo(step, step / steps_per_epoch, lang, last_loss, lr,
-                                        tokens / max(train_time, 1e-9), dict(lang_batches)))
-            if due and evaluate_and_checkpoint():
-                stop_reason = "early_stopping"
-                break
-        if evaluated_at != step:
-            if diverged():  # since the last read: keep the last good checkpoint
-                stop_reason = "diverged"
-            else:
-                evaluate_and_checkpoint(scheduled=False)
-        return TrainResult(self.run_dir, step, step / steps_per_epoch, stop_reason, n_params,
-                           tokens / max(train_time, 1e-9), train_time, best_valid, last_valid, history, split)
+                return "diverged"
+            loss.peek_early()
+            self.hooks.on_step(StepInfo(state.step, state.epoch(spe), lang, loss.last, state.lr,
+                                        state.tokens / max(state.train_time, 1e-9), dict(state.lang_batches),
+                                        log_point))
+            if due:
+                evaluated_at = state.step
+                if self._evaluate_and_checkpoint(loop, state, loss):
+                    stop_reason = "early_stopping"
+        if evaluated_at != state.step:
+            if self._diverged(state, loss):  # since the last read: keep the last good checkpoint
+                return "diverged"
+            self._evaluate_and_checkpoint(loop, state, loss, scheduled=False)
+        return stop_reason
+
+    def _limit_reached(self, loop: _Loop, state: LoopState) -> str:
+        """The limit that stops the run before its next step ("" while none does)."""
+        t = self.cfg.train
+        if t.max_steps and state.step >= t.max_steps:
+            return "max_steps"
+        if t.max_minutes and time.monotonic() - loop.started >= 60 * t.max_minutes:  # this invocation's minutes
+            return "max_minutes"
+        if state.step >= loop.steps_per_epoch * t.max_epochs:
+            return "max_epochs"
+        return ""
+
+    def _train_step(self, loop: _Loop, state: LoopState, loss: RunningLoss) -> str:
+        """One optimizer step on the next batch; returns its language."""
+        t, model, optimizer = self.cfg.train, self.model, loop.optimizer
+        tick = time.perf_counter()
+        batch = loop.batcher.next_batch()  # one language; inputs and targets (streams, window) ids
+        lang = batch.lang
+        # Sparse updates (seed 000 B.4): the whole output embedding function is updated w.p. p.
+        update_output = t.output_update_prob >= 1.0 or state.update_rng.random() < t.output_update_prob
+        rows = self.dist.rows(batch.inputs.shape[0])  # this rank's streams (all of them alone)
+        carried = state.lstm_states.get(lang) or model.init_state(rows.stop - rows.start)
+        out = model(torch.from_numpy(batch.inputs[rows]).to(self.device, non_blocking=True),
+                    torch.from_numpy(batch.targets[rows]).to(self.device, non_blocking=True),
+                    lang if self.cfg.data.screen else None, carried, update_output=update_output)
+        assert out.loss is not None  # mean NLL of the window's targets
+        optimizer.zero_grad(set_to_none=True)
+        penalty = ar_tar_penalty(out.hidden, out.hidden_raw, t.ar_alpha, t.tar_beta)
+        (out.loss if penalty is None else out.loss + penalty).backward()
+        if self.dist.enabled:
+            distributed.average_gradients(list(model.parameters()), self.dist.world)
+        if t.bptt_mode == "variable":  # AWD: a window's lr scales with its length
+            for g in optimizer.param_groups:
+                g["lr"] = state.lr * batch.inputs.shape[1] / t.bptt
+        if t.clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), t.clip)
+        optimizer.step()
+        if t.bptt_mode == "variable":
+            for g in optimizer.param_groups:
+                g["lr"] = state.lr
+        if batch.epoch_end:  # the stream starts over: so does its hidden state
+            state.lstm_states.pop(lang, None)
+        else:
+            state.lstm_states[lang] = detach_state(out.state)
+        state.train_time += time.perf_counter() - tick
+        state.step += 1
+        state.tokens += out.n_tokens * self.dist.world
+        state.lang_batches[lang] += 1
+        loss.add(out.loss)
+        return lang
+
+    def _diverged(self, state: LoopState, loss: RunningLoss) -> bool:
+        """Read the running loss; True (and logged) when it is not finite."""
+        if loss.read(state):
+            return False
+        log.error("training diverged by step %d (non-finite loss); lower train.lr or train.clip", state.step)
+        return True
+
+    def _evaluate_and_checkpoint(self, loop: _Loop, state: LoopState, loss: RunningLoss,
+                                 scheduled: bool = True) -> bool:
+        """Validate, log, checkpoint; True when early stopping triggers.
+
+        The evaluation a stop adds between scheduled ones (a wall-clock or step cap) saves the
+        model (last.pt, and best.pt if it is the best yet) but leaves the schedule as it was:
+        the patience count, the lr, the schedule's best and the running training loss. So a
+        run stopped there and resumed continues exactly as one that was never stopped.
+        """
+        cfg, t = self.cfg, self.cfg.train
+        # Callers read the running loss first (_diverged), so loss_acc covers every step.
+        results = evaluate_split(self.bundle, self.corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
+        nll = pooled_nll(results)
+        state.last_valid = {lang: r.perplexity for lang, r in results.items()}
+        improved = nll < state.best_ckpt_nll  # a new best.pt
+        mean_loss = state.loss_acc / max(state.loss_n, 1)
+        record = {"step": state.step, "epoch": round(state.epoch(loop.steps_per_epoch), 4), "lr": state.lr,
+                  "train_loss": mean_loss,
+                  # Mean over the steps since the last evaluation, with dropout on (AWD's train ppl).
+                  "train_perplexity": math.exp(min(mean_loss, 50.0)), "valid_nll": nll,
+                  "valid_perplexity": state.last_valid, "valid_tokens": {k: r.n_tokens for k, r in results.items()},
+                  "eval_batch_size": t.eval_batch_size, "tokens": state.tokens,
+                  "tokens_per_s": state.tokens / max(state.train_time, 1e-9),
+                  "elapsed_s": time.monotonic() - loop.started,
+                  "lang_batches": dict(state.lang_batches), "improved": improved, "scheduled": scheduled}
+        if scheduled:
+            state.loss_acc, state.loss_n = 0.0, 0
+        loop.history.append(record)
+        self.metrics_lines.append(dumps_json(record))
+        if self.dist.is_main:
+            atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
+        self.hooks.on_eval(record)
+        if improved:
+            state.best_ckpt_nll, state.best_valid = nll, dict(state.last_valid)
+        if scheduled and nll < state.best_nll:
+            state.best_nll, state.bad_evals = nll, 0
+        elif scheduled:
+            state.bad_evals += 1
+            if state.bad_evals % t.lr_patience == 0:
+                state.lr *= t.lr_factor
+                for g in loop.optimizer.param_groups:
+                    g["lr"] = state.lr
+                log.info("no improvement for %d evaluations: learning rate now %g", state.bad_evals, state.lr)
+        # Everything the loop carries, so that a resume continues exactly (_restore reads it back).
+        extra = {**state.to_checkpoint(loop.steps_per_epoch), "batcher": loop.batcher.state_dict()}
+        self._save(("last.pt", "best.pt") if improved else ("last.pt",), loop.optimizer, extra)
+        return scheduled and state.bad_evals >= t.stop_patience
+
+
+@dataclass
+class _Loop:
+    """What one :meth:`Trainer.fit` call works with besides the run's :class:`LoopState`: built anew by
+    every process (the batcher's and optimizer's states come back from the checkpoint on resume)."""
+
+    batcher: MultilingualBatcher
+    optimizer: torch.optim.Optimizer
+    #: Batches in one pass over every language's training stream.
+    steps_per_epoch: int
+    n_params: int
+    n_params_split: dict[str, int]
+    #: time.monotonic() when this process started the loop (train.max_minutes counts from it).
+    started: float
+    #: Every validation record of the run (metrics.jsonl), the resumed ones included.
+    history: list[dict[str, Any]] = field(default_factory=list)

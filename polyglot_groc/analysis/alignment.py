@@ -1,0 +1,327 @@
+"""Align two embedding spaces (MUSE-style Procrustes + CSLS refinement) and report P@k with baselines.
+
+:func:`align` is ``polyglot-groc align`` as a function: the vectors come from word2vec files,
+from memory, or from a run's vocabulary on either side; the seed dictionary from a file, from
+identical strings or from a wordnet; the maths is :func:`eval.align.align`, the evaluation
+:func:`polyglot_groc.analysis.alignment_report.evaluate_with_baselines`. With ``out`` every file
+(``W.npy``, ``best_mapping.pth``, ``src.aligned.vec``, ``tgt.vec``, optionally MUSE's
+``vectors-<lang>.txt``, ``result.json``) is written atomically, all of them or none.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from groc_base.checks import check_non_negative, check_output, check_positive
+from groc_base.errors import InputError
+from groc_base.fileio import dumps_json, json_safe
+from polyglot_groc.analysis.export import Exported, read_words, vocabulary_vectors
+from polyglot_groc.model.bundle import ModelBundle
+
+__all__ = ["AlignResult", "Vectors", "align", "lexicon_seed", "load_bundle_once", "read_side"]
+
+#: A side's vectors: a word2vec file (.vec or .bin, plain or .gz/.bz2/.xz), or words and vectors
+#: in memory (:class:`~polyglot_groc.analysis.export.Exported`, e.g. from ``vocabulary_vectors``).
+Vectors = str | os.PathLike[str] | Exported
+
+
+@dataclass(frozen=True)
+class AlignResult:
+    """What :func:`align` found: the dictionaries used, the refinement history, and P@k.
+
+    ``precision`` holds P@1/5/10 per retrieval (``nn``, ``csls``) and ``baselines`` the
+    identical-string and character n-gram figures on the same scored words (both ``None``
+    without an evaluation dictionary). The arrays (``W``, the words and the mapped and target
+    vectors) are in memory only; :meth:`to_dict` is the JSON ``polyglot-groc align`` prints and
+    writes to ``result.json``.
+    """
+
+    src_words: int
+    tgt_words: int
+    dim: int
+    train_dictionary: dict[str, Any]
+    dico_max_rank: int
+    knn_mode: str
+    lowercased: bool
+    best_iteration: int
+    history: list[dict[str, Any]]
+    normalize: str
+    selection: str
+    eval_dictionary: dict[str, Any] | None = None
+    precision: dict[str, Any] | None = None
+    baselines: dict[str, Any] | None = None
+    out: str | None = None
+    W: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32), repr=False, compare=False)
+    source_words: list[str] = field(default_factory=list, repr=False, compare=False)
+    target_words: list[str] = field(default_factory=list, repr=False, compare=False)
+    mapped: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32), repr=False, compare=False)
+    target: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32), repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``polyglot-groc align`` prints (the evaluation keys only with an evaluation dictionary)."""
+        out: dict[str, Any] = {
+            "src_words": self.src_words, "tgt_words": self.tgt_words, "dim": self.dim,
+            "train_dictionary": self.train_dictionary, "dico_max_rank": self.dico_max_rank,
+            "knn_mode": self.knn_mode, "lowercased": self.lowercased, "best_iteration": self.best_iteration,
+            "history": self.history, "normalize": self.normalize, "selection": self.selection}
+        if self.eval_dictionary is not None:
+            out.update({"eval_dictionary": self.eval_dictionary, "precision": self.precision,
+                        "baselines": self.baselines})
+        return json_safe(out)  # type: ignore[return-value]
+
+    def summary(self) -> list[str]:
+        """The human-readable lines ``polyglot-groc align`` prints on stderr: coverage, drops, every
+        P@k beside the baselines (none without an evaluation dictionary)."""
+        if self.eval_dictionary is None or self.precision is None or self.baselines is None:
+            return []
+        from polyglot_groc.analysis.alignment_report import summary_lines
+
+        return summary_lines(self.eval_dictionary, self.precision, self.baselines)
+
+
+def load_bundle_once(run: str | os.PathLike[str] | ModelBundle, checkpoint: str,
+                     device: str) -> Callable[[], ModelBundle]:
+    """A function returning the run's bundle, loaded on first call only (or ``run`` itself when it
+    is already a loaded bundle)."""
+    loaded: list[Any] = [] if isinstance(run, (str, os.PathLike)) else [run]
+
+    def get() -> ModelBundle:
+        if not loaded:
+            from polyglot_groc.model.bundle import load_bundle
+
+            assert isinstance(run, (str, os.PathLike))
+            loaded.append(load_bundle(Path(run), checkpoint, device)[0])
+        return loaded[0]  # type: ignore[no-any-return]
+
+    return get
+
+
+def read_side(vec: Vectors | None, bundle: Callable[[], ModelBundle] | None, lang: str | None, side: str,
+          max_vocab: int | None, name: str, lower: bool) -> tuple[list[str], np.ndarray]:
+    """One side's words and vectors, from a file, from memory or from the run; the same vocabulary rule
+    every way.
+
+    MUSE's reading (lowercase, first occurrence wins, ``max_vocab`` distinct words; ``keep_case``
+    is MUSE's full_vocab) applies to a run's vocabulary and to vectors in memory exactly as to a
+    file, so aligning a run scores the words that ``export --vocab`` and aligning the exported
+    files score.
+    """
+    from eval.vectors import first_occurrences, read_vec
+
+    if isinstance(vec, (str, os.PathLike)):
+        return read_vec(Path(vec), max_vocab=max_vocab, lower=lower)
+    if vec is not None:
+        kept, rows = first_occurrences(list(vec.words), lower=lower, max_vocab=max_vocab)
+        return kept, np.ascontiguousarray(np.asarray(vec.vectors)[rows])
+    if bundle is None or lang is None:
+        raise InputError(f"give --{name} FILE (word2vec .vec or .bin), or --run RUN with --{name}-lang")
+    out = vocabulary_vectors(bundle(), lang, side, max_vocab, lower)
+    return out.words, out.vectors
+
+
+def align(
+    *,
+    src: Vectors | None = None,
+    tgt: Vectors | None = None,
+    run: str | os.PathLike[str] | ModelBundle | None = None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+    side: str = "input",
+    train_dict: str | os.PathLike[str] | None = None,
+    eval_dict: str | os.PathLike[str] | None = None,
+    dictionary_mode: str | None = None,
+    refine: int = 5,
+    normalize: str = "",
+    dico_build: str = "S2T&T2S",
+    dico_max_rank: int | None = None,
+    max_vocab: int | None = 200_000,
+    keep_case: bool = False,
+    knn: str = "exact",
+    eval_words: str | os.PathLike[str] | Iterable[str] | None = None,
+    export_mapped: bool = False,
+    lenient: bool = False,
+    lexicon: list[str] | None = None,
+    wn_dir: str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    checkpoint: str = "best",
+    device: str = "auto",
+    threads: int | None = None,
+) -> AlignResult:
+    """Map source embeddings onto target embeddings (Procrustes + CSLS refinement) and evaluate P@k.
+
+    Each side comes from ``src``/``tgt`` (a word2vec file or vectors in memory) or, without one,
+    from ``run``'s vocabulary in ``src_lang``/``tgt_lang`` (the run is loaded once, and only if a
+    side needs it). The seed dictionary is ``train_dict``, else ``dictionary_mode`` ``identical``
+    (identical strings) or ``lexicon`` (words sharing a wordnet synset). The refinement iteration
+    is chosen by the unsupervised mean-CSLS criterion, never the evaluation dictionary.
+
+    Args:
+        src: source vectors (file or in memory).
+        tgt: target vectors (file or in memory).
+        run: a run directory (or a loaded bundle) for the sides not given as vectors.
+        src_lang: the source language (with ``run``, or for ``dictionary_mode="lexicon"``).
+        tgt_lang: the target language.
+        side: ``input`` or ``output`` embeddings of ``run``.
+        train_dict: seed dictionary in MUSE's format (one ``src tgt`` pair a line).
+        eval_dict: evaluation dictionary; None: no P@k.
+        dictionary_mode: without ``train_dict``: ``identical`` or ``lexicon``.
+        refine: refinement iterations (0: Procrustes only).
+        normalize: e.g. ``center,renorm``, applied to both sides.
+        dico_build: ``S2T``, ``T2S``, ``S2T|T2S`` or ``S2T&T2S``.
+        dico_max_rank: refinement dictionary rank limit (default 10000 with ``train_dict``, 15000
+            otherwise, as MUSE's supervised/unsupervised runs).
+        max_vocab: read at most N words per side.
+        keep_case: keep every word as written (MUSE's full_vocab); default lowercases, first wins.
+        knn: CSLS ranking, ``exact`` or ``approximate``.
+        eval_words: evaluate only these source words (a file, one a line, or the words).
+        export_mapped: also write MUSE's ``vectors-<lang>.txt`` files.
+        lenient: skip malformed dictionary lines.
+        lexicon: wn lexicons for ``dictionary_mode="lexicon"`` (default: the installed wordnets of
+            the two languages).
+        wn_dir: wn data folder for ``dictionary_mode="lexicon"``.
+        out: output directory; None: write nothing.
+        overwrite: replace an existing, non-empty ``out``.
+        checkpoint: ``best`` or ``last`` of ``run``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``run``.
+        threads: CPU threads for torch (None or 0: torch's default).
+
+    Returns:
+        An :class:`AlignResult`; its ``to_dict()`` is the JSON ``polyglot-groc align`` prints.
+
+    Raises:
+        InputError: a side without vectors, dimensions that differ, no seed dictionary or one
+            with no pair in the vocabularies, a bad ``knn``, an existing ``out`` without
+            ``overwrite``; LexiconMissingError: no wordnet for ``dictionary_mode="lexicon"``.
+    """
+    from eval.align import KNN_MODES, identical_pairs, pairs_to_indices
+    from eval.align import align as align_spaces
+    from langpairs.dictionaries import read_dictionary
+    from polyglot_groc.model.device import use_threads
+
+    check_positive(max_vocab=max_vocab, dico_max_rank=dico_max_rank)
+    check_non_negative(refine=refine)
+    use_threads(threads)
+    if knn not in KNN_MODES:
+        raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
+    if out is not None:
+        check_output(Path(out), overwrite, directory=True)
+    lower = not keep_case
+    bundle = load_bundle_once(run, checkpoint, device) if run is not None else None
+    src_words, src_vecs = read_side(src, bundle, src_lang, side, max_vocab, "src", lower)
+    tgt_words, tgt_vecs = read_side(tgt, bundle, tgt_lang, side, max_vocab, "tgt", lower)
+    if src_vecs.shape[1] != tgt_vecs.shape[1]:
+        raise InputError(f"source vectors have dimension {src_vecs.shape[1]} but target vectors "
+                         f"{tgt_vecs.shape[1]}; align embeddings of the same size")
+    if train_dict is not None:
+        train_pairs, stats = pairs_to_indices(read_dictionary(Path(train_dict), lower=lower, lenient=lenient),
+                                              src_words, tgt_words, lower=lower)
+        train_info: dict[str, Any] = {"path": str(train_dict), **stats}
+    elif dictionary_mode == "identical":
+        train_pairs = identical_pairs(src_words, tgt_words)
+        if len(train_pairs) == 0:
+            raise InputError("no identical strings in the two vocabularies; "
+                             "pass --train-dict or --dictionary-mode lexicon")
+        train_info = {"seed": "identical", "found": int(len(train_pairs))}
+    elif dictionary_mode == "lexicon":
+        train_pairs = lexicon_seed(src_words, tgt_words, src_lang, tgt_lang, lexicon, wn_dir)
+        train_info = {"seed": "lexicon", "found": int(len(train_pairs))}
+    else:
+        raise InputError("no seed dictionary: pass --train-dict FILE, --dictionary-mode identical "
+                         "or --dictionary-mode lexicon")
+    if dico_max_rank is None:
+        dico_max_rank = 10000 if train_dict is not None else 15000
+    res = align_spaces(src_vecs, tgt_vecs, train_pairs, n_refinement=refine, normalize=normalize,
+                       dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn)  # type: ignore[arg-type]
+    mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
+    evaluation: dict[str, Any] = {}
+    if eval_dict is not None:
+        from polyglot_groc.analysis.alignment_report import evaluate_with_baselines
+
+        pairs = read_dictionary(Path(eval_dict), lower=lower, lenient=lenient)
+        restrict = None
+        if eval_words is not None:
+            restrict = set(read_words(eval_words) if isinstance(eval_words, (str, os.PathLike)) else eval_words)
+        stats_e, precision, baselines = evaluate_with_baselines(
+            pairs, src_words, tgt_words, mapped, target, lower=lower, eval_words=restrict,
+            knn_mode=knn)  # type: ignore[arg-type]
+        stats_e["path"] = str(eval_dict)
+        evaluation = {"eval_dictionary": stats_e, "precision": precision, "baselines": baselines}
+    result = AlignResult(
+        src_words=len(src_words), tgt_words=len(tgt_words), dim=int(src_vecs.shape[1]), train_dictionary=train_info,
+        dico_max_rank=dico_max_rank, knn_mode=knn, lowercased=lower, best_iteration=res.best_iteration,
+        history=res.history, normalize=normalize,
+        selection="unsupervised mean CSLS cosine (never the evaluation dictionary)", **evaluation,
+        out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
+        target_words=list(tgt_words), mapped=mapped, target=target)
+    if out is not None:
+        _write(Path(out), result, src_lang, tgt_lang, export_mapped)
+    return result
+
+
+def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool) -> None:
+    """Every output file, all or none: a failed write (disk full, read-only) removes the ones before it."""
+    import torch
+
+    from eval.vectors import write_vec
+    from groc_base.fileio import atomic_write
+
+    # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
+    outputs: list[tuple[str, Callable[[Path], None]]] = [
+        ("W.npy", lambda p: atomic_write(p, lambda f: np.save(f, result.W))),
+        ("best_mapping.pth", lambda p: atomic_write(p, lambda f: torch.save(np.asarray(result.W), f))),
+        ("src.aligned.vec", lambda p: write_vec(p, result.source_words, result.mapped)),
+        ("tgt.vec", lambda p: write_vec(p, result.target_words, result.target)),
+    ]
+    if export_mapped:
+        src_name, tgt_name = f"vectors-{src_lang or 'src'}.txt", f"vectors-{tgt_lang or 'tgt'}.txt"
+        if src_name == tgt_name:  # one language on both sides: MUSE's names would write one file twice
+            src_name, tgt_name = f"vectors-{src_lang}.src.txt", f"vectors-{tgt_lang}.tgt.txt"
+        outputs += [(src_name, lambda p: write_vec(p, result.source_words, result.mapped)),
+                    (tgt_name, lambda p: write_vec(p, result.target_words, result.target))]
+    text = dumps_json(result.to_dict(), indent=2) + "\n"
+    outputs.append(("result.json", lambda p: atomic_write(p, lambda f: f.write(text.encode("utf-8")))))
+    created = not out.exists()
+    written: list[Path] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, write in outputs:
+            write(out / name)
+            written.append(out / name)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    # overwrite replaces the earlier result whole: its mapped vectors must not outlive it.
+    for stale in set(out.glob("vectors-*.txt")) - set(written):
+        stale.unlink(missing_ok=True)
+
+
+def lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,
+                 specs: list[str] | None, wn_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
+    """Seed pairs ``(n, 2)``: words of the two languages that share a synset (ILI) in the lexicon."""
+    from lexicons.service import open_lexicon
+
+    if not src_lang or not tgt_lang:
+        raise InputError("--dictionary-mode lexicon needs --src-lang and --tgt-lang")
+    lex = open_lexicon("wn", specs=specs or None, langs=None if specs else [src_lang, tgt_lang],
+                       wn_dir=Path(wn_dir) if wn_dir is not None else None)
+    translate = getattr(lex, "translation_pairs", None)
+    if translate is None:
+        raise InputError(f"the {type(lex).__name__} backend cannot derive cross-lingual pairs; pass --train-dict")
+    pairs = translate(src_words, src_lang, tgt_words, tgt_lang)
+    src_index = {w: i for i, w in reversed(list(enumerate(src_words)))}
+    tgt_index = {w: i for i, w in reversed(list(enumerate(tgt_words)))}
+    rows = np.array([(src_index[s], tgt_index[t]) for s, t in pairs], dtype=np.int64).reshape(-1, 2)
+    if len(rows) == 0:
+        raise InputError(f"the lexicon links no {src_lang} word to a {tgt_lang} word of these vocabularies")
+    return rows

@@ -1,0 +1,203 @@
+"""Word similarity of embeddings: Spearman rho against human judgements (MUSE's mono- and cross-lingual tasks).
+
+:func:`similarity` is ``polyglot-groc similarity`` as a function. Vectors come from a word2vec
+file, from memory, from a run's vocabulary (read by MUSE's rule, as ``export --vocab`` writes
+it), or, cross-lingually, from two files already in one space. Each dataset is scored on its
+own: a bad one becomes an error entry (and a warning) and the others still count.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from groc_base.checks import check_positive
+from groc_base.errors import InputError
+from groc_base.fileio import json_safe, unique_labels
+from polyglot_groc.analysis.alignment import Vectors, load_bundle_once, read_side
+from polyglot_groc.model.bundle import ModelBundle
+
+log = logging.getLogger(__name__)
+
+__all__ = ["WordSimilarityResult", "similarity"]
+
+
+@dataclass(frozen=True)
+class WordSimilarityResult:
+    """Spearman rho per dataset (keyed by file name, with parent folders where two share one).
+
+    Which fields are set says what was scored: ``vectors`` (one file), ``src_vectors`` and
+    ``tgt_vectors`` (cross-lingual), or ``run``/``lang``/``side``/``model`` (a run's vocabulary,
+    ``in_vocabulary``, and for a compositional side also ``all_pairs_composed``). A dataset that
+    could not be scored holds ``{"error": ...}``.
+    """
+
+    datasets: dict[str, dict[str, Any]]
+    vectors: str | None = None
+    src_vectors: str | None = None
+    tgt_vectors: str | None = None
+    run: str | None = None
+    lang: str | None = None
+    side: str | None = None
+    model: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON ``polyglot-groc similarity`` prints."""
+        if self.src_vectors is not None:
+            out: dict[str, Any] = {"src_vectors": self.src_vectors, "tgt_vectors": self.tgt_vectors}
+        elif self.model is not None:
+            out = {"run": self.run, "lang": self.lang, "side": self.side, "model": self.model}
+        else:
+            out = {"vectors": self.vectors}
+        out["datasets"] = self.datasets
+        return json_safe(out)  # type: ignore[return-value]
+
+
+def _score_datasets(datasets: Sequence[str | os.PathLike[str]],
+                    score: Callable[[Path], dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Run ``score(path) -> dict`` on every dataset; failures become ``{"error": ...}`` entries.
+
+    Each failure is reported once: as a one-line warning when other datasets were scored, or
+    inside the one error when none could be.
+    """
+    results: dict[str, dict[str, Any]] = {}
+    # Keyed by file name, with parent folders where two datasets share one (never one lost).
+    for label, ds in zip(unique_labels(list(datasets)), datasets, strict=True):
+        try:
+            results[label] = score(Path(ds))
+        except InputError as exc:
+            results[label] = {"error": str(exc)}
+    failed = [name for name, entry in results.items() if "error" in entry]
+    if len(failed) == len(results):
+        if len(results) == 1:
+            raise InputError(results[failed[0]]["error"])
+        raise InputError(f"none of the {len(results)} datasets could be scored: "
+                         + "; ".join(results[name]["error"] for name in failed))
+    for name in failed:
+        log.warning("dataset %s skipped: %s", name, results[name]["error"])
+    return results
+
+
+def _words_vectors(vec: Vectors, max_vocab: int | None, lower: bool) -> tuple[list[str], Any]:
+    return read_side(vec, None, None, "input", max_vocab, "vectors", lower)
+
+
+def similarity(
+    *,
+    datasets: Sequence[str | os.PathLike[str]],
+    vectors: Vectors | None = None,
+    run: str | os.PathLike[str] | ModelBundle | None = None,
+    lang: str | None = None,
+    side: str = "input",
+    max_vocab: int | None = None,
+    keep_case: bool = False,
+    src_vectors: Vectors | None = None,
+    tgt_vectors: Vectors | None = None,
+    checkpoint: str = "best",
+    device: str = "auto",
+    threads: int | None = None,
+) -> WordSimilarityResult:
+    """Spearman rho between cosine similarity and human judgements, per dataset (``w1 w2 score`` lines).
+
+    Give exactly one of: ``vectors``; ``run`` with ``lang`` (the run's vocabulary, read as MUSE
+    reads ``export --vocab``'s file; a compositional side also scores every pair with the unseen
+    words composed, a separate figure); or ``src_vectors`` and ``tgt_vectors`` (cross-lingual,
+    already in one space). With ``run``, ``vectors`` may hold the run's vocabulary vectors already
+    exported (:func:`~polyglot_groc.analysis.export.vocabulary_vectors` with the same ``side``,
+    ``max_vocab`` and case rule), so they are not computed again. Multiword pairs (SemEval-17)
+    are skipped and counted, as MUSE does.
+
+    Args:
+        datasets: word-similarity files.
+        vectors: word vectors (a word2vec file or in memory).
+        run: a run directory (or a loaded bundle).
+        lang: the run's language to score.
+        side: ``input`` or ``output`` embeddings of ``run``.
+        max_vocab: read at most N words.
+        keep_case: keep the vocabulary's case and look words up lowercase, Capitalized, Title.
+        src_vectors: cross-lingual: the (mapped) source vectors, first word of each pair.
+        tgt_vectors: cross-lingual: the target vectors, second word of each pair.
+        checkpoint: ``best`` or ``last`` of ``run``.
+        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``run``.
+        threads: CPU threads for torch (None or 0: torch's default).
+
+    Returns:
+        A :class:`WordSimilarityResult`; its ``to_dict()`` is the JSON ``polyglot-groc similarity`` prints.
+
+    Raises:
+        InputError: not exactly one source of vectors, ``run`` without ``lang``, or no dataset
+            could be scored (a dataset that fails while others are scored is an entry and a warning).
+    """
+    from eval.similarity import read_word_pairs, word_similarity
+    from polyglot_groc.model.device import use_threads
+
+    check_positive(max_vocab=max_vocab)
+    use_threads(threads)
+    lower = not keep_case
+    if src_vectors is not None or tgt_vectors is not None:
+        if src_vectors is None or tgt_vectors is None or vectors is not None or run is not None:
+            raise InputError("cross-lingual similarity takes exactly --src-vectors A.vec and --tgt-vectors B.vec")
+        sw, sv = _words_vectors(src_vectors, max_vocab, lower)
+        tw, tv = _words_vectors(tgt_vectors, max_vocab, lower)
+
+        def cross_score(ds: Path) -> dict[str, Any]:
+            triples, multi = read_word_pairs(ds)
+            r = word_similarity(triples, sw, sv, lower=lower, tgt_words=tw, tgt_vectors=tv)
+            return {"rho": r.rho, "found": r.found, "not_found": r.not_found, "multiword_skipped": multi}
+
+        return WordSimilarityResult(datasets=_score_datasets(datasets, cross_score), src_vectors=_name(src_vectors),
+                                    tgt_vectors=_name(tgt_vectors))
+    if run is None:
+        if vectors is None:
+            raise InputError("pass exactly one of --vectors FILE or --run RUN --lang XX")
+        words, vecs = _words_vectors(vectors, max_vocab, lower)
+
+        def vec_score(ds: Path) -> dict[str, Any]:
+            triples, multi = read_word_pairs(ds)
+            r = word_similarity(triples, words, vecs, lower=lower)
+            return {"rho": r.rho, "found": r.found, "not_found": r.not_found, "multiword_skipped": multi}
+
+        return WordSimilarityResult(datasets=_score_datasets(datasets, vec_score), vectors=_name(vectors))
+    if isinstance(vectors, (str, os.PathLike)):
+        raise InputError("pass exactly one of --vectors FILE or --run RUN --lang XX")
+    if lang is None:
+        raise InputError("--run needs --lang")
+    from polyglot_groc.analysis.export import embed, vocabulary_vectors
+
+    bundle = load_bundle_once(run, checkpoint, device)()
+    # The vocabulary as `similarity --vectors` reads the run's export: same words, same vectors.
+    if vectors is not None:
+        vocab_words, vocab_vecs = _words_vectors(vectors, max_vocab, lower)
+    else:
+        vocab = vocabulary_vectors(bundle, lang, side, max_vocab, lower)
+        vocab_words, vocab_vecs = vocab.words, vocab.vectors
+    model = bundle.model
+    composed = model.compositional_input if side == "input" else model.compositional_output
+
+    def run_score(ds: Path) -> dict[str, Any]:
+        triples, multi = read_word_pairs(ds)
+        r = word_similarity(triples, vocab_words, vocab_vecs, lower=lower)
+        # found/not_found in MUSE's terms: only the model's vocabulary, comparable with MUSE tables.
+        entry: dict[str, Any] = {"in_vocabulary": {"rho": r.rho, "found": r.found, "not_found": r.not_found},
+                                 "multiword_skipped": multi}
+        if composed:
+            # A separate figure: a compositional model also embeds the unseen words (100% coverage).
+            # Only the lowercase forms are composed, so the lookup order cannot prefer a capitalised form.
+            pair_words = sorted({w.lower() for a, b, _ in triples for w in (a, b)})
+            everything = embed(bundle, lang, pair_words, side=side)
+            ra = word_similarity(triples, everything.words, everything.vectors, lower=True)
+            entry["all_pairs_composed"] = {"rho": ra.rho, "found": ra.found, "not_found": ra.not_found,
+                                           "composed_unseen": everything.composed}
+        return entry
+
+    return WordSimilarityResult(datasets=_score_datasets(datasets, run_score), run=_name(run), lang=lang, side=side,
+                                model=model.kind)
+
+
+def _name(source: object) -> str | None:
+    """A file's path as given; None for vectors or a model held in memory."""
+    return str(source) if isinstance(source, (str, os.PathLike)) else None

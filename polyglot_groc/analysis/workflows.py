@@ -1,0 +1,40 @@
+"""The analysis workflows of polyglot-groc as Python functions: what the CLI does, one call each.
+
+Every function is keyword-only and typed, checks all its inputs (and refuses an existing output
+without ``overwrite``) before it loads a model or writes anything, writes its files atomically,
+logs instead of printing, and returns a frozen result whose ``to_dict()`` is exactly the JSON the
+matching command prints. The commands are thin faces over them: parse, call, print.
+
+==================  =============================================  ==============================
+function            command                                        result
+==================  =============================================  ==============================
+:func:`evaluate`    ``evaluate`` (in-domain and open vocabulary)   :class:`EvaluateResult`
+:func:`tune_cache`  ``tune-cache``                                 :class:`TuneCacheResult`
+:func:`freq_bins`   ``analyze freq-bins``                          :class:`FreqBinsResult`
+:func:`curves`      ``analyze curves``                             :class:`CurvesResult`
+:func:`export`      ``export``                                     :class:`ExportResult`
+:func:`align`       ``align``                                      :class:`AlignResult`
+:func:`similarity`  ``similarity``                                 :class:`WordSimilarityResult`
+:func:`lexicon_coverage`  ``lexicon coverage``                     :class:`LexiconCoverageResult`
+==================  =============================================  ==============================
+
+Errors are :class:`groc_base.errors.GrocError` subclasses (``InputError`` is also a
+``ValueError``); the CLI turns each into one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+from polyglot_groc.analysis.alignment import AlignResult, align
+from polyglot_groc.analysis.curves import CurvesResult, curves
+from polyglot_groc.analysis.evaluate import EvaluateResult, evaluate
+from polyglot_groc.analysis.export import Exported, ExportResult, export
+from polyglot_groc.analysis.freqbins import FreqBinsResult, freq_bins
+from polyglot_groc.analysis.lexicon import LexiconCoverageResult, lexicon_coverage
+from polyglot_groc.analysis.similarity import WordSimilarityResult, similarity
+from polyglot_groc.analysis.tunecache import TuneCacheResult, tune_cache
+
+__all__ = [
+    "AlignResult", "CurvesResult", "EvaluateResult", "ExportResult", "Exported", "FreqBinsResult",
+    "LexiconCoverageResult", "TuneCacheResult", "WordSimilarityResult", "align", "curves", "evaluate", "export",
+    "freq_bins", "lexicon_coverage", "similarity", "tune_cache",
+]

@@ -1,0 +1,66 @@
+"""The public Python API: every workflow of the ``polyglot-groc`` command line, one function each.
+
+``import polyglot_groc as pg`` gives the same names (loaded on first use). Each function is
+keyword-only and typed, checks its inputs before it loads a model or writes a file, writes
+atomically, logs instead of printing, and returns a frozen result whose ``to_dict()`` is the JSON
+the matching command prints. The commands are thin faces over these functions, and the
+benchmarks call them too: a workflow is written once.
+
+==========================  =====================================  ==============================
+function                    command                                result
+==========================  =====================================  ==============================
+:func:`train`               ``train``                              :class:`TrainResult`
+:func:`resume`              ``train --resume``                     :class:`TrainResult`
+:func:`finetune`            ``finetune``                           :class:`TrainResult`
+:func:`load_result`         ``runs show`` (a run's result)         :class:`TrainResult`
+:func:`init_from_elmo`      ``init-from-elmo``                     :class:`ElmoInitResult`
+:func:`evaluate`            ``evaluate``                           :class:`EvaluateResult`
+:func:`tune_cache`          ``tune-cache``                         :class:`TuneCacheResult`
+:func:`freq_bins`           ``analyze freq-bins``                  :class:`FreqBinsResult`
+:func:`curves`              ``analyze curves``                     :class:`CurvesResult`
+:func:`export`              ``export``                             :class:`ExportResult`
+:func:`align`               ``align``                              :class:`AlignResult`
+:func:`similarity`          ``similarity``                         :class:`WordSimilarityResult`
+:func:`lexicon_coverage`    ``lexicon coverage``                   :class:`LexiconCoverageResult`
+==========================  =====================================  ==============================
+
+Configuration: :func:`load_config` reads a TOML file with overrides given as data (dotted keys to
+Python values); :func:`parse_overrides` turns the CLI's ``--set key=value`` strings into them.
+Errors are :class:`GrocError` subclasses (:class:`InputError`, :class:`ConfigError`, ...).
+"""
+
+from __future__ import annotations
+
+from groc_base.errors import CheckpointError, ConfigError, GrocError, InputError
+from polyglot_groc.analysis.workflows import (
+    AlignResult,
+    CurvesResult,
+    EvaluateResult,
+    Exported,
+    ExportResult,
+    FreqBinsResult,
+    LexiconCoverageResult,
+    TuneCacheResult,
+    WordSimilarityResult,
+    align,
+    curves,
+    evaluate,
+    export,
+    freq_bins,
+    lexicon_coverage,
+    similarity,
+    tune_cache,
+)
+from polyglot_groc.config import RunConfig, load_config, parse_overrides
+from polyglot_groc.elmo.workflows import ElmoInitResult, init_from_elmo
+from polyglot_groc.training.interrupts import TrainingInterrupted
+from polyglot_groc.training.trainer import StepInfo, TrainHooks, TrainResult
+from polyglot_groc.training.workflows import finetune, load_result, resume, train
+
+__all__ = [
+    "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
+    "ExportResult", "Exported", "FreqBinsResult", "GrocError", "InputError", "LexiconCoverageResult", "RunConfig",
+    "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult", "WordSimilarityResult",
+    "align", "curves", "evaluate", "export", "finetune", "freq_bins", "init_from_elmo", "lexicon_coverage",
+    "load_config", "load_result", "parse_overrides", "resume", "similarity", "train", "tune_cache",
+]

@@ -1,0 +1,105 @@
+"""What ``train`` shows while it runs: a running loss that is never NaN, one log knob (train.log_every)."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from polyglot_groc.config import load_config
+from polyglot_groc.training.trainer import StepInfo, Trainer
+from tests.conftest import SMALL, TINY, small_run_config
+
+runner = CliRunner()
+
+
+class _Steps:
+    def __init__(self) -> None:
+        self.steps: list[StepInfo] = []
+
+    def on_start(self, total_steps: int | None, info: Any) -> None:
+        pass
+
+    def on_step(self, info: StepInfo) -> None:
+        self.steps.append(info)
+
+    def on_eval(self, record: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("log_every", [0, 4, 10])
+def test_running_loss_is_never_nan_in_short_runs(tmp_path: Path, log_every: int) -> None:
+    hooks = _Steps()
+    cfg = small_run_config("lookup", "en", ["train.max_steps=6", f"train.log_every={log_every}", "train.eval_every=0"])
+    Trainer(cfg, tmp_path / "run", hooks=hooks).fit()
+    assert [s.step for s in hooks.steps] == [1, 2, 3, 4, 5, 6]
+    assert all(math.isfinite(s.loss) and s.loss > 0 for s in hooks.steps)
+    assert [s.step for s in hooks.steps if s.logged] == ([4] if log_every == 4 else [])
+
+
+def test_running_loss_after_a_resume_is_never_nan(tmp_path: Path) -> None:
+    import dataclasses
+
+    from polyglot_groc.model.bundle import ModelBundle
+    from polyglot_groc.model.checkpoint import load_checkpoint
+
+    cfg = small_run_config("lookup", "en", ["train.max_steps=3", "train.log_every=100"])
+    Trainer(cfg, tmp_path / "run").fit()
+    payload = load_checkpoint(tmp_path / "run" / "last.pt")
+    longer = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=6))
+    hooks = _Steps()
+    Trainer(longer, tmp_path / "run", hooks=hooks, bundle=ModelBundle.from_state(payload["bundle"]),
+            resume=payload).fit()
+    assert [s.step for s in hooks.steps] == [4, 5, 6]
+    assert all(math.isfinite(s.loss) for s in hooks.steps)
+
+
+def _train(out: Path, *extra: str) -> Any:
+    from polyglot_groc.cli import app
+
+    sets = [x for s in SMALL for x in ("--set", s)]
+    return runner.invoke(app, ["train", "--langs", "en,fr", "--data", str(TINY), "--out", str(out), *sets, *extra])
+
+
+def _log_steps(stderr: str) -> list[int]:
+    return [int(m) for m in re.findall(r"^step (\d+): loss", stderr, flags=re.M)]
+
+
+def test_cli_progress_shows_no_nan_under_ten_steps(tmp_path: Path) -> None:
+    res = _train(tmp_path / "r", "--max-steps", "3")
+    assert res.exit_code == 0, res.output
+    assert "nan" not in res.stderr.lower()
+    assert re.search(r"loss \d+\.\d{3}", res.stderr), res.stderr
+
+
+def test_log_every_is_one_knob(tmp_path: Path) -> None:
+    """--log-every N is train.log_every: the log lines, the loss reads and the saved config agree."""
+    flag = _train(tmp_path / "flag", "--max-steps", "4", "--log-every", "2")
+    sets = _train(tmp_path / "set", "--max-steps", "4", "--set", "train.log_every=2")
+    assert flag.exit_code == 0 and sets.exit_code == 0, flag.output + sets.output
+    assert _log_steps(flag.stderr) == _log_steps(sets.stderr) == [2, 4]
+    for run in ("flag", "set"):
+        assert load_config(tmp_path / run / "config.toml").train.log_every == 2
+    quiet = _train(tmp_path / "quiet", "--max-steps", "4", "--log-every", "0")
+    assert quiet.exit_code == 0 and _log_steps(quiet.stderr) == []
+
+
+def test_log_every_defaults() -> None:
+    presets = Path(__file__).resolve().parent.parent / "polyglot_groc" / "configs"
+    assert load_config(None).train.log_every == 100
+    assert load_config(presets / "quickstart.toml").train.log_every == 20
+
+
+def test_finetune_log_every_is_the_same_knob(tmp_path: Path) -> None:
+    from polyglot_groc.cli import app
+
+    Trainer(small_run_config("groc", "en", ["train.max_steps=2"]), tmp_path / "parent").fit()
+    res = runner.invoke(app, ["finetune", str(tmp_path / "parent"), "--data", str(TINY), "--out", str(tmp_path / "ft"),
+                              "--max-steps", "4", "--log-every", "2", "--threads", "1"])
+    assert res.exit_code == 0, res.output
+    assert _log_steps(res.stderr) == [2, 4]
+    assert load_config(tmp_path / "ft" / "config.toml").train.log_every == 2
