@@ -18,14 +18,17 @@ from pathlib import Path
 from groc_base.errors import CorpusError, UnknownLanguageError
 from groc_base.fileio import read_bytes
 
+from .registry import LanguageRegistry, default_registry
 from .tokenize import Tokenizer, make_tokenizer
 
 __all__ = [
     "EOS",
     "SPLITS",
     "MultilingualCorpus",
+    "check_corpora",
     "decode_utf8",
     "find_split",
+    "has_corpus",
     "read_split",
 ]
 
@@ -118,9 +121,42 @@ def find_split(root: Path, lang: str, split: str) -> Path:
         if candidate.is_file():
             return candidate
     raise CorpusError(
-        f"no {split} split for {lang!r}: expected {candidates[0]} (or {split}.conllu); "
-        f"check the corpus root, or build it with langpairs.prepare.prepare_corpora"
+        f"no {split} split for {lang!r}: expected {candidates[0]} (or {split}.conllu); check the corpus "
+        f"root, or prepare it with `polyglot-groc data prepare --lang {lang} --input FILE... --out {root}`"
     )
+
+
+def has_corpus(root: Path, lang: str) -> bool:
+    """Whether ``root`` holds a train split for ``lang`` (``.txt``, ``.conllu``, or gzipped)."""
+    return any((Path(root) / lang / f"train{suffix}").is_file() for suffix in _SUFFIXES)
+
+
+def check_corpora(root: Path, codes: Sequence[str], *, primary: Sequence[str] = (),
+                  registry: LanguageRegistry | None = None) -> None:
+    """Every language in ``codes`` has a train split under ``root``; else one :class:`CorpusError` line.
+
+    A language that is not in ``primary`` but is the related language of one that is (what
+    ``--with related`` added) is named as such, with the two ways out: prepare its corpus, or pick
+    the partner with ``--with CODE``.
+    """
+    registry = registry if registry is not None else default_registry()
+    for code in codes:
+        if has_corpus(root, code):
+            continue
+        from .prepare import SOURCES  # prepare imports this module
+
+        how = f"`polyglot-groc data prepare --lang {code} --input FILE... --out {root}`"
+        if code in SOURCES:
+            how = f"`polyglot-groc data prepare --langs {code} --out {root}` (shared text) or {how}"
+        owners = [p for p in primary if code in registry.partners(p)] if code not in primary else []
+        if owners:
+            raise CorpusError(
+                f"{code!r} is the related language of {owners[0]!r} (--with related) but has no corpus in {root} "
+                f"(no {Path(root) / code / 'train.txt'}); prepare it with {how}, or name another partner with "
+                f"--with CODE"
+            )
+        raise CorpusError(f"language {code!r} has no corpus in {root} (no {Path(root) / code / 'train.txt'}); "
+                          f"prepare it with {how}, or pass another --data")
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,17 @@
 Mulcaire (2022, §5.3) samples ~1M training and ~100k held-out words per language from wiki40b,
 segmented with Stanza. wiki40b is not available offline, so this samples a fixed token budget
 per language (default 200k / 20k / 20k) from the sources in ``$POLYGLOT_GROC_DATA/text`` (see
-:data:`SOURCES` and that folder's MANIFESTs), tokenised with ``make_tokenizer(lang, "auto")``.
+:data:`SOURCES` and that folder's MANIFESTs), tokenised with ``make_tokenizer(lang, "toktok")`` by
+default (``"auto"`` uses Stanza where its models are installed, so its corpora differ between
+machines; the manifest records which ran). Text in other languages, or the user's own text:
+:func:`langpairs.files.prepare_language`.
 
 Reproducibility and leakage rules:
 
 * Sources are read in a fixed order (a language's groups in :data:`SOURCES` order, files sorted
-  by name) and only until the budget is met, so the output depends only on the data and the
-  budgets (plus whether Stanza's models are installed, which the manifest records).
+  by name) and only until the budget is met, so the output depends only on the data, the
+  budgets and the tokenizer (with ``auto``, on whether Stanza's models are installed, which the
+  manifest records).
 * Leipzig files are *random* sentence samples stored alphabetically sorted, so "the last part"
   of such a file would be sentences starting with "Z"; their sentences are put in a fixed
   pseudo-random order (by BLAKE2 hash of the text) first. Running text (Wikipedia articles,
@@ -42,6 +46,7 @@ from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
 from groc_base.fileio import atomic_write_bytes
 
 from .corpus import EOS, SPLITS, decode_utf8
+from .files import manifest_lock
 from .tokenize import SentenceTokenizer, make_tokenizer
 
 __all__ = ["MANIFEST_NAME", "SOURCES", "SourceGroup", "prepare_corpora"]
@@ -315,7 +320,7 @@ def prepare_corpora(
     train_tokens: int = 200_000,
     eval_tokens: int = 20_000,
     *,
-    tokenize: str = "auto",
+    tokenize: str = "toktok",
     overwrite: bool = True,
 ) -> dict[str, Any]:
     """Write ``out/<lang>/{train,valid,test}.txt`` and ``out/prepare.json``; return the manifest.
@@ -335,9 +340,9 @@ def prepare_corpora(
     unknown = [code for code in codes if code not in SOURCES]
     if unknown:
         raise UnknownLanguageError(
-            f"no prepare sources for language(s) {', '.join(map(repr, unknown))}; prepare knows "
-            f"{', '.join(SOURCES)}; add a SourceGroup to langpairs.prepare.SOURCES or write "
-            f"<out>/<lang>/{{train,valid,test}}.txt yourself"
+            f"the shared text has no source for language(s) {', '.join(map(repr, unknown))} (it has "
+            f"{', '.join(SOURCES)}); prepare your own text with `polyglot-groc data prepare --lang "
+            f"{unknown[0]} --input FILE... --out DIR` (a new language also needs a --languages file)"
         )
     for name, value in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -353,10 +358,13 @@ def prepare_corpora(
     budgets = {"train": train_tokens, "valid": eval_tokens, "test": eval_tokens}
 
     manifest_path = out / MANIFEST_NAME
-    manifest = _load_manifest(manifest_path)
-    languages: dict[str, Any] = dict(manifest.get("languages", {}))
-    for lang in codes:
-        languages[lang] = _prepare_language(lang, text_root, out, budgets, tokenize)
-    manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
-    atomic_write_bytes(manifest_path, (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    entries = {lang: _prepare_language(lang, text_root, out, budgets, tokenize) for lang in codes}
+    # Read, change and write the manifest under the lock prepare_language takes too, so parallel
+    # calls preparing other languages into `out` keep each other's entries.
+    with manifest_lock(out):
+        manifest = _load_manifest(manifest_path)
+        languages: dict[str, Any] = {**dict(manifest.get("languages", {})), **entries}
+        manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
+        atomic_write_bytes(manifest_path,
+                           (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     return manifest

@@ -2,49 +2,90 @@
 
 The ten built-in languages and their families are those of Mulcaire (2022), Table 5.1: five
 pairs of *related* languages (fr–en, de–nl, it–es, id–tl, uk–ru), each with the closest family
-the pair shares. Users add languages from a TOML ``[languages.xx]`` section
-(:meth:`LanguageRegistry.from_config`) instead of editing this file.
+the pair shares. Users add languages without editing this file: a TOML file of
+``[languages.<code>]`` sections (:data:`LANGUAGES_FILE_FORMAT`), passed as ``--languages FILE``
+or through ``$POLYGLOT_GROC_LANGUAGES`` (:func:`load_registry`), or the same sections in a run
+config (:meth:`LanguageRegistry.from_config`). A run records the entries it used in its config
+(:meth:`LanguageRegistry.config_tables`), so evaluating or resuming it never needs the file.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from groc_base.errors import ConfigError, UnknownLanguageError
 
 __all__ = [
+    "APOSTROPHE_MODES",
     "BUILTIN_LANGUAGES",
+    "FALLBACKS",
+    "LANGUAGES_ENV",
+    "LANGUAGES_FILE_FORMAT",
     "Language",
     "LanguageRegistry",
     "RELATED",
     "TOKENIZER_MODES",
     "default_registry",
+    "load_registry",
     "parse_lang_spec",
+    "read_languages_file",
 ]
 
 #: Tokeniser modes a language may name (see :func:`langpairs.tokenize.make_tokenizer`).
 TOKENIZER_MODES: tuple[str, ...] = ("whitespace", "auto", "stanza", "toktok")
 
+#: What the Toktok tokeniser does with an apostrophe between two letters: ``split`` (NLTK's rule,
+#: ``l ' homme``), ``elision`` (it stays on the left word, UD style: ``l' homme``, ``dell' anno``),
+#: ``word`` (it is a letter of the word: Ukrainian ``сім'я``).
+APOSTROPHE_MODES: tuple[str, ...] = ("split", "elision", "word")
+
+#: Languages a wordnet may borrow glosses and hyponym structure from, through ILI.
+FALLBACKS: tuple[str, ...] = ("en",)
+
+#: Environment variable naming a languages TOML file (what ``--languages FILE`` gives).
+LANGUAGES_ENV = "POLYGLOT_GROC_LANGUAGES"
+
+#: One line saying what a languages file looks like (error messages point to it).
+LANGUAGES_FILE_FORMAT = (
+    'a TOML file with one [languages.<code>] section per language: name = "...", iso3 = "xxx", '
+    'script = "Latin" (required for a new code); optional family, related = ["code", ...], '
+    'wordnets = ["id:version", ...], tokenizer (toktok, stanza, auto, whitespace), '
+    'apostrophe (split, elision, word), stanza_lang, fallback = "en"'
+)
+
 # ISO 639-1 codes are two letters; three-letter 639-3 codes and tags like "pt-br" are allowed so
 # users can add languages that have no two-letter code.
 _CODE_RE = re.compile(r"^[a-z]{2,3}(?:[-_][a-z0-9]+)*$")
+_ISO3_RE = re.compile(r"^[a-z]{3}$")
 
 
 @dataclass(frozen=True)
 class Language:
-    """One language: codes, script, family (Table 5.1) and how its raw text is tokenised."""
+    """One language: codes, script, family (Table 5.1), how its raw text is tokenised, its wordnets."""
 
     code: str  # ISO 639-1 (or 639-3 when there is no two-letter code); the key everywhere
     iso3: str  # ISO 639-3; names OMW / wordnet files
     name: str
     script: str  # "Latin", "Cyrillic", ...
-    family: str  # closest family shared with its related language (Table 5.1)
-    tokenizer: str = "whitespace"  # mode for make_tokenizer when reading raw text
+    family: str = "unspecified"  # closest family shared with its related language (Table 5.1)
+    #: Tokeniser ``data prepare`` uses for this language's raw text unless told otherwise.
+    tokenizer: str = "toktok"
     stanza_lang: str | None = None  # stanza's code, when stanza supports the language
+    #: Toktok's handling of an apostrophe between letters (:data:`APOSTROPHE_MODES`).
+    apostrophe: str = "split"
+    #: ``wn`` lexicon specifiers (``id:version``, as ``lexicon import`` prints them) of its wordnets.
+    wordnets: tuple[str, ...] = ()
+    #: ``"en"``: words of this language may take glosses (and hyponym structure) from the English
+    #: wordnet through ILI; ``None``: only their own wordnet's. Built-in languages borrow (seed 004
+    #: §5.3: their OMW wordnets have English definitions only); user languages only when they say so.
+    fallback: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.code, str) or not _CODE_RE.match(self.code):
@@ -55,27 +96,55 @@ class Language:
             value = getattr(self, field)
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"language {self.code!r} needs a non-empty string {field!r}, got {value!r}")
+        if not _ISO3_RE.match(self.iso3):
+            raise ConfigError(f"language {self.code!r} has iso3 {self.iso3!r}; use the three-letter "
+                              f"lowercase ISO 639-3 code, e.g. 'ceb'")
         if self.tokenizer not in TOKENIZER_MODES:
             raise ConfigError(
                 f"language {self.code!r} has tokenizer {self.tokenizer!r}; "
                 f"use one of {', '.join(TOKENIZER_MODES)}"
             )
+        if self.apostrophe not in APOSTROPHE_MODES:
+            raise ConfigError(f"language {self.code!r} has apostrophe {self.apostrophe!r}; "
+                              f"use one of {', '.join(APOSTROPHE_MODES)}")
         if self.stanza_lang is not None and (not isinstance(self.stanza_lang, str) or not self.stanza_lang):
             raise ConfigError(f"language {self.code!r} has invalid stanza_lang {self.stanza_lang!r}")
+        if not isinstance(self.wordnets, tuple) or not all(isinstance(w, str) and w.strip() and " " not in w
+                                                            for w in self.wordnets):
+            raise ConfigError(f"language {self.code!r} has wordnets {self.wordnets!r}; give a list of wn "
+                              f"specifiers such as [\"omw-fr:3.0\"] (`polyglot-groc lexicon info` lists them)")
+        if self.fallback is not None and self.fallback not in FALLBACKS:
+            raise ConfigError(f"language {self.code!r} has fallback {self.fallback!r}; use \"en\" (glosses "
+                              f"from the English wordnet through ILI) or leave it out")
+
+    def to_table(self) -> dict[str, Any]:
+        """This language as a ``[languages.<code>]`` table (without ``related``), defaults left out."""
+        table: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "code":
+                continue
+            value = getattr(self, f.name)
+            if f.name in ("iso3", "name", "script") or value != f.default:
+                table[f.name] = list(value) if isinstance(value, tuple) else value
+        return table
 
 
 BUILTIN_LANGUAGES: tuple[Language, ...] = (
-    Language("en", "eng", "English", "Latin", "Indo-European", stanza_lang="en"),
-    Language("fr", "fra", "French", "Latin", "Indo-European", stanza_lang="fr"),
-    Language("de", "deu", "German", "Latin", "West Germanic", stanza_lang="de"),
-    Language("nl", "nld", "Dutch", "Latin", "West Germanic", stanza_lang="nl"),
-    Language("it", "ita", "Italian", "Latin", "Italo-Western Romance", stanza_lang="it"),
-    Language("es", "spa", "Spanish", "Latin", "Italo-Western Romance", stanza_lang="es"),
-    Language("id", "ind", "Indonesian", "Latin", "Malayo-Polynesian", stanza_lang="id"),
-    Language("tl", "tgl", "Tagalog", "Latin", "Malayo-Polynesian", stanza_lang="tl"),
-    Language("uk", "ukr", "Ukrainian", "Cyrillic", "East Slavic", stanza_lang="uk"),
-    Language("ru", "rus", "Russian", "Cyrillic", "East Slavic", stanza_lang="ru"),
+    Language("en", "eng", "English", "Latin", "Indo-European", stanza_lang="en", fallback="en"),
+    Language("fr", "fra", "French", "Latin", "Indo-European", stanza_lang="fr", apostrophe="elision",
+             fallback="en"),
+    Language("de", "deu", "German", "Latin", "West Germanic", stanza_lang="de", fallback="en"),
+    Language("nl", "nld", "Dutch", "Latin", "West Germanic", stanza_lang="nl", fallback="en"),
+    Language("it", "ita", "Italian", "Latin", "Italo-Western Romance", stanza_lang="it", apostrophe="elision",
+             fallback="en"),
+    Language("es", "spa", "Spanish", "Latin", "Italo-Western Romance", stanza_lang="es", fallback="en"),
+    Language("id", "ind", "Indonesian", "Latin", "Malayo-Polynesian", stanza_lang="id", fallback="en"),
+    Language("tl", "tgl", "Tagalog", "Latin", "Malayo-Polynesian", stanza_lang="tl", fallback="en"),
+    Language("uk", "ukr", "Ukrainian", "Cyrillic", "East Slavic", stanza_lang="uk", apostrophe="word",
+             fallback="en"),
+    Language("ru", "rus", "Russian", "Cyrillic", "East Slavic", stanza_lang="ru", fallback="en"),
 )
+_BUILTIN_BY_CODE: dict[str, Language] = {x.code: x for x in BUILTIN_LANGUAGES}
 
 _PAIRS: tuple[tuple[str, str], ...] = (("fr", "en"), ("de", "nl"), ("it", "es"), ("id", "tl"), ("uk", "ru"))
 
@@ -83,10 +152,11 @@ _PAIRS: tuple[tuple[str, str], ...] = (("fr", "en"), ("de", "nl"), ("it", "es"),
 #: for their shared vocabulary despite the phylogenetic distance (Table 5.1 caption).
 RELATED: dict[str, str] = {**{a: b for a, b in _PAIRS}, **{b: a for a, b in _PAIRS}}
 
-# Keys accepted in a [languages.xx] config section; "related" is registry-level, not a field.
-_CONFIG_FIELDS = ("iso3", "name", "script", "family", "tokenizer", "stanza_lang")
+# Keys accepted in a [languages.xx] section; "related" is registry-level, not a field.
+_CONFIG_FIELDS = ("iso3", "name", "script", "family", "tokenizer", "stanza_lang", "apostrophe", "wordnets",
+                  "fallback")
 _CONFIG_KEYS = (*_CONFIG_FIELDS, "related")
-_REQUIRED_FIELDS = ("iso3", "name", "script", "family")
+_REQUIRED_FIELDS = ("name", "iso3", "script")
 
 # The keyword in --with meaning "each language's related partner".
 _RELATED_KEYWORD = "related"
@@ -96,12 +166,19 @@ def _normalise_code(code: str) -> str:
     return code.strip().lower()
 
 
-class LanguageRegistry:
-    """A mutable set of :class:`Language` records keyed by code, plus related-language pairs."""
+def _how_to_add(code: object) -> str:
+    shown = code if isinstance(code, str) and _CODE_RE.match(code.strip().lower()) else "<code>"
+    return (f"to add one, write a languages file with a [languages.{shown}] section (name, iso3, script; "
+            f"optional related, wordnets, tokenizer) and pass it with --languages FILE or ${LANGUAGES_ENV}")
 
-    def __init__(self, languages: Iterable[Language] = (), related: Mapping[str, str] | None = None) -> None:
+
+class LanguageRegistry:
+    """A mutable set of :class:`Language` records keyed by code, plus related-language partners."""
+
+    def __init__(self, languages: Iterable[Language] = (),
+                 related: Mapping[str, str | Sequence[str]] | None = None) -> None:
         self._languages: dict[str, Language] = {}
-        self._related: dict[str, str] = {}
+        self._related: dict[str, tuple[str, ...]] = {}
         for language in languages:
             self.add(language)
         for code, partner in (related or {}).items():
@@ -118,11 +195,7 @@ class LanguageRegistry:
 
     def _unknown(self, code: object) -> UnknownLanguageError:
         known = ", ".join(self._languages) or "(none)"
-        return UnknownLanguageError(
-            f"unknown language code {code!r}; known codes: {known}; to add one, put a "
-            f"[languages.<code>] section with iso3, name, script and family in the config "
-            f"(or call LanguageRegistry.add(Language(...)))"
-        )
+        return UnknownLanguageError(f"unknown language code {code!r}; known codes: {known}; {_how_to_add(code)}")
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -144,28 +217,37 @@ class LanguageRegistry:
     # -- related pairs ------------------------------------------------------------------------
     @property
     def related(self) -> dict[str, str]:
-        """A copy of the code -> related-code mapping."""
-        return dict(self._related)
+        """A copy of the code -> (first) related-code mapping."""
+        return {code: partners[0] for code, partners in self._related.items()}
+
+    def partners(self, code: str) -> tuple[str, ...]:
+        """Every related language of ``code`` in the order given (empty when it has none)."""
+        return self._related.get(self.get(code).code, ())
 
     def related_to(self, code: str) -> str:
-        """The related language of ``code``; :class:`ConfigError` when it has none."""
-        language = self.get(code)
-        try:
-            return self._related[language.code]
-        except KeyError as exc:
+        """The (first) related language of ``code``; :class:`ConfigError` when it has none."""
+        partners = self.partners(code)
+        if not partners:
+            language = self.get(code)
             raise ConfigError(
-                f"language {language.code!r} has no related language; set `related = \"xx\"` in its "
-                f"[languages.{language.code}] config section or name the partner explicitly (--with xx)"
-            ) from exc
+                f"language {language.code!r} has no related language; set `related = [\"xx\"]` in its "
+                f"[languages.{language.code}] section (--languages FILE) or name the partner explicitly (--with xx)"
+            )
+        return partners[0]
 
-    def set_related(self, code: str, partner: str, *, symmetric: bool = True) -> None:
-        """Pair ``code`` with ``partner``; with ``symmetric`` also pair back if ``partner`` has none."""
-        a, b = self.get(code).code, self.get(partner).code
-        if a == b:
+    def set_related(self, code: str, partner: str | Sequence[str], *, symmetric: bool = True) -> None:
+        """Pair ``code`` with ``partner`` (a code or codes, first = closest); with ``symmetric`` also
+        pair each partner back when it has none."""
+        a = self.get(code).code
+        wanted = [partner] if isinstance(partner, str) else list(partner)
+        codes = tuple(dict.fromkeys(self.get(p).code for p in wanted))
+        if a in codes:
             raise ConfigError(f"language {a!r} cannot be related to itself; name a different language")
-        self._related[a] = b
-        if symmetric and b not in self._related:
-            self._related[b] = a
+        self._related[a] = codes
+        if symmetric:
+            for b in codes:
+                if b not in self._related:
+                    self._related[b] = (a,)
 
     # -- mutation -----------------------------------------------------------------------------
     def add(self, language: Language, *, replace: bool = False) -> None:
@@ -178,14 +260,20 @@ class LanguageRegistry:
             )
         self._languages[language.code] = language
 
+    def copy(self) -> LanguageRegistry:
+        """An independent registry with the same languages and partners."""
+        out = LanguageRegistry(self)
+        out._related = dict(self._related)
+        return out
+
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any], *, base: LanguageRegistry | None = None) -> LanguageRegistry:
         """The built-in languages (or ``base``) plus/overridden by a config's ``[languages.xx]`` sections.
 
         ``mapping`` is either the parsed TOML document (its ``languages`` table is used) or that
         table itself. A section for a known code overrides only the keys it sets (e.g.
-        ``[languages.en] tokenizer = "auto"``); a new code needs iso3, name, script and family.
-        An optional ``related = "xx"`` key pairs the language with ``xx``.
+        ``[languages.en] tokenizer = "auto"``); a new code needs name, iso3 and script. An
+        optional ``related = "xx"`` (or a list, closest first) names its related languages.
         """
         if not isinstance(mapping, Mapping):
             raise ConfigError(f"languages config must be a table, got {type(mapping).__name__}")
@@ -193,8 +281,8 @@ class LanguageRegistry:
         if not isinstance(table, Mapping):
             raise ConfigError(f"[languages] must be a table of [languages.xx] sections, got {table!r}")
 
-        registry = cls(base if base is not None else BUILTIN_LANGUAGES, base.related if base else RELATED)
-        related: list[tuple[str, str]] = []
+        registry = base.copy() if base is not None else default_registry()
+        related: list[tuple[str, str, list[str]]] = []
         for raw_code, section in table.items():
             code = _normalise_code(str(raw_code))
             if not isinstance(section, Mapping):
@@ -206,6 +294,16 @@ class LanguageRegistry:
                     f"allowed: {', '.join(_CONFIG_KEYS)}"
                 )
             fields = {k: section[k] for k in _CONFIG_FIELDS if k in section}
+            if "wordnets" in fields:
+                wordnets = fields["wordnets"]
+                if isinstance(wordnets, str):
+                    wordnets = [wordnets]
+                if not isinstance(wordnets, (list, tuple)):
+                    raise ConfigError(f"[languages.{raw_code}] wordnets must be a list of wn specifiers such as "
+                                      f"[\"omw-fr:3.0\"], got {wordnets!r}")
+                fields["wordnets"] = tuple(wordnets)
+            if "fallback" in fields and fields["fallback"] in ("", "none"):
+                fields["fallback"] = None
             if code in registry:
                 language = dataclasses.replace(registry.get(code), **fields)
             else:
@@ -219,18 +317,101 @@ class LanguageRegistry:
             registry.add(language, replace=True)
             if "related" in section:
                 partner = section["related"]
-                if not isinstance(partner, str):
-                    raise ConfigError(f"[languages.{raw_code}] related must be a language code, got {partner!r}")
-                related.append((code, partner))
+                partners = [partner] if isinstance(partner, str) else partner
+                if not isinstance(partners, list) or not partners or not all(isinstance(p, str) for p in partners):
+                    raise ConfigError(f"[languages.{raw_code}] related must be a language code or a list of "
+                                      f"codes such as [\"tl\"], got {partner!r}")
+                related.append((str(raw_code), code, partners))
         # Pairs are resolved after every section is in, so two new languages can name each other.
-        for code, partner in related:
-            registry.set_related(code, partner)
+        for raw_code, code, partners in related:
+            for p in partners:
+                if p not in registry:
+                    raise ConfigError(
+                        f"[languages.{raw_code}] names related language {p!r}, which is neither built in nor "
+                        f"defined in the file; add a [languages.{_normalise_code(p)}] section or fix the code")
+            registry.set_related(code, partners)
         return registry
+
+    # -- recording ----------------------------------------------------------------------------
+    def is_builtin(self, code: str) -> bool:
+        """Whether ``code`` is one of the ten built-in languages, unchanged (partners included)."""
+        language = self.get(code)
+        builtin = _BUILTIN_BY_CODE.get(language.code)
+        partners = (RELATED[language.code],) if language.code in RELATED else ()
+        return builtin == language and self.partners(language.code) == partners
+
+    def config_tables(self, codes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``[languages.xx]`` tables for the non-built-in (or changed) languages among ``codes`` and,
+        transitively, their related languages: what a run records in its config so that evaluating
+        or resuming it rebuilds the same registry without the user's languages file."""
+        todo = [self.get(c).code for c in codes]
+        seen: list[str] = []
+        while todo:
+            code = todo.pop(0)
+            if code in seen:
+                continue
+            seen.append(code)
+            todo.extend(self.partners(code))
+        tables: dict[str, dict[str, Any]] = {}
+        for code in seen:
+            if self.is_builtin(code):
+                continue
+            table = self.get(code).to_table()
+            if self.partners(code):
+                table["related"] = list(self.partners(code))
+            tables[code] = table
+        return tables
 
 
 def default_registry() -> LanguageRegistry:
     """A fresh registry with the thesis's ten languages and their related pairs."""
     return LanguageRegistry(BUILTIN_LANGUAGES, RELATED)
+
+
+def read_languages_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``languages`` table of a user's languages file, checked (every section valid, every
+    related code known); errors name the file and say what the format is."""
+    path = Path(path).expanduser()
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigError(f"languages file {path} does not exist; check --languages or ${LANGUAGES_ENV}") from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read languages file {path} ({exc.strerror or exc}); check the path") from exc
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        reason = " ".join(str(exc).split())
+        raise ConfigError(f"languages file {path} is not valid TOML ({reason}); it should be "
+                          f"{LANGUAGES_FILE_FORMAT}") from exc
+    extra = sorted(set(doc) - {"languages"})
+    table = doc.get("languages")
+    if extra or not isinstance(table, dict) or not table:
+        what = f"has top-level key(s) {', '.join(extra)}" if extra else "has no [languages.<code>] section"
+        raise ConfigError(f"languages file {path} {what}; it should be {LANGUAGES_FILE_FORMAT}")
+    try:
+        LanguageRegistry.from_config(table)
+    except ConfigError as exc:
+        raise type(exc)(f"languages file {path}: {exc}") from exc
+    return table
+
+
+def load_registry(languages_file: str | os.PathLike[str] | None = None, *, config: Mapping[str, Any] | None = None,
+                  env: bool = True) -> LanguageRegistry:
+    """The built-in languages, plus a user's languages file, plus a run config's ``[languages]`` table.
+
+    ``languages_file`` defaults to ``$POLYGLOT_GROC_LANGUAGES`` when ``env`` is true (an empty
+    value counts as unset). ``config`` is a run config's ``languages`` table (what a run
+    recorded); its sections win over the file's.
+    """
+    if languages_file is None and env:
+        languages_file = os.environ.get(LANGUAGES_ENV) or None
+    registry = default_registry()
+    if languages_file is not None and str(languages_file).strip():
+        registry = LanguageRegistry.from_config(read_languages_file(languages_file), base=registry)
+    if config:
+        registry = LanguageRegistry.from_config(config, base=registry)
+    return registry
 
 
 def _split_codes(spec: str) -> list[str]:
@@ -243,8 +424,8 @@ def parse_lang_spec(
     """Parse ``--langs`` / ``--with`` into validated, deduplicated codes, first-seen order kept.
 
     ``langs`` is a comma-separated list (``"en,fr"``). ``with_`` adds languages after them: a
-    code or comma list (``"en"``) and/or the keyword ``"related"`` (each language's partner), so
-    ``parse_lang_spec("fr", "related") == ("fr", "en")``.
+    code or comma list (``"en"``) and/or the keyword ``"related"`` (each language's related
+    languages), so ``parse_lang_spec("fr", "related") == ("fr", "en")``.
     """
     registry = registry if registry is not None else default_registry()
     if not isinstance(langs, str):
@@ -258,7 +439,9 @@ def parse_lang_spec(
     extra: list[str] = []
     for item in _split_codes(with_ or ""):
         if item == _RELATED_KEYWORD:
-            extra.extend(registry.related_to(code) for code in primary)
+            for code in primary:
+                registry.related_to(code)  # a language without partners is an error, not a no-op
+                extra.extend(registry.partners(code))
         else:
             extra.append(registry.get(item).code)
     return tuple(dict.fromkeys([*primary, *extra]))

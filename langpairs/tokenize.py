@@ -8,6 +8,14 @@ logs which one ran so a corpus's provenance is never a guess.
 Every tokeniser returns tokens free of whitespace: the corpora store one space-separated
 sentence per line, so a token with an inner space (Stanza keeps French "10 000" whole) would
 split on re-reading; inner whitespace becomes ``_``.
+
+``auto`` depends on what is installed, so ``data prepare`` defaults to ``toktok``: rule-based, the
+same tokens on every machine with the same NLTK release (recorded in ``prepare.json``). Toktok
+makes every apostrophe a token (``l'homme`` -> ``l ' homme``); a language's ``apostrophe`` setting
+(:data:`langpairs.registry.APOSTROPHE_MODES`) changes that for an apostrophe between two letters:
+``elision`` keeps it on the left word as UD does (``l' homme``, ``dell' anno``; French and
+Italian), ``word`` keeps the word whole (Ukrainian ``сім'я``). Quotes (an apostrophe not between
+letters) are always split off.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from groc_base.errors import ConfigError, ResourceMissingError
 
-from .registry import TOKENIZER_MODES, default_registry
+from .registry import APOSTROPHE_MODES, TOKENIZER_MODES, default_registry
 
 __all__ = [
     "SentenceTokenizer",
@@ -29,6 +37,7 @@ __all__ = [
     "WORD_APOSTROPHE_LANGS",
     "ToktokWordTokenizer",
     "WhitespaceTokenizer",
+    "default_apostrophe",
     "make_tokenizer",
     "stanza_available",
 ]
@@ -39,6 +48,16 @@ _INNER_SPACE = re.compile(r"\s+")
 
 # Toktok's quote rule restricted to apostrophes not between two letters ([^\W\d_] is a letter).
 _NON_WORD_APOSTROPHE = re.compile(r"(?<![^\W\d_])(['’`])|(['’`])(?![^\W\d_])")
+_APOSTROPHE = re.compile(r"['’`]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _elide(match: re.Match[str]) -> str:
+    """Elision: an apostrophe between two letters ends the left word ("l'homme" -> "l' homme");
+    any other apostrophe is a token of its own, as in Toktok."""
+    text, i = match.string, match.start()
+    between = i > 0 and i + 1 < len(text) and _LETTER.match(text[i - 1]) and _LETTER.match(text[i + 1])
+    return f"{match.group()} " if between else f" {match.group()} "
 
 #: Languages whose orthography uses the apostrophe as a letter inside words.
 WORD_APOSTROPHE_LANGS: frozenset[str] = frozenset({"uk", "be"})
@@ -116,16 +135,23 @@ class ToktokWordTokenizer:
 
     name = "toktok"
 
-    def __init__(self, sentence_sample: str | None = None, *, keep_word_apostrophes: bool = False) -> None:
+    def __init__(self, sentence_sample: str | None = None, *, keep_word_apostrophes: bool = False,
+                 apostrophe: str | None = None) -> None:
         from nltk.tokenize.toktok import ToktokTokenizer
 
+        mode = apostrophe or ("word" if keep_word_apostrophes else "split")
+        if mode not in APOSTROPHE_MODES:
+            raise ConfigError(f"unknown apostrophe mode {mode!r}; use one of {', '.join(APOSTROPHE_MODES)}")
+        self.apostrophe = mode
         escapes = {ToktokTokenizer.AMPERCENT, ToktokTokenizer.TAB, ToktokTokenizer.PIPE}
-        regexes = []
+        regexes: list[tuple[Any, Any]] = []
         for rule in ToktokTokenizer.TOKTOK_REGEXES:
             if rule in escapes:
                 continue
-            if keep_word_apostrophes and rule == ToktokTokenizer.PROB_SINGLE_QUOTES:
+            if mode == "word" and rule == ToktokTokenizer.PROB_SINGLE_QUOTES:
                 rule = (_NON_WORD_APOSTROPHE, r" \1\2 ")
+            elif mode == "elision" and rule == ToktokTokenizer.PROB_SINGLE_QUOTES:
+                rule = (_APOSTROPHE, _elide)
             regexes.append(rule)
         self._regexes = regexes
         self._sample = sentence_sample
@@ -206,8 +232,16 @@ def _stanza_code(lang: str, stanza_lang: str | None) -> str:
     return lang
 
 
-def _toktok(lang: str, sentence_sample: str | None) -> ToktokWordTokenizer:
-    return ToktokWordTokenizer(sentence_sample, keep_word_apostrophes=lang in WORD_APOSTROPHE_LANGS)
+def default_apostrophe(lang: str) -> str:
+    """The apostrophe mode of ``lang`` when none is given: the built-in registry's, else ``split``."""
+    if lang in WORD_APOSTROPHE_LANGS:
+        return "word"
+    registry = default_registry()
+    return registry.get(lang).apostrophe if lang in registry else "split"
+
+
+def _toktok(lang: str, sentence_sample: str | None, apostrophe: str | None = None) -> ToktokWordTokenizer:
+    return ToktokWordTokenizer(sentence_sample, apostrophe=apostrophe or default_apostrophe(lang))
 
 
 def make_tokenizer(
@@ -216,6 +250,7 @@ def make_tokenizer(
     *,
     stanza_lang: str | None = None,
     sentence_sample: str | None = None,
+    apostrophe: str | None = None,
 ) -> SentenceTokenizer:
     """A tokenizer for ``lang``.
 
@@ -223,14 +258,15 @@ def make_tokenizer(
     models required; :class:`ResourceMissingError` naming ``stanza.download`` otherwise) or
     ``auto`` (Stanza when its model for ``lang`` is installed, else Toktok; logged).
     ``stanza_lang`` overrides the Stanza code (default: the registry's, else ``lang``);
-    ``sentence_sample`` is text to train the Punkt sentence splitter the Toktok fallback uses.
+    ``sentence_sample`` is text to train the Punkt sentence splitter the Toktok fallback uses;
+    ``apostrophe`` is Toktok's apostrophe mode (default: :func:`default_apostrophe`).
     """
     if mode not in TOKENIZER_MODES:
         raise ConfigError(f"unknown tokenizer mode {mode!r}; use one of {', '.join(TOKENIZER_MODES)}")
     if mode == "whitespace":
         return WhitespaceTokenizer()
     if mode == "toktok":
-        return _toktok(lang, sentence_sample)
+        return _toktok(lang, sentence_sample, apostrophe)
     code = _stanza_code(lang, stanza_lang)
     if mode == "stanza":
         tokenizer: SentenceTokenizer = StanzaTokenizer(_stanza_pipeline(code))
@@ -243,6 +279,6 @@ def make_tokenizer(
             "tokenizer for %s: toktok (nltk); stanza's model for %r is not installed "
             "(stanza.download(%r) on an online machine to use it)", lang, code, code,
         )
-        return _toktok(lang, sentence_sample)
+        return _toktok(lang, sentence_sample, apostrophe)
     logger.info("tokenizer for %s: stanza", lang)
     return tokenizer

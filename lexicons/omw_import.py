@@ -45,6 +45,7 @@ __all__ = [
     "DATA_ENV",
     "download",
     "import_omw",
+    "import_tab_file",
     "lexicon_id",
     "read_pwn",
     "split_gloss",
@@ -642,6 +643,92 @@ def import_omw(
         _install(path, specs[lang], lex.id, wn_dir)
         logger.info("installed %s (%d synsets) in %.1fs", specs[lang], len(lex.synsets), time.perf_counter() - t1)
     return list(specs.values())
+
+
+def _tab_languages(path: Path) -> list[str]:
+    """The language labels a tab file uses (``zsm`` of ``zsm:lemma``, or the header's iso3)."""
+    text = path.read_text(encoding="utf-8")
+    found: list[str] = []
+    first = text.split("\n", 1)[0]
+    if first.startswith("#"):
+        cols = first[1:].split("\t")
+        if len(cols) >= 2 and cols[1].strip():
+            found.append(cols[1].strip())
+    for line in text.splitlines()[:2000]:
+        cols = line.split("\t")
+        if len(cols) >= 3 and ":" in cols[1]:
+            found.append(cols[1].split(":", 1)[0].strip())
+    return list(dict.fromkeys(x for x in found if x))
+
+
+def _pwn_stub(keys: Sequence[str]) -> Pwn:
+    """A stand-in for PWN 3.0 built from the tab's own keys: synsets without relations or glosses."""
+    pwn = Pwn()
+    for key in keys:
+        pwn.synsets[key] = PwnSynset(key[:8], key[9], [], [], "", [])
+    return pwn
+
+
+def import_tab_file(
+    path: Path,
+    wn_dir: Path,
+    *,
+    lang: str | None = None,
+    ili_map: Path | str | None = None,
+    data_root: Path | str | None = None,
+    force: bool = False,
+) -> tuple[str, str, bool, bool]:
+    """Convert one user OMW tab file (PWN 3.0 offsets) to WN-LMF and install it as ``omw-<lang>:3.0+<hash>``.
+
+    ``ili_map`` (default ``<data_root>/omw/ili-map-pwn30.tab``) links its synsets to ILI ids;
+    with PWN 3.0 under ``data_root`` its hyponym relations and sense order are used, without it
+    the synsets have none of their own. Returns ``(spec, language, was already installed,
+    used PWN)``.
+    """
+    ili_map = Path(ili_map).expanduser() if ili_map is not None else None
+    data_root = Path(data_root).expanduser() if data_root is not None else None
+    try:
+        labels = _tab_languages(path)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"omw tab file {path} is not utf-8 ({exc}); re-encode it as utf-8") from exc
+    code = normalize_lang(lang) if lang else (normalize_lang(labels[0]) if labels else "")
+    if not code:
+        raise InputError(f"cannot tell the language of {path} (no iso3 header, no 'xxx:lemma' labels); pass --lang")
+    iso3 = to_iso3(code)
+    if ili_map is None and data_root is not None:
+        ili_map = data_root / "omw" / "ili-map-pwn30.tab"
+    if ili_map is None or not ili_map.is_file():
+        raise LexiconMissingError("an omw tab file needs the ili map (ili-map-pwn30.tab) to link its synsets: pass "
+                                  "--ili-map FILE or --data with the shared data root (omw/ili-map-pwn30.tab)"
+                                  + (f"; {ili_map} does not exist" if ili_map is not None else ""))
+    tab = read_tab(path, iso3)
+    if not tab.lemmas:
+        raise InputError(f"{path} has no lemmas labelled {iso3!r} (labels found: {', '.join(labels) or 'none'}); "
+                                 f"pass --lang with the file's language")
+    pwn_path = None
+    if data_root is not None:
+        try:
+            pwn_path = _find_pwn(data_root)
+        except LexiconMissingError:
+            pwn_path = None
+    inputs = [path, ili_map, *([pwn_path if pwn_path.is_file() else pwn_path / "data.noun"] if pwn_path else [])]
+    version = f"{_PWN_VERSION}+{_digest(inputs)}"
+    lex_id = lexicon_id(code, "tab")
+    spec = f"{lex_id}:{version}"
+    already = spec in _installed_specs(wn_dir)
+    if already and not force:
+        logger.info("already installed: %s", spec)
+        return spec, code, True, pwn_path is not None
+    if pwn_path is not None:
+        pwn = read_pwn(pwn_path)
+    else:
+        logger.warning("no princeton wordnet 3.0 given (--data): %s gets no relations of its own", spec)
+        pwn = _pwn_stub(list(tab.lemmas))
+    lex = _other_lexicon(code, "tab", tab, pwn, read_ili_map(ili_map), version, _label_of(path, code),
+                         _license_of(path))
+    xml = write_lmf([lex], wn_dir / "lmf" / f"{lex.id}-{lex.version}.xml")
+    _install(xml, spec, lex.id, wn_dir)
+    return spec, code, False, pwn_path is not None
 
 
 def _installed_specs(wn_dir: Path) -> set[str]:

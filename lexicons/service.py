@@ -499,6 +499,8 @@ def open_lexicon(
     tsv: Path | str | Sequence[Path | str] | None = None,
     cache_dir: Path | str | None = None,
     gloss_specs: Sequence[str] | str | None = None,
+    no_fallback: Sequence[str] = (),
+    lang_specs: Mapping[str, Sequence[str]] | None = None,
 ) -> Lexicon:
     """Build a backend by name: ``"wn"`` (default), ``"nltk"`` or ``"tsv"``.
 
@@ -509,16 +511,20 @@ def open_lexicon(
     With ``langs`` and no ``specs``, the wn backend selects the installed wordnets of those
     languages and skips languages that have none (their words get surface forms only).
     ``gloss_specs`` (wn only) names the lexicons that lend definitions through ILI (default: see
-    :class:`WnLexicon`).
+    :class:`WnLexicon`); ``no_fallback`` (wn only) the languages that must not borrow from them;
+    ``lang_specs`` (wn only, with ``langs``) the lexicons of some languages (a user language's
+    registry ``wordnets``), the others' being every installed one in their language.
     """
     if backend == "wn":
         from lexicons.wn_backend import WnLexicon
 
         gloss = gloss_specs or None
         if specs:
-            return WnLexicon(specs, wn_dir=wn_dir or None, cache_dir=cache_dir or None, gloss_specs=gloss)
+            return WnLexicon(specs, wn_dir=wn_dir or None, cache_dir=cache_dir or None, gloss_specs=gloss,
+                             no_fallback=no_fallback)
         return WnLexicon(langs=list(langs) if langs else None, wn_dir=wn_dir or None, missing_ok=True,
-                         cache_dir=cache_dir or None, gloss_specs=gloss)
+                         cache_dir=cache_dir or None, gloss_specs=gloss, no_fallback=no_fallback,
+                         lang_specs=lang_specs if langs else None)
     if backend == "nltk":
         from lexicons.nltk_backend import NltkLexicon
 

@@ -26,6 +26,11 @@ pointing at it (lexicons may store only one direction).  A lexicon without any s
 (e.g. an expand-style OMW lexicon from ``wn.download``) borrows the structure of the English
 lexicon through ILI, like ``wn``'s own cross-lingual traversal.
 
+Borrowing (glosses and hyponym structure through ILI) is a fallback a language may refuse:
+``no_fallback`` names the languages whose words get only their own wordnet's glosses and
+relations -- what a user language gets unless its registry entry says ``fallback = "en"``
+(the built-in languages borrow, as in seed 004 §5.3).
+
 Compiled cache: with ``cache_dir`` (the CLI's ``lexicon lookup`` and ``coverage`` pass
 ``$POLYGLOT_GROC_CACHE/wordnets``) each lexicon's loaded data, every gloss already tokenised, is
 mirrored once into an SQLite file that later processes read row by row
@@ -45,7 +50,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -399,6 +404,10 @@ class WnLexicon:
             ``"auto"`` picks SQL when the schema is one this ``wn`` release knows.
         missing_ok: with ``langs``, skip languages without an installed wordnet instead of
             failing (as long as one language has one).
+        no_fallback: languages whose synsets never borrow a gloss or hyponyms from
+            ``gloss_specs`` (nor an ILI definition): only their own wordnet's.
+        lang_specs: with ``langs``, the specifiers to use for some of them (e.g. a user language's
+            registry ``wordnets``) instead of every installed lexicon in that language.
     """
 
     def __init__(
@@ -412,9 +421,15 @@ class WnLexicon:
         loader: Loader = "auto",
         missing_ok: bool = False,
         cache_dir: Path | str | None = None,
+        no_fallback: Sequence[str] = (),
+        lang_specs: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         if specs is not None and langs is not None:
             raise InputError("give wordnet lexicons either by specs or by langs, not both")
+        if lang_specs and langs is None:
+            raise InputError("lang_specs picks lexicons for some of langs; give langs too (or name every lexicon "
+                             "in specs)")
+        self._no_fallback = frozenset(normalize_lang(x) for x in no_fallback)
         if loader not in ("auto", "sql", "api"):
             raise InputError(f"unknown wn loader {loader!r}; use 'auto', 'sql' or 'api'")
         self.wn_dir = Path(wn_dir).expanduser() if wn_dir is not None else default_wn_dir()
@@ -426,7 +441,19 @@ class WnLexicon:
             chosen = [lex for spec in _split_specs(specs) for lex in _resolve(spec, installed, self.wn_dir)]
         else:
             wanted = [normalize_lang(x) for x in (langs or [])]
-            chosen = [x for x in installed if langs is None or normalize_lang(x.language) in wanted]
+            given = {normalize_lang(k): list(v) for k, v in (lang_specs or {}).items() if v}
+            extra = sorted(set(given) - set(wanted))
+            if extra:
+                raise InputError(f"lang_specs names language(s) {', '.join(extra)} that are not among "
+                                 f"{', '.join(wanted)}; give them in langs too")
+            chosen = [x for x in installed if langs is None or
+                      (normalize_lang(x.language) in wanted and normalize_lang(x.language) not in given)]
+            for lang, lang_spec in given.items():
+                for lex in (lex for spec in lang_spec for lex in _resolve(spec, installed, self.wn_dir)):
+                    if normalize_lang(lex.language) != lang:
+                        raise InputError(f"lexicon {lex.spec} is in language {lex.language!r}, not {lang!r}; name a "
+                                         f"{lang} wordnet for {lang} (`polyglot-groc lexicon info` lists them)")
+                    chosen.append(lex)
             missing = [lang for lang in wanted if not any(normalize_lang(x.language) == lang for x in chosen)]
             if missing and missing_ok and chosen:
                 # Polyglot runs mix languages with and without wordnets: the others get no forms.
@@ -472,7 +499,11 @@ class WnLexicon:
     @property
     def settings(self) -> dict[str, Any]:
         """Lookup behaviour that changes results without changing ``specs`` (for cache keys)."""
-        return {"backend": "wn", "lemmatize": self.lemmatize, "gloss": [x.spec for x in self._gloss]}
+        settings: dict[str, Any] = {"backend": "wn", "lemmatize": self.lemmatize,
+                                    "gloss": [x.spec for x in self._gloss]}
+        if self._no_fallback:  # only when set: runs recorded before the option compare equal
+            settings["no_fallback"] = sorted(self._no_fallback)
+        return settings
 
     @property
     def source(self) -> dict[str, Any]:
@@ -709,7 +740,7 @@ class WnLexicon:
         if data.has_relations:
             return data.hyponyms[synset]
         ili = data.synset_ili[synset]
-        if not ili:
+        if not ili or data.lang in self._no_fallback:
             return ()
         # No structure of its own: borrow the English one through ILI (wn's "expand" behaviour).
         out: list[int] = []
@@ -737,6 +768,8 @@ class WnLexicon:
         if entry is None:
             source, s = data, synset
             ili = data.synset_ili[synset]
+            if data.lang in self._no_fallback:
+                ili = ""  # its own gloss or none: no English one through ILI
             if not data.definitions[synset] and ili:
                 for lex in self._gloss:
                     gloss = self._get(lex)

@@ -22,7 +22,12 @@ function                    command                                result
 :func:`align`               ``align``                              :class:`AlignResult`
 :func:`similarity`          ``similarity``                         :class:`WordSimilarityResult`
 :func:`lexicon_coverage`    ``lexicon coverage``                   :class:`LexiconCoverageResult`
+:func:`prepare_language`    ``data prepare --lang xx --input F``   :class:`PreparedLanguage`
+:func:`import_wordnet_file` ``lexicon import FILE``                :class:`ImportedWordnet`
 ==========================  =====================================  ==============================
+
+Languages beyond the built-in ten come from a languages TOML file: :func:`load_registry` reads it
+(``train(languages=...)`` takes its path and records the entries the run uses).
 
 Configuration: :func:`load_config` reads a TOML file with overrides given as data (dotted keys to
 Python values); :func:`parse_overrides` turns the CLI's ``--set key=value`` strings into them.
@@ -32,6 +37,9 @@ Errors are :class:`GrocError` subclasses (:class:`InputError`, :class:`ConfigErr
 from __future__ import annotations
 
 from groc_base.errors import CheckpointError, ConfigError, GrocError, InputError
+from langpairs.files import PreparedLanguage, prepare_language
+from langpairs.registry import load_registry
+from lexicons.user_import import ImportedWordnet, import_wordnet_file
 from polyglot_groc.analysis.workflows import (
     AlignResult,
     CurvesResult,
@@ -59,8 +67,10 @@ from polyglot_groc.training.workflows import finetune, load_result, resume, trai
 
 __all__ = [
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
-    "ExportResult", "Exported", "FreqBinsResult", "GrocError", "InputError", "LexiconCoverageResult", "RunConfig",
+    "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
+    "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
     "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult", "WordSimilarityResult",
     "align", "curves", "evaluate", "export", "finetune", "freq_bins", "init_from_elmo", "lexicon_coverage",
-    "load_config", "load_result", "parse_overrides", "resume", "similarity", "train", "tune_cache",
+    "import_wordnet_file", "load_config", "load_registry", "load_result", "parse_overrides", "prepare_language",
+    "resume", "similarity", "train", "tune_cache",
 ]

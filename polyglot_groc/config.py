@@ -106,6 +106,9 @@ class LexiconConfig:
     #: wn backend: lexicons lending their definitions through ILI ("" = the English ones selected,
     #: else the first English one installed); recorded as resolved, like ``specs``.
     gloss_specs: tuple[str, ...] = ()
+    #: wn backend: languages that never borrow glosses or hyponyms through ILI (``train`` fills it
+    #: with the run's languages whose registry entry has no ``fallback = "en"``).
+    no_fallback: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,8 @@ from langpairs.registry import (
 def test_ten_thesis_languages_with_table_5_1_families() -> None:
     reg = default_registry()
     assert reg.codes == ("en", "fr", "de", "nl", "it", "es", "id", "tl", "uk", "ru")
-    assert reg.get("de") == Language("de", "deu", "German", "Latin", "West Germanic", stanza_lang="de")
+    assert reg.get("de") == Language("de", "deu", "German", "Latin", "West Germanic", stanza_lang="de",
+                                     fallback="en")
     assert reg.get("tl").iso3 == "tgl" and reg.get("tl").family == "Malayo-Polynesian"
     assert reg.get("uk").script == "Cyrillic" and reg.get("ru").family == "East Slavic"
     assert reg.get("en").family == reg.get("fr").family == "Indo-European"

@@ -28,7 +28,19 @@ def test_toktok_splits_punctuation_without_html_escapes() -> None:
 
 def test_toktok_keeps_ukrainian_word_apostrophes() -> None:
     assert make_tokenizer("uk", "toktok")("сім'я п’ять 'так'") == ["сім'я", "п’ять", "'", "так", "'"]
-    assert make_tokenizer("fr", "toktok")("l'homme") == ["l", "'", "homme"]  # NLTK's rule elsewhere
+    assert make_tokenizer("en", "toktok")("don't") == ["don", "'", "t"]  # NLTK's rule elsewhere
+
+
+def test_toktok_keeps_french_and_italian_elisions_on_the_left_word() -> None:
+    # NLTK's Toktok gives "l ' homme"; UD French and Italian write the elided article "l'" as a token.
+    fr = make_tokenizer("fr", "toktok")
+    assert fr("L'homme qu’il voit, 'dit-il'.") == ["L'", "homme", "qu’", "il", "voit", ",", "'", "dit-il", "'", "."]
+    assert make_tokenizer("it", "toktok")("dell'anno") == ["dell'", "anno"]
+    # Any language can ask for it (a user language's `apostrophe = "elision"`), or for NLTK's split.
+    assert make_tokenizer("ceb", "toktok", apostrophe="elision")("usa'g-usa") == ["usa'", "g-usa"]
+    assert make_tokenizer("fr", "toktok", apostrophe="split")("l'homme") == ["l", "'", "homme"]
+    with pytest.raises(ConfigError, match="split, elision, word"):
+        make_tokenizer("fr", "toktok", apostrophe="keep")
 
 
 def test_toktok_sentences_with_trained_punkt() -> None:

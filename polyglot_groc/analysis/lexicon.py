@@ -19,7 +19,7 @@ from typing import Any
 
 from groc_base.errors import CorpusError, InputError
 
-__all__ = ["LexiconCoverageResult", "lexicon_coverage", "open_lexicon_for"]
+__all__ = ["FALLBACKS", "LexiconCoverageResult", "lexicon_coverage", "no_fallback_languages", "open_lexicon_for"]
 
 _KEYS = ("entry", "related", "definition", "related_in_vocab", "definition_in_vocab")
 
@@ -57,28 +57,77 @@ def _languages(lexicon: Any, given: Sequence[str], specs: Sequence[str], flag: s
     return list(given)
 
 
+#: ``fallback`` values: ``en`` (glosses and hyponyms from the English wordnet through ILI where a
+#: word's own wordnet has none), ``none`` (only its own); None: each language's registry entry.
+FALLBACKS = ("en", "none")
+
+
+def _check_fallback(fallback: str | None) -> None:
+    if fallback is not None and fallback not in FALLBACKS:
+        raise InputError(f"--fallback {fallback!r} is unknown; use en (glosses and hyponyms from the English "
+                         f"wordnet through ILI) or none (only the language's own wordnet)")
+
+
+def no_fallback_languages(langs: Sequence[str], registry: Any, fallback: str | None = None) -> list[str]:
+    """The languages among ``langs`` that must not borrow English glosses or hyponyms through ILI.
+
+    ``fallback="en"``: none; ``"none"``: all; None: each language's registry entry decides (the
+    built-in ten borrow, as in the thesis; another language only with ``fallback = "en"``, and one
+    the registry does not know never).
+    """
+    from lexicons.protocol import normalize_lang
+
+    _check_fallback(fallback)
+    if fallback == "en":
+        return []
+    if fallback == "none":
+        return list(langs)
+    return [x for x in langs if normalize_lang(x) != "en" and (x not in registry or registry.get(x).fallback is None)]
+
+
 def open_lexicon_for(backend: str = "wn", langs: Sequence[str] = (), specs: Sequence[str] = (),
                      wn_dir: str | os.PathLike[str] | None = None, tsv: str | os.PathLike[str] | None = None,
-                     nltk_data: str | os.PathLike[str] | None = None, flag: str = "--langs") -> tuple[Any, list[str]]:
+                     nltk_data: str | os.PathLike[str] | None = None, flag: str = "--langs",
+                     languages: str | os.PathLike[str] | None = None,
+                     fallback: str | None = None) -> tuple[Any, list[str]]:
     """The lexicon these options name, and the languages to use it in.
 
     Without ``langs`` and ``specs`` the language is English. The wordnets' loaded data is cached
     on disk (``$POLYGLOT_GROC_CACHE/wordnets``): only the first call after an import reads the
-    whole database (and tokenises every gloss); later calls read one file.
+    whole database (and tokenises every gloss); later calls read one file. ``languages`` is a
+    languages TOML file (:func:`langpairs.registry.load_registry`): without ``specs``, a language
+    whose entry names ``wordnets`` uses those; on the wn backend, English glosses and hyponyms are
+    lent through ILI only where :func:`no_fallback_languages` allows (``fallback`` overrides).
     """
     from groc_base.cache import default_cache_root
+    from langpairs.registry import load_registry
     from lexicons.service import open_lexicon
 
+    _check_fallback(fallback)
     chosen = [s for s in specs if s]
     if chosen and backend != "wn":
         raise InputError(f"--specs selects wn lexicons; with --backend {backend} leave it out "
                          "(the tsv backend reads --tsv, the nltk backend --nltk-data)")
+    if fallback is not None and backend != "wn":
+        raise InputError(f"--fallback is for the wn backend; with --backend {backend} leave it out")
+    registry = load_registry(languages, env=False)
     wanted = list(langs) or ([] if chosen else ["en"])
-    lexicon = open_lexicon(backend, specs=chosen or None, langs=wanted,
-                           wn_dir=Path(wn_dir) if wn_dir is not None else None,
-                           nltk_data=Path(nltk_data) if nltk_data is not None else None,
-                           tsv=Path(tsv) if tsv is not None else None, cache_dir=default_cache_root() / "wordnets")
-    return lexicon, _languages(lexicon, wanted, chosen, flag)
+    lang_specs = {x: list(registry.get(x).wordnets) for x in wanted if x in registry and registry.get(x).wordnets}
+
+    def opened(no_fallback: Sequence[str] = ()) -> Any:
+        return open_lexicon(backend, specs=chosen or None, langs=wanted,
+                            wn_dir=Path(wn_dir) if wn_dir is not None else None,
+                            nltk_data=Path(nltk_data) if nltk_data is not None else None,
+                            tsv=Path(tsv) if tsv is not None else None, cache_dir=default_cache_root() / "wordnets",
+                            lang_specs=lang_specs or None, no_fallback=no_fallback)
+
+    lexicon = opened()
+    used = _languages(lexicon, wanted, chosen, flag)
+    if backend == "wn":
+        refused = no_fallback_languages(list(dict.fromkeys([*used, *lexicon.languages()])), registry, fallback)
+        if refused:
+            lexicon = opened(refused)
+    return lexicon, used
 
 
 def _read_tokens(path: Path) -> Counter[str]:
@@ -115,6 +164,8 @@ def lexicon_coverage(
     tsv: str | os.PathLike[str] | None = None,
     nltk_data: str | os.PathLike[str] | None = None,
     min_count: int = 1,
+    languages: str | os.PathLike[str] | None = None,
+    fallback: str | None = None,
 ) -> LexiconCoverageResult:
     """Share of each language's training vocabulary (types and tokens) with lexicon relations / a definition.
 
@@ -127,6 +178,9 @@ def lexicon_coverage(
         tsv: the TSV lexicon file (``backend="tsv"``).
         nltk_data: the NLTK data folder (``backend="nltk"``).
         min_count: only count word types seen at least this often.
+        languages: a languages TOML file: user languages, their ``wordnets`` and ``fallback``.
+        fallback: ``en`` or ``none`` for every language (wn); None: each language's registry entry
+            (see :func:`no_fallback_languages`).
 
     Returns:
         A :class:`LexiconCoverageResult`; its ``to_dict()`` is what ``lexicon coverage --json`` prints.
@@ -143,7 +197,7 @@ def lexicon_coverage(
     if langs is not None and not [x for x in langs if x]:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
     lexicon, lang_list = open_lexicon_for(backend, [x for x in langs or () if x], list(specs or ()), wn_dir, tsv,
-                                          nltk_data, "--langs")
+                                          nltk_data, "--langs", languages=languages, fallback=fallback)
     service = LexiconService(lexicon)
     load = getattr(service.lexicon, "load", None)
     if callable(load):

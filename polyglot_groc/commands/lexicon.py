@@ -28,6 +28,13 @@ _WN_DIR = typer.Option(
 _BACKEND = typer.Option("wn", "--backend", help="Lexicon backend: wn, nltk or tsv.")
 _TSV = typer.Option(None, "--tsv", help="TSV lexicon file (with --backend tsv).")
 _NLTK = typer.Option(None, "--nltk-data", envvar="NLTK_DATA", help="NLTK data directory (with --backend nltk).")
+_LANGUAGES = typer.Option(None, "--languages", envvar="POLYGLOT_GROC_LANGUAGES", show_default=False,
+                          help="Languages TOML file adding your own languages; their wordnets and fallback "
+                               "settings apply (default: $POLYGLOT_GROC_LANGUAGES).")
+_FALLBACK = typer.Option(None, "--fallback", show_default=False,
+                         help="wn: en = glosses and hyponyms from the English wordnet through ILI where a word's own "
+                              "wordnet has none; none = only its own (default: each language's registry entry: the "
+                              "built-in ten borrow, other languages only with fallback = \"en\").")
 _SPECS = typer.Option(
     None, "--specs", help="wn lexicons to use, comma-separated, as `lexicon info` lists them: omw-fr, omw-fr:3.0 or "
                           "omw-fr:3.0+<hash> (default: the installed wordnets of the languages)."
@@ -39,18 +46,29 @@ def _split(value: str | None) -> list[str]:
 
 
 def _open(backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None,
-          nltk_data: Path | None, flag: str) -> tuple[Any, list[str]]:
+          nltk_data: Path | None, flag: str, languages: Path | None = None,
+          fallback: str | None = None) -> tuple[Any, list[str]]:
     """The lexicon the options name, and the languages to use it in (see :func:`open_lexicon_for`)."""
     from polyglot_groc.analysis.lexicon import open_lexicon_for
 
-    return open_lexicon_for(backend, langs, _split(specs), wn_dir, tsv, nltk_data, flag)
+    return open_lexicon_for(backend, langs, _split(specs), wn_dir, tsv, nltk_data, flag, languages=languages,
+                            fallback=fallback)
+
+
+def _refused(lexicon: Any) -> list[str]:
+    return list((getattr(lexicon, "settings", None) or {}).get("no_fallback", []))
 
 
 def _sources(lexicon: Any) -> str:
     """Which lexicons a lookup used: the selected ones, and those that only lend glosses."""
     selected = list(getattr(lexicon, "selected_specs", lexicon.specs))
     gloss = [x for x in getattr(lexicon, "gloss_specs", []) if x not in selected]
-    return ", ".join(selected) + (f"; glosses also from {', '.join(gloss)}" if gloss else "")
+    refused = _refused(lexicon)
+    text = ", ".join(selected) + (f"; glosses also from {', '.join(gloss)}" if gloss else "")
+    if refused:
+        text += f" (not for {', '.join(refused)}: no English fallback)" if gloss else \
+            f"; no English fallback for {', '.join(refused)}"
+    return text
 
 
 @app.command("info")
@@ -89,19 +107,22 @@ def lookup(
     max_related: int = typer.Option(3, help="Related words GroC uses (the first ones; counted in the output)."),
     max_definition: int = typer.Option(10, help="Definition tokens GroC uses."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    languages: Path | None = _LANGUAGES,
+    fallback: str | None = _FALLBACK,
 ) -> None:
     """Print a word's relational and definitional forms (a short summary, or JSON with --json).
 
     Related words are separated by ' | ' (one may hold spaces: canis familiaris); JSON gives a list.
-    Every definition is labelled with its language: a word without a gloss in its own language
-    gets the English one (through ILI).
+    Every definition is labelled with its language: a word of a built-in language without a gloss
+    in its own language gets the English one (through ILI); other languages only with --fallback en
+    or fallback = "en" in their --languages entry.
     """
     from lexicons.service import LexiconService
 
     langs = _split(lang)
     if lang is not None and not langs:
         raise InputError("--lang needs at least one language code, e.g. --lang fr")
-    lexicon, langs = _open(backend, langs, specs, wn_dir, tsv, nltk_data, "--lang")
+    lexicon, langs = _open(backend, langs, specs, wn_dir, tsv, nltk_data, "--lang", languages, fallback)
     service = LexiconService(lexicon, max_related, max_definition)
     forms = service.lookup(word, langs)
     if as_json:
@@ -117,6 +138,7 @@ def lookup(
                 "specs": service.lexicon.specs,
                 "lexicons": list(getattr(lexicon, "selected_specs", lexicon.specs)),
                 "gloss_lexicons": list(getattr(lexicon, "gloss_specs", [])),
+                "no_fallback": _refused(lexicon),
             }
         )
         return
@@ -145,12 +167,15 @@ def coverage(
     nltk_data: Path | None = _NLTK,
     min_count: int = typer.Option(1, help="Only count word types seen at least this often."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    languages: Path | None = _LANGUAGES,
+    fallback: str | None = _FALLBACK,
 ) -> None:
     """Share of each language's vocabulary (types and tokens) with relations / a definition."""
     from polyglot_groc.analysis.lexicon import lexicon_coverage
 
     res = lexicon_coverage(data=data, langs=_split(langs) if langs is not None else None, backend=backend,
-                           specs=_split(specs), wn_dir=wn_dir, tsv=tsv, nltk_data=nltk_data, min_count=min_count)
+                           specs=_split(specs), wn_dir=wn_dir, tsv=tsv, nltk_data=nltk_data, min_count=min_count,
+                           languages=languages, fallback=fallback)
     if as_json:
         print_json(res.to_dict())
         return
@@ -170,18 +195,47 @@ def coverage(
 @app.command("import")
 @cli_errors
 def import_(
+    file: Path | None = typer.Argument(
+        None, show_default=False,
+        help="Your own wordnet: WN-LMF XML (.xml, .xml.gz; wn's format) or an OMW tab file (.tab, PWN 3.0 offsets). "
+             "Without it: the shared data's PWN 3.0 + OMW wordnets of --langs."),
     data: Path | None = typer.Option(
-        None, "--data", envvar="POLYGLOT_GROC_DATA", help="Shared data root (wordnet/, omw/)."
+        None, "--data", envvar="POLYGLOT_GROC_DATA", help="Shared data root (wordnet/, omw/; a tab FILE takes its ILI "
+                                                          "map and PWN 3.0 relations from there)."
     ),
-    langs: str = typer.Option("en,fr", "--langs", help="Languages to install, comma-separated (en is always added)."),
+    langs: str | None = typer.Option(
+        None, "--langs", help="Without FILE: languages to install from the shared data, comma-separated (en is always "
+                              "added; default en,fr).", show_default=False),
+    lang: str | None = typer.Option(None, "--lang", help="Tab FILE: its language code (default: the file's own label).",
+                                    show_default=False),
+    ili_map: Path | None = typer.Option(
+        None, "--ili-map", show_default=False,
+        help="Tab FILE: the ILI map ili-map-pwn30.tab (default: omw/ili-map-pwn30.tab under --data)."),
     wn_dir: Path | None = _WN_DIR,
     force: bool = typer.Option(False, "--force", help="Re-install lexicons that are already installed."),
 ) -> None:
-    """Install PWN 3.0 + OMW wordnets offline (WNDB + tab files -> WN-LMF -> wn)."""
+    """Install wordnets offline: your own WN-LMF or OMW tab FILE, or PWN 3.0 + OMW from the shared data.
+
+    Prints the installed specifiers (id:version, as wn reports them): name them in train --lexicon,
+    lexicon lookup --specs, or a language's wordnets = [...] in a --languages file.
+    """
     from lexicons.omw_import import import_omw
     from lexicons.wn_backend import default_wn_dir
 
-    lang_list = _split(langs)
+    if file is not None:
+        from lexicons.user_import import import_wordnet_file
+
+        if langs is not None:
+            raise InputError("--langs installs the shared data's wordnets; with a FILE leave it out (a tab file takes "
+                             "--lang)")
+        t0 = time.perf_counter()
+        result = import_wordnet_file(path=file, wn_dir=wn_dir, lang=lang, ili_map=ili_map, data_root=data, force=force)
+        print_json({**result.to_dict(), "seconds": round(time.perf_counter() - t0, 1)})
+        return
+    if lang is not None or ili_map is not None:
+        raise InputError("--lang and --ili-map describe a tab FILE; give the file (lexicon import FILE --lang xx), or "
+                         "use --langs to install the shared data's wordnets")
+    lang_list = _split(langs if langs is not None else "en,fr")
     if not lang_list:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
     t0 = time.perf_counter()

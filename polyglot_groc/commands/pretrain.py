@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from polyglot_groc.commands._common import OVERWRITE_HELP, check_output, cli_errors, print_json, setup_logging
+from polyglot_groc.commands.data import LANGUAGES_ENV, LANGUAGES_HELP
 
 
 def pretrain_vectors_command(
@@ -22,20 +23,24 @@ def pretrain_vectors_command(
     seed: Annotated[int, typer.Option("--seed")] = 0,
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    languages: Annotated[Path | None, typer.Option(
+        "--languages", envvar=LANGUAGES_ENV, help=LANGUAGES_HELP, show_default=False)] = None,
 ) -> None:
     """Train word2vec/fastText vectors on the training text (and --extra files) with gensim."""
-    _pretrain(data, out, langs, algorithm, dim, epochs, extra or [], seed, verbose, overwrite)
+    _pretrain(data, out, langs, algorithm, dim, epochs, extra or [], seed, verbose, overwrite, languages)
 
 
 @cli_errors
 def _pretrain(data: Path, out: Path, langs: str, algorithm: str, dim: int, epochs: int, extra: list[Path],
-              seed: int, verbose: bool, overwrite: bool = False) -> None:
+              seed: int, verbose: bool, overwrite: bool = False, languages: Path | None = None) -> None:
     from groc_base.errors import InputError
+    from langpairs.registry import load_registry, parse_lang_spec
     from polyglot_groc.training.pretrain import pretrain_vectors
 
     setup_logging(verbose)
+    codes = parse_lang_spec(langs, registry=load_registry(languages, env=False))
     check_output(out, overwrite)
-    texts = [data / lang / "train.txt" for lang in langs.split(",") if lang]
+    texts = [data / lang / "train.txt" for lang in codes]
     for t in texts:
         if not t.is_file():
             raise InputError(f"{t} does not exist; --data needs <DIR>/<lang>/train.txt")

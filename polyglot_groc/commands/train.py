@@ -29,6 +29,7 @@ from polyglot_groc.commands._common import (
     print_json,
     setup_logging,
 )
+from polyglot_groc.commands.data import LANGUAGES_ENV, LANGUAGES_HELP
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, parse_overrides
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted, stop_signals
 
@@ -288,6 +289,9 @@ def train_command(
         "--tensorboard", help="Also write TensorBoard scalars to RUN/tensorboard", show_default="off")] = False,
     verbose: Annotated[bool, typer.Option(
         "--verbose", "-v", help="Log INFO messages (data, device, model) to stderr", show_default="off")] = False,
+    languages: Annotated[Path | None, typer.Option(
+        "--languages", envvar=LANGUAGES_ENV, help=LANGUAGES_HELP + "; the run records the entries it uses",
+        show_default="$POLYGLOT_GROC_LANGUAGES, else the built-in ten")] = None,
 ) -> None:
     """Train a language model (mono- or polyglot) and write a run directory.
 
@@ -300,7 +304,7 @@ def train_command(
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
            threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie,
-           precision, compile_, not_for_resume=not_for_resume, wn_dir=wn_dir)
+           precision, compile_, not_for_resume=not_for_resume, wn_dir=wn_dir, languages=languages)
 
 
 @cli_errors
@@ -312,7 +316,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            resume: Path | None, log_every: int | None, tensorboard: bool, verbose: bool, init_input: Path | None = None,
            freeze_input: bool = False, untie: bool = False, precision: str | None = None,
            compile_: bool | None = None, not_for_resume: list[str] | None = None,
-           wn_dir: Path | None = None) -> None:
+           wn_dir: Path | None = None, languages: Path | None = None) -> None:
     from groc_base.errors import ConfigError
     from polyglot_groc.training.distributed import world_from_env
     from polyglot_groc.training.workflows import train
@@ -359,7 +363,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
                            overrides=merge_overrides(parse_overrides(overrides), flags),
                            with_related="related" in also, extra_langs=[c for c in also if c != "related"],
                            untie=untie, max_steps=max_steps, max_epochs=max_epochs, max_minutes=max_minutes,
-                           threads=threads, device=device, overwrite=overwrite, hooks=hooks)
+                           threads=threads, device=device, overwrite=overwrite, hooks=hooks, languages=languages)
         finally:
             if hooks is not None:
                 hooks.close()

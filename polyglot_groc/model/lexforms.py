@@ -60,7 +60,29 @@ def open_run_lexicon(cfg: LexiconConfig, langs: Sequence[str]) -> Lexicon:
 
     return open_lexicon(cfg.backend, specs=list(cfg.specs) or None, langs=list(langs),
                         wn_dir=cfg.wn_dir or None, tsv=cfg.tsv_path or None, nltk_data=cfg.nltk_data or None,
-                        gloss_specs=list(cfg.gloss_specs) or None)
+                        gloss_specs=list(cfg.gloss_specs) or None,
+                        no_fallback=list(cfg.no_fallback) if cfg.backend == "wn" else ())
+
+
+def lexicon_for_languages(cfg: LexiconConfig, kind: str, codes: Sequence[str], registry: Any) -> LexiconConfig:
+    """``cfg`` with the registry settings of a run's languages (``codes``; ``registry`` a
+    :class:`langpairs.registry.LanguageRegistry`): what :func:`polyglot_groc.training.workflows.train` records.
+
+    Languages whose entry has no ``fallback = "en"`` (user languages, unless they ask for it) go to
+    ``no_fallback``, unless the config sets it. For groc-lex on the wn backend without explicit
+    ``specs``, languages whose entry names ``wordnets`` use those and the others their installed
+    wordnets; the specs are resolved now (``id:version``), so the run records the lexicons it used.
+    """
+    refused = tuple(c for c in codes if c != "en" and registry.get(c).fallback is None)
+    if refused and not cfg.no_fallback:
+        cfg = dataclasses.replace(cfg, no_fallback=refused)
+    wordnets = {c: list(registry.get(c).wordnets) for c in codes if registry.get(c).wordnets}
+    if wordnets and not cfg.specs and cfg.backend == "wn" and kind == "groc-lex":
+        from lexicons.service import open_lexicon
+
+        opened = open_lexicon("wn", langs=list(codes), lang_specs=wordnets, wn_dir=cfg.wn_dir or None)
+        cfg = dataclasses.replace(cfg, specs=tuple(getattr(opened, "selected_specs", opened.specs)))
+    return cfg
 
 
 def resolved_config(cfg: LexiconConfig, lexicon: Lexicon) -> LexiconConfig:

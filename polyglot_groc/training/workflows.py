@@ -32,13 +32,14 @@ from typing import Any
 
 from groc_base.errors import ConfigError, InputError
 from groc_base.fileio import dumps_json
-from langpairs.registry import parse_lang_spec
+from langpairs.corpus import check_corpora
+from langpairs.registry import load_registry, parse_lang_spec
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, to_dict
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text, load_checkpoint
 from polyglot_groc.model.device import set_threads
+from polyglot_groc.model.lexforms import lexicon_for_languages
 from polyglot_groc.model.lm import count_parameters, parameter_split
-from polyglot_groc.training.data import language_registry
 from polyglot_groc.training.distributed import world_from_env
 from polyglot_groc.training.finetune import finetune_trainer
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted
@@ -87,6 +88,7 @@ def train(
     device: str | None = None,
     overwrite: bool = False,
     hooks: TrainHooks | None = None,
+    languages: PathLike | None = None,
 ) -> TrainResult:
     """Train a language model (mono- or polyglot) into the run directory ``out``.
 
@@ -113,26 +115,33 @@ def train(
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (``train.device``).
         overwrite: Replace what ``out`` holds.
         hooks: Progress callbacks (:class:`TrainHooks`), e.g. a progress bar.
+        languages: A languages TOML file adding languages to the built-in ten (see
+            :func:`langpairs.registry.load_registry`); the config's ``[languages]`` win over it. The
+            run records the entries it uses (and their related languages'), so evaluating or
+            resuming it never needs the file.
 
     Returns:
         The :class:`TrainResult`; ``result.to_dict()`` is what ``out/result.json`` holds.
 
     Raises:
         ConfigError: An unknown size, ``size`` with ``config``, a bad config value or language, no corpus.
+        CorpusError: A language (say, one ``with_related`` added) has no corpus under ``data``.
         InputError: ``out`` exists (without ``overwrite``), a corpus file is missing, empty or not UTF-8.
         RunLockedError: Another process is writing ``out``.
         TrainingInterrupted: Ctrl-C or SIGTERM stopped training (``resume`` goes on from its checkpoint).
     """
     cfg = _train_config(langs=langs, data=data, model=model, size=size, config=config, overrides=overrides,
                         with_related=with_related, extra_langs=extra_langs, untie=untie, max_steps=max_steps,
-                        max_epochs=max_epochs, max_minutes=max_minutes, threads=threads, device=device)
+                        max_epochs=max_epochs, max_minutes=max_minutes, threads=threads, device=device,
+                        languages=languages)
     return _train_run(cfg, Path(out), overwrite=overwrite, hooks=hooks)
 
 
 def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, model: str | None, size: str | None,
                   config: PathLike | RunConfig | None, overrides: Mapping[str, Any] | None, with_related: bool,
                   extra_langs: Sequence[str], untie: bool, max_steps: int | None, max_epochs: int | None,
-                  max_minutes: float | None, threads: int | None, device: str | None) -> RunConfig:
+                  max_minutes: float | None, threads: int | None, device: str | None,
+                  languages: PathLike | None = None) -> RunConfig:
     """The new run's config, loaded (and validated) once."""
     if size is not None and size not in PRESETS:
         raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(PRESETS)}")
@@ -155,13 +164,21 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
                           kind_map=UNTIE if untie else None)
     if untie and cfg.model.kind != "untied":
         log.warning("--untie applies to the tied kind only; %s is kept", cfg.model.kind)
-    # The config may define languages ([languages.xx]); the codes are resolved against them.
+    # A languages file and the config may define languages ([languages.xx]); the codes are resolved
+    # against them.
+    registry = load_registry(languages, config=cfg.languages, env=False)
     spec = ",".join(cfg.data.langs) if langs is None else langs if isinstance(langs, str) else ",".join(langs)
     also = ",".join([*(["related"] if with_related else []), *extra_langs]) or None
-    codes = parse_lang_spec(spec, also, registry=language_registry(cfg.languages))
+    codes = parse_lang_spec(spec, also, registry=registry)
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, langs=codes))
     if not cfg.data.root:
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
+    # A language with_related added without a corpus is named as such (not as a missing file).
+    check_corpora(Path(cfg.data.root), codes, primary=parse_lang_spec(spec, registry=registry), registry=registry)
+    # The run records the registry entries it uses, and their wordnets and fallback settings.
+    lexicon = lexicon_for_languages(cfg.model.lexicon, cfg.model.kind, codes, registry)
+    cfg = dataclasses.replace(cfg, languages={**cfg.languages, **registry.config_tables(codes)},
+                              model=dataclasses.replace(cfg.model, lexicon=lexicon))
     return cfg.validate()
 
 

@@ -1,0 +1,556 @@
+"""A corpus from the user's own files: ``<out>/<lang>/{train,valid,test}.txt`` + ``<out>/prepare.json``.
+
+:func:`prepare_language` is what ``polyglot-groc data prepare --lang xx --input FILE...`` runs. It
+takes any language the registry knows (the built-in ten, or one from a languages file, see
+:func:`langpairs.registry.load_registry`) and files in three shapes:
+
+* plain text (``.txt`` or any other name, optionally ``.gz``), read as ``text="lines"`` (one
+  sentence per line), ``"paragraphs"`` (one paragraph per line, split into sentences) or
+  ``"running"`` (running text whose paragraphs are separated by blank lines; the lines of a
+  paragraph are joined, so hard-wrapped text works). The choice is explicit: nothing is guessed.
+* CoNLL-U (``.conllu``, ``.conllu.gz``): the FORM column of the syntactic words, so multiword-token
+  ranges (``1-2``) and empty nodes (``1.1``) are skipped; the file is already tokenised, so the
+  tokeniser does not touch it.
+
+Text is decoded as strict UTF-8 and NFC-normalised. The tokeniser is named, recorded and by
+default the language's (``toktok`` unless its registry entry says otherwise), so the same files
+give the same corpus on every machine; ``auto`` is refused here because what it runs depends on
+which Stanza models are installed.
+
+Splits are deterministic: units (sentences with ``split_by="line"``, documents with
+``"document"``) keep their order, or are put in a seeded hash order with ``shuffle``; train comes
+first, then valid, then test, cut by cumulative tokens (a unit belongs where its middle token
+falls). ``valid``/``test`` are fractions of the tokens (``0 < f < 1``) or token counts (``>= 1``).
+A *document* is a block of lines between blank lines in plain text, a ``# newdoc`` section in
+CoNLL-U, and never spans two files. ``dedupe`` drops a sentence seen before (in any split), so no
+sentence is in two splits.
+
+Several languages can be prepared into one ``out``, one call each: a language's folder is built in a
+temporary folder and renamed into place, and ``prepare.json`` is updated under a lock, so parallel
+calls for different languages do not lose each other's entries. An existing language is replaced
+only with ``overwrite=True``. Bad input (unknown language, empty / binary / non-UTF-8 file,
+impossible split) raises before anything is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import gzip
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import zlib
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from groc_base.errors import ConfigError, CorpusError
+from groc_base.fileio import atomic_write_bytes
+
+from .corpus import SPLITS, decode_utf8
+from .registry import LanguageRegistry, load_registry
+from .tokenize import SentenceTokenizer, make_tokenizer
+
+__all__ = [
+    "SPLIT_BY",
+    "TEXT_FORMATS",
+    "PreparedLanguage",
+    "SplitStats",
+    "manifest_lock",
+    "parse_split_size",
+    "prepare_language",
+]
+
+logger = logging.getLogger(__name__)
+
+MANIFEST_NAME = "prepare.json"
+MANIFEST_FORMAT = 1  # the same manifest as langpairs.prepare: one file, entries per language
+
+#: How plain-text input is read (CoNLL-U is recognised by its name).
+TEXT_FORMATS: tuple[str, ...] = ("lines", "paragraphs", "running")
+#: What the train/valid/test cut keeps whole.
+SPLIT_BY: tuple[str, ...] = ("line", "document")
+#: Tokenisers prepare_language accepts (``auto`` is machine-dependent, see the module docstring).
+PREPARE_TOKENIZERS: tuple[str, ...] = ("toktok", "stanza", "whitespace")
+
+_CONLLU_SUFFIXES = (".conllu", ".conllu.gz")
+_PUNKT_SAMPLE_MAX_CHARS = 1_000_000
+_BINARY_PROBE = 8192
+
+
+# -- results ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SplitStats:
+    """Counts of one written split (tokens without ``<eos>``)."""
+
+    sentences: int
+    tokens: int
+    types: int
+    sha256: str
+
+    @property
+    def type_token_ratio(self) -> float:
+        return self.types / self.tokens if self.tokens else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sentences": self.sentences, "tokens": self.tokens, "types": self.types,
+                "type_token_ratio": round(self.type_token_ratio, 4), "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class PreparedLanguage:
+    """What :func:`prepare_language` wrote: ``directory`` holds the splits, ``manifest`` is ``prepare.json``."""
+
+    lang: str
+    out: Path
+    directory: Path
+    manifest: Path
+    splits: Mapping[str, SplitStats]
+    #: The language's ``prepare.json`` entry (settings, inputs with sha256, counts).
+    entry: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def type_token_ratio(self) -> float:
+        """Types / tokens over all three splits together."""
+        return float(self.entry["counts"]["type_token_ratio"])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"lang": self.lang, "out": str(self.out), "directory": str(self.directory),
+                "manifest": str(self.manifest), **json.loads(json.dumps(self.entry))}
+
+
+# -- options ------------------------------------------------------------------------------------------
+def parse_split_size(value: str | float | int, name: str = "valid") -> float | int:
+    """``"0.1"`` -> 0.1 (a fraction of the tokens), ``"2000"`` -> 2000 (tokens); else :class:`ConfigError`."""
+    flag = f"--{name}"
+    usage = f"{flag} {value!r}: give a fraction between 0 and 1 (e.g. 0.1) or a whole number of tokens (e.g. 2000)"
+    number: float | int
+    if isinstance(value, bool):
+        raise ConfigError(usage)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            number = int(text) if text.isdigit() else float(text)
+        except ValueError:
+            raise ConfigError(usage) from None
+    elif isinstance(value, (int, float)):
+        number = value
+    else:
+        raise ConfigError(usage)
+    if isinstance(number, float):
+        if 0.0 < number < 1.0:
+            return number
+        raise ConfigError(usage)
+    if number >= 1:
+        return number
+    raise ConfigError(usage)
+
+
+# -- reading ------------------------------------------------------------------------------------------
+@dataclass
+class _Input:
+    path: Path
+    kind: str  # "conllu" or the text format
+    raw: bytes  # as stored (gzip-compressed for .gz)
+    text: str  # decoded, NFC
+
+
+def _read_input(path: Path, text_format: str) -> _Input:
+    """Checked contents of one input; every problem is a one-line :class:`CorpusError` naming the fix."""
+    if not path.exists():
+        raise CorpusError(f"input {path} does not exist; check the path")
+    if not path.is_file():
+        raise CorpusError(f"input {path} is not a file; give text (.txt), .conllu or .gz files")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CorpusError(f"cannot read input {path} ({exc.strerror or exc}); check its permissions") from exc
+    data = raw
+    if path.name.endswith(".gz"):
+        try:
+            data = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise CorpusError(f"input {path} is not a valid gzip file ({exc}); re-compress it or give the "
+                              f"uncompressed file") from exc
+    if b"\x00" in data[:_BINARY_PROBE] or b"\x00" in data:
+        raise CorpusError(f"input {path} looks binary (it holds NUL bytes), not text; give UTF-8 text, "
+                          f".conllu or .gz files")
+    text = decode_utf8(data, path)
+    if not text.strip():
+        raise CorpusError(f"input {path} is empty; give a file with text in it")
+    kind = "conllu" if path.name.endswith(_CONLLU_SUFFIXES) else text_format
+    return _Input(path, kind, raw, text)
+
+
+def _blocks(text: str) -> Iterator[list[str]]:
+    """Groups of non-blank lines separated by blank lines (stripped)."""
+    block: list[str] = []
+    for line in text.splitlines():
+        if line.strip():
+            block.append(line.strip())
+        elif block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def _conllu_documents(text: str, path: Path) -> list[list[list[str]]]:
+    """Documents (``# newdoc`` sections) of sentences of syntactic-word FORMs."""
+    docs: list[list[list[str]]] = [[]]
+    sentence: list[str] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            if sentence:
+                docs[-1].append(sentence)
+                sentence = []
+            continue
+        if line.startswith("#"):
+            if line[1:].strip().startswith("newdoc") and not sentence and docs[-1]:
+                docs.append([])
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise CorpusError(f"{path} line {lineno}: {len(cols)} tab-separated fields, conll-u needs 10; fix the "
+                              f"line, or give the file as plain text without the .conllu name")
+        if "-" in cols[0] or "." in cols[0]:  # multiword-token range / empty node
+            continue
+        form = "_".join(cols[1].split())
+        if form:
+            sentence.append(form)
+    if sentence:
+        docs[-1].append(sentence)
+    return [d for d in docs if d]
+
+
+def _documents(item: _Input, tokenizer: SentenceTokenizer | None) -> list[list[list[str]]]:
+    """The input as documents of tokenised sentences."""
+    if item.kind == "conllu":
+        return _conllu_documents(item.text, item.path)
+    assert tokenizer is not None
+    docs: list[list[list[str]]] = []
+    for block in _blocks(item.text):
+        if item.kind == "lines":
+            sentences = [tokenizer(line) for line in block]
+        elif item.kind == "paragraphs":
+            sentences = [s for line in block for s in tokenizer.sentences(line)]
+        else:  # running: the block is one paragraph, hard-wrapped
+            sentences = tokenizer.sentences(" ".join(block))
+        sentences = [s for s in sentences if s]
+        if sentences:
+            docs.append(sentences)
+    return docs
+
+
+# -- splitting ----------------------------------------------------------------------------------------
+def _hash_order(n: int, keys: Sequence[str], seed: int) -> list[int]:
+    # A seeded order that is the same on every platform and Python version (no random module state).
+    def key(i: int) -> bytes:
+        return hashlib.blake2b(f"{seed}\x00{i}\x00{keys[i]}".encode(), digest_size=8).digest()
+
+    return sorted(range(n), key=key)
+
+
+def _assign(counts: Sequence[int], valid: float | int, test: float | int) -> np.ndarray:
+    """Split index per unit (0 train, 1 valid, 2 test): contiguous, by cumulative tokens."""
+    c = np.asarray(counts, dtype=np.float64)  # (U,)
+    total = float(c.sum())
+    v = valid * total if isinstance(valid, float) else float(valid)
+    t = test * total if isinstance(test, float) else float(test)
+    if v + t >= total:
+        raise ConfigError(f"--valid and --test ask for {v + t:.0f} held-out tokens but the input has only "
+                          f"{total:.0f}; ask for fewer (e.g. --valid 0.1 --test 0.1) or add text")
+    mid = np.cumsum(c) - c / 2  # (U,) a unit belongs where its middle token falls
+    bounds = np.asarray([total - v - t, total - t])  # (2,) end of train, end of valid
+    index = np.searchsorted(bounds, mid, side="right")  # (U,) in {0, 1, 2}
+    # A split asked for gets at least one unit when there are units enough (small sizes, long units).
+    if len(index) >= 3:
+        if not (index == 2).any():
+            index[-1] = 2
+        if not (index == 1).any():
+            first_test = int(np.argmax(index == 2))
+            if first_test >= 2:
+                index[first_test - 1] = 1
+    return index
+
+
+# -- the language folder and the manifest ----------------------------------------------------------------
+@contextlib.contextmanager
+def manifest_lock(out: Path) -> Iterator[None]:
+    """An exclusive lock on ``out/.prepare.lock`` while the manifest is read, changed and written."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".prepare.lock", "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": {}}
+    except (OSError, ValueError) as exc:
+        raise CorpusError(f"{path} is unreadable ({exc}); move it away (the corpora next to it stay "
+                          f"usable) or choose another --out") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT \
+            or not isinstance(manifest.get("languages"), dict):
+        raise CorpusError(f"{path} is not a polyglot-groc prepare.json (format {MANIFEST_FORMAT}); move it away "
+                          f"or choose another --out")
+    return manifest
+
+
+def _check_free(out: Path, lang: str, overwrite: bool) -> None:
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder; give a folder path")
+    target = out / lang
+    in_manifest = lang in _read_manifest(out / MANIFEST_NAME).get("languages", {}) if out.is_dir() else False
+    if (target.exists() or in_manifest) and not overwrite:
+        raise ConfigError(f"{target} already holds language {lang!r}; pass --overwrite to replace it, or choose "
+                          f"another --out")
+
+
+def _install_dir(tmp: Path, target: Path) -> None:
+    """Rename the finished folder ``tmp`` to ``target``, replacing an old one (kept aside until then)."""
+    old: Path | None = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(target, old)
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        if old is not None:
+            os.replace(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _toolkit_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("polyglot-groc")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _library_versions(tokenizer: str) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    names = {"toktok": ("nltk",), "stanza": ("stanza",), "whitespace": ()}[tokenizer]
+    out: dict[str, str] = {}
+    for name in names:
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "unknown"
+    return out
+
+
+# -- the workflow ------------------------------------------------------------------------------------
+def prepare_language(
+    *,
+    lang: str,
+    inputs: Sequence[Path | str],
+    out: Path | str,
+    registry: LanguageRegistry | None = None,
+    text: str = "lines",
+    tokenizer: str | None = None,
+    split_by: str = "line",
+    valid: float | int | str = 0.1,
+    test: float | int | str = 0.1,
+    shuffle: bool = False,
+    seed: int = 0,
+    dedupe: bool = False,
+    overwrite: bool = False,
+) -> PreparedLanguage:
+    """Tokenise ``inputs`` (text or CoNLL-U, plain or ``.gz``) into ``out/<lang>/{train,valid,test}.txt``.
+
+    Args:
+        lang: a code the registry knows (built in, or from a languages file).
+        inputs: the files, read in the order given.
+        out: the corpus folder; ``out/prepare.json`` gets (or updates) this language's entry.
+        registry: the languages (default :func:`langpairs.registry.load_registry`: built-in plus
+            ``$POLYGLOT_GROC_LANGUAGES``).
+        text: how plain text is read: ``lines`` (a sentence per line), ``paragraphs`` (a paragraph
+            per line) or ``running`` (paragraphs between blank lines).
+        tokenizer: ``toktok``, ``stanza`` or ``whitespace``; default the language's registry entry.
+        split_by: ``line`` (sentences) or ``document`` (blank-line blocks / CoNLL-U ``# newdoc``).
+        valid, test: fractions of the tokens (``0.1``) or token counts (``2000``).
+        shuffle, seed: put the units in a seeded hash order before cutting (default: text order,
+            held-out text last).
+        dedupe: drop repeated sentences (the first is kept).
+        overwrite: replace ``out/<lang>`` if it exists.
+
+    Returns:
+        The written splits' counts and the ``prepare.json`` entry (:class:`PreparedLanguage`);
+        ``to_dict()`` is what ``polyglot-groc data prepare --lang ... --full`` prints.
+
+    Raises:
+        UnknownLanguageError: ``lang`` is not in the registry (the message says how to add it).
+        ConfigError: a bad option (text, split_by, tokenizer, sizes, seed), no inputs, or ``out``
+            already holding ``lang`` without ``overwrite``.
+        CorpusError: an input that is missing, empty, binary, not UTF-8, a broken gzip or CoNLL-U
+            file; a split that would come out empty.
+        ResourceMissingError: ``tokenizer="stanza"`` without its model installed.
+    """
+    registry = registry if registry is not None else load_registry()
+    language = registry.get(lang)
+    code = language.code
+    if text not in TEXT_FORMATS:
+        raise ConfigError(f"--text {text!r} is unknown; use lines (a sentence per line), paragraphs (a paragraph "
+                          f"per line) or running (paragraphs between blank lines)")
+    if split_by not in SPLIT_BY:
+        raise ConfigError(f"--split-by {split_by!r} is unknown; use line or document")
+    mode = tokenizer if tokenizer is not None else language.tokenizer
+    if mode == "auto":
+        raise ConfigError("tokenizer 'auto' gives different corpora depending on which stanza models are installed; "
+                          "name one: toktok (the default, rule-based), stanza or whitespace (pre-tokenised text)")
+    if mode not in PREPARE_TOKENIZERS:
+        raise ConfigError(f"--tokenizer {mode!r} is unknown; use {', '.join(PREPARE_TOKENIZERS)}")
+    valid_size, test_size = parse_split_size(valid, "valid"), parse_split_size(test, "test")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"--seed {seed!r} must be an integer")
+    if isinstance(inputs, (str, Path)):
+        inputs = [inputs]
+    paths = [Path(p).expanduser() for p in inputs]
+    if not paths:
+        raise ConfigError("no input files; pass --input FILE (text, .conllu or .gz), one or more")
+    seen_paths: set[Path] = set()
+    for path in paths:
+        if path.resolve() in seen_paths:
+            raise ConfigError(f"input {path} is given twice; give each file once")
+        seen_paths.add(path.resolve())
+    out = Path(out).expanduser()
+    _check_free(out, code, overwrite)
+
+    items = [_read_input(path, text) for path in paths]
+    plain = [i for i in items if i.kind != "conllu"]
+    tok: SentenceTokenizer | None = None
+    splitter: str | None = None
+    if plain:
+        sample = None
+        if mode == "toktok" and text != "lines":
+            sample = "\n".join(i.text for i in plain)[:_PUNKT_SAMPLE_MAX_CHARS]
+            splitter = f"nltk punkt trained on the first {len(sample)} characters of the input"
+        elif mode == "stanza" and text != "lines":
+            splitter = "stanza"
+        tok = make_tokenizer(code, mode, stanza_lang=language.stanza_lang, sentence_sample=sample,
+                             apostrophe=language.apostrophe)
+
+    # Units: sentences (split_by line) or documents, each a list of sentences.
+    units: list[list[list[str]]] = []
+    seen: set[tuple[str, ...]] = set()
+    duplicates = 0
+    per_input: list[dict[str, Any]] = []
+    for item in items:
+        docs = _documents(item, tok)
+        n_sent = n_tok = 0
+        for doc in docs:
+            kept: list[list[str]] = []
+            for sentence in doc:
+                key = tuple(sentence)
+                if dedupe and key in seen:
+                    duplicates += 1
+                    continue
+                seen.add(key)
+                kept.append(sentence)
+                n_sent += 1
+                n_tok += len(sentence)
+            if not kept:
+                continue
+            if split_by == "document":
+                units.append(kept)
+            else:
+                units.extend([s] for s in kept)
+        if n_tok == 0:
+            raise CorpusError(f"input {item.path} has no tokens{' left after --dedupe' if dedupe else ''}; "
+                              f"give a file with text in it")
+        per_input.append({"path": str(item.path.resolve()), "sha256": hashlib.sha256(item.raw).hexdigest(),
+                          "bytes": len(item.raw), "format": item.kind if item.kind == "conllu" else f"text/{item.kind}",
+                          "sentences": n_sent, "tokens": n_tok})
+
+    order = list(range(len(units)))
+    if shuffle:
+        order = _hash_order(len(units), [" ".join(" ".join(s) for s in u) for u in units], seed)
+    units = [units[i] for i in order]
+    counts = [sum(len(s) for s in u) for u in units]
+    assignment = _assign(counts, valid_size, test_size)
+    split_sentences: dict[str, list[list[str]]] = {s: [] for s in SPLITS}
+    for unit, index in zip(units, assignment, strict=True):
+        split_sentences[SPLITS[int(index)]].extend(unit)
+    unit_name = "documents" if split_by == "document" else "sentences"
+    for split in SPLITS:
+        if not split_sentences[split]:
+            fix = ("use --split-by line, or give more documents" if split_by == "document"
+                   else "give more text, or larger --valid/--test")
+            raise CorpusError(f"{code}: the {split} split came out empty ({len(units)} {unit_name}, "
+                              f"{sum(counts)} tokens); {fix}")
+
+    # Write the folder beside its final place, then rename it in (and the manifest under a lock).
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{code}.", suffix=".tmp", dir=out))
+    try:
+        stats: dict[str, SplitStats] = {}
+        for split in SPLITS:
+            sentences = split_sentences[split]
+            data = ("\n".join(" ".join(s) for s in sentences) + "\n").encode("utf-8")
+            atomic_write_bytes(tmp / f"{split}.txt", data)
+            types = len(Counter(t for s in sentences for t in s))
+            stats[split] = SplitStats(len(sentences), sum(len(s) for s in sentences), types,
+                                      hashlib.sha256(data).hexdigest())
+        os.chmod(tmp, 0o777 & ~_umask())
+        all_types = len({t for split in SPLITS for s in split_sentences[split] for t in s})
+        all_tokens = sum(s.tokens for s in stats.values())
+        entry: dict[str, Any] = {
+            "tool": "langpairs.files.prepare_language",
+            "toolkit_version": _toolkit_version(),
+            "language": {"code": code, **language.to_table()},
+            "inputs": per_input,
+            "text": text,
+            "nfc": True,
+            "tokenizer": {"name": tok.name if tok is not None else mode,
+                          "apostrophe": language.apostrophe if mode == "toktok" else None,
+                          "sentence_splitter": splitter, "versions": _library_versions(mode),
+                          "applies_to": "text inputs (conll-u is read as its syntactic words)"},
+            "split": {"by": split_by, "valid": valid_size, "test": test_size, "order": "seeded hash" if shuffle
+                      else "text order (held-out last)", "shuffle": shuffle, "seed": seed, "units": len(units)},
+            "dedupe": dedupe,
+            "duplicates_dropped": duplicates,
+            "counts": {"sentences": sum(s.sentences for s in stats.values()), "tokens": all_tokens,
+                       "types": all_types, "type_token_ratio": round(all_types / all_tokens, 4)},
+            "splits": {split: s.to_dict() for split, s in stats.items()},
+        }
+        with manifest_lock(out):
+            _check_free(out, code, overwrite)  # another process may have prepared it meanwhile
+            manifest_path = out / MANIFEST_NAME
+            manifest = _read_manifest(manifest_path)
+            _install_dir(tmp, out / code)
+            manifest["languages"][code] = entry
+            atomic_write_bytes(manifest_path,
+                               (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    logger.info("%s: train %d / valid %d / test %d tokens (%s) in %s", code, stats["train"].tokens,
+                stats["valid"].tokens, stats["test"].tokens, mode, out / code)
+    return PreparedLanguage(code, out, out / code, out / MANIFEST_NAME, stats, entry)
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
