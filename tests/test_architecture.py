@@ -152,3 +152,17 @@ def test_workflows_live_in_the_library_and_commands_are_thin() -> None:
             if length > 60:
                 too_long.append(f"{path.name}:{node.name} ({length} lines)")
     assert too_long == [], too_long
+
+
+def test_one_iso_639_table() -> None:
+    """The ISO 639 table lives once, in the base; lexicons re-exports it and langpairs derives its codes from it."""
+    from groc_base.languages import ISO639_1_TO_3, to_iso3
+    from langpairs.registry import BUILTIN_LANGUAGES
+    from lexicons import protocol
+
+    assert protocol.ISO639_1_TO_3 is ISO639_1_TO_3
+    assert all(lang.iso3 == to_iso3(lang.code) for lang in BUILTIN_LANGUAGES)
+    defining = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py")
+                if ".git" not in p.parts and p.parts[-2] != "tests"
+                and "ISO639_1_TO_3: dict" in p.read_text(encoding="utf-8")]
+    assert defining == ["groc_base/languages.py"], defining
