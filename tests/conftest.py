@@ -94,3 +94,19 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"POLYGLOT_GROC_DATA={root} is not a directory")
     return path
+
+
+def one_error_line(result: Any) -> str:
+    """A CLI result refused as bad input: exit code 2 and exactly one ``error: ...`` line on stderr
+    (blank lines aside), which is returned for the caller's checks of its wording."""
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def one_line_exit_2(result: Any, needle: str) -> None:
+    """Exit code 2 and a one-line stderr that contains ``needle``."""
+    assert result.exit_code == 2, result.output
+    err = result.stderr.strip()
+    assert len(err.splitlines()) == 1 and needle in err, err

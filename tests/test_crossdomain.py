@@ -16,7 +16,7 @@ from polyglot_groc.cli import app
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.training.finetune import finetune_run
 from polyglot_groc.training.trainer import Trainer
-from tests.conftest import TINY, small_run_config
+from tests.conftest import TINY, one_line_exit_2, small_run_config
 
 runner = CliRunner()
 
@@ -47,12 +47,6 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _json(res: object) -> dict:
     text = res.stdout  # type: ignore[attr-defined]
     return json.loads(text[text.index("{"):])
-
-
-def _one_line_exit_2(res: object, needle: str) -> None:
-    assert res.exit_code == 2, res.output  # type: ignore[attr-defined]
-    err = res.stderr.strip()  # type: ignore[attr-defined]
-    assert len(err.splitlines()) == 1 and needle in err, err
 
 
 @pytest.mark.parametrize("kind", ["groc", "lookup"])
@@ -91,12 +85,12 @@ def test_lookup_uniform_weight_given_or_tuned(runs: dict[str, Path]) -> None:
     (["--lexicon-coverage", "1.5"], "[0, 1]"),
 ])
 def test_evaluate_bad_cache_and_coverage_exit_2(runs: dict[str, Path], args: list[str], needle: str) -> None:
-    _one_line_exit_2(runner.invoke(app, ["evaluate", str(runs["groc"]), "--data", str(runs["other"]), *args]),
-                     needle)
+    one_line_exit_2(runner.invoke(app, ["evaluate", str(runs["groc"]), "--data", str(runs["other"]), *args]),
+                    needle)
 
 
 def test_lexicon_coverage_needs_groc_lex(runs: dict[str, Path]) -> None:
-    _one_line_exit_2(runner.invoke(app, ["evaluate", str(runs["groc"]), "--lexicon-coverage", "0.5"]), "groc-lex")
+    one_line_exit_2(runner.invoke(app, ["evaluate", str(runs["groc"]), "--lexicon-coverage", "0.5"]), "groc-lex")
 
 
 def test_finetune_extends_vocabulary_keeping_trained_rows(runs: dict[str, Path]) -> None:
@@ -174,14 +168,14 @@ def test_finetune_resume_optimizer_without_state_exit_2(runs: dict[str, Path]) -
     out = runs["root"] / "ft-no-opt"
     res = runner.invoke(app, ["finetune", str(bare), "--data", str(runs["other"]), "--out", str(out),
                               "--resume-optimizer"])
-    _one_line_exit_2(res, "no optimizer state")
+    one_line_exit_2(res, "no optimizer state")
     assert not out.exists() or not any(p for p in out.iterdir() if not p.name.startswith(".lock"))
 
 
 def test_finetune_in_unknown_language_exit_2(runs: dict[str, Path]) -> None:
     res = runner.invoke(app, ["finetune", str(runs["groc"]), "--data", str(runs["fr"]),
                               "--out", str(runs["root"] / "ft-fr")])
-    _one_line_exit_2(res, "does not know")
+    one_line_exit_2(res, "does not know")
 
 
 def test_tune_cache_grid_and_heatmap(runs: dict[str, Path]) -> None:
@@ -214,7 +208,7 @@ def test_tune_cache_grids_from_the_command_line(runs: dict[str, Path]) -> None:
                         (["--thetas", ","], "--thetas"), (["--new-word-weights", "0"], "--new-word-weights"),
                         (["--new-word-weight", "0.1", "--new-word-weights", "0.1,1"], "not both")):
         # --overwrite: the PNG of the good call above exists; the grids are what is checked here.
-        _one_line_exit_2(runner.invoke(app, [*args, "--overwrite", *bad]), needle)
+        one_line_exit_2(runner.invoke(app, [*args, "--overwrite", *bad]), needle)
 
 
 def test_evaluate_cache_defaults_leave_new_words_alone_and_check_on_valid(
@@ -287,13 +281,13 @@ def test_freq_bins_out_must_be_png_nothing_written(runs: dict[str, Path], tmp_pa
     # fig.json used to get the PNG and then the JSON over it: one output clobbered the other.
     res = runner.invoke(app, ["analyze", "freq-bins", str(runs["groc"]), str(runs["lookup"]),
                               "--data", str(TINY), "--out", str(tmp_path / name)])
-    _one_line_exit_2(res, ".png")
+    one_line_exit_2(res, ".png")
     assert list(tmp_path.iterdir()) == []
     res = runner.invoke(app, ["analyze", "curves", str(runs["groc"]), "--out", str(tmp_path / name)])
-    _one_line_exit_2(res, ".png")
+    one_line_exit_2(res, ".png")
     res = runner.invoke(app, ["tune-cache", str(runs["groc"]), "--data", str(runs["other"]),
                               "--out", str(tmp_path / name)])
-    _one_line_exit_2(res, ".png")
+    one_line_exit_2(res, ".png")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -302,7 +296,7 @@ def test_freq_bins_different_vocabularies_exit_2(runs: dict[str, Path]) -> None:
     finetune_run(runs["groc"], runs["other"], ft, epochs=1, max_steps=1)
     res = runner.invoke(app, ["analyze", "freq-bins", str(runs["groc"]), str(ft), "--data", str(TINY),
                               "--out", str(runs["root"] / "x.png")])
-    _one_line_exit_2(res, "different vocabularies")
+    one_line_exit_2(res, "different vocabularies")
 
 
 def test_inference_lexicon_coverage_drops_forms_deterministically(tmp_path: Path) -> None:
@@ -340,4 +334,4 @@ def test_crossdomain_preset_is_deterministic(shared_data: Path, tmp_path: Path) 
     assert any(c.isupper() for c in text) and "," in text
     bad = runner.invoke(app, ["data", "prepare", "--preset", "nope", "--data", str(shared_data),
                               "--out", str(tmp_path / "c")])
-    _one_line_exit_2(bad, "crossdomain-en")
+    one_line_exit_2(bad, "crossdomain-en")

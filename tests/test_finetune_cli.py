@@ -13,7 +13,7 @@ from polyglot_groc.config import load_config
 from polyglot_groc.model.bundle import load_bundle
 from polyglot_groc.model.checkpoint import file_sha256
 from polyglot_groc.training.trainer import Trainer
-from tests.conftest import small_run_config
+from tests.conftest import one_line_exit_2, small_run_config
 
 runner = CliRunner()
 
@@ -35,12 +35,6 @@ def parent(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _json(res: object) -> dict:
     text = res.stdout  # type: ignore[attr-defined]
     return json.loads(text[text.index("{"):])
-
-
-def _one_line_exit_2(res: object, needle: str) -> None:
-    assert res.exit_code == 2, res.output  # type: ignore[attr-defined]
-    err = res.stderr.strip()  # type: ignore[attr-defined]
-    assert len(err.splitlines()) == 1 and needle in err, err
 
 
 def test_finetune_writes_a_finished_run_like_train(parent: Path, tmp_path: Path,
@@ -109,7 +103,7 @@ def test_finetune_bad_options_exit_2_leave_nothing(parent: Path, tmp_path: Path,
     out = tmp_path / "ft"
     res = runner.invoke(app, ["finetune", str(parent), "--data", str(parent.parent / "work" / "other"),
                               "--out", str(out), *args])
-    _one_line_exit_2(res, needle)
+    one_line_exit_2(res, needle)
     assert not out.exists() or not any(p for p in out.iterdir() if not p.name.startswith(".lock"))
 
 
@@ -119,12 +113,12 @@ def test_finetune_existing_out_exit_2(parent: Path, tmp_path: Path) -> None:
     (out / "keep.txt").write_text("mine", encoding="utf-8")
     res = runner.invoke(app, ["finetune", str(parent), "--data", str(parent.parent / "work" / "other"),
                               "--out", str(out)])
-    _one_line_exit_2(res, "--overwrite")
+    one_line_exit_2(res, "--overwrite")
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
     before = sorted(p.name for p in parent.iterdir())
     res = runner.invoke(app, ["finetune", str(parent), "--data", str(parent.parent / "work" / "other"),
                               "--out", str(parent), "--overwrite"])
-    _one_line_exit_2(res, "the run being finetuned")
+    one_line_exit_2(res, "the run being finetuned")
     assert sorted(p.name for p in parent.iterdir()) == before
 
 

@@ -14,7 +14,7 @@ from lexicons.wn_backend import WnLexicon
 from polyglot_groc.commands.lexicon import app
 from polyglot_groc.config import LexiconConfig
 from polyglot_groc.model.lexforms import lexicon_for_languages
-from tests.conftest import MINI_ILI, MINI_LMF, install_wordnets
+from tests.conftest import MINI_ILI, MINI_LMF, install_wordnets, one_error_line
 
 runner = CliRunner()
 NO_ENV = {"POLYGLOT_GROC_DATA": "", "POLYGLOT_GROC_LANGUAGES": ""}
@@ -39,13 +39,6 @@ USER_LMF = """<?xml version="1.0" encoding="UTF-8"?>
   </Lexicon>
 </LexicalResource>
 """
-
-
-def _one_error(res) -> str:  # type: ignore[no-untyped-def]
-    assert res.exit_code == 2, res.output
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
-    return lines[0]
 
 
 @pytest.fixture
@@ -180,6 +173,6 @@ def test_bad_wordnet_files_are_one_line(tmp_path: Path, case: str, needle: str) 
         args = ["import", str(tmp_path / "nope.xml"), "--wn-dir", str(tmp_path / "wn")]
     else:
         args = ["lookup", "ido", "--lang", "ceb", "--wn-dir", str(tmp_path), "--fallback", "fr"]
-    line = _one_error(runner.invoke(app, args, env=NO_ENV))
+    line = one_error_line(runner.invoke(app, args, env=NO_ENV))
     assert needle.lower() in line.lower(), line
     assert not (tmp_path / "wn").exists()

@@ -22,17 +22,10 @@ from lexicons.tsv_backend import TsvLexicon
 from lexicons.wn_backend import WnLexicon
 from polyglot_groc.cli import app as cli_app
 from polyglot_groc.commands.lexicon import app
-from tests.conftest import MINI_ILI, MINI_LMF, install_wordnets
+from tests.conftest import MINI_ILI, MINI_LMF, install_wordnets, one_error_line
 
 DATA = Path(__file__).parent / "data" / "lexicon"
 runner = CliRunner()
-
-
-def _one_line_error(result) -> str:  # type: ignore[no-untyped-def]
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -84,11 +77,11 @@ def test_lookup_uses_the_given_specs_in_their_language(built_wn: Path) -> None:
     # --specs with several languages: both are looked in, in --lang's order when given
     res = runner.invoke(app, ["lookup", "dog", "--specs", "test-fr,test-en", "--wn-dir", str(built_wn), "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["lang"] == "en"
-    line = _one_line_error(runner.invoke(app, ["lookup", "dog", "--specs", "test-fr", "--lang", "en",
-                                               "--wn-dir", str(built_wn)]))
+    line = one_error_line(runner.invoke(app, ["lookup", "dog", "--specs", "test-fr", "--lang", "en",
+                                              "--wn-dir", str(built_wn)]))
     assert "--lang en is not a language of --specs test-fr" in line and "--lang fr" in line
-    line = _one_line_error(runner.invoke(app, ["lookup", "dog", "--specs", "test-fr", "--backend", "tsv",
-                                               "--tsv", str(DATA / "mini-en-fr.tsv")]))
+    line = one_error_line(runner.invoke(app, ["lookup", "dog", "--specs", "test-fr", "--backend", "tsv",
+                                              "--tsv", str(DATA / "mini-en-fr.tsv")]))
     assert "--specs selects wn lexicons" in line
 
 
@@ -100,8 +93,8 @@ def test_coverage_uses_the_given_specs_in_their_language(built_wn: Path, tmp_pat
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert [row["lang"] for row in out["coverage"]] == ["fr"] and out["coverage"][0]["entry_pct"] == 50.0
-    line = _one_line_error(runner.invoke(app, ["coverage", "--data", str(tmp_path), "--specs", "test-fr",
-                                               "--langs", "en", "--wn-dir", str(built_wn)]))
+    line = one_error_line(runner.invoke(app, ["coverage", "--data", str(tmp_path), "--specs", "test-fr",
+                                              "--langs", "en", "--wn-dir", str(built_wn)]))
     assert "--langs en is not a language of --specs test-fr" in line
 
 

@@ -16,16 +16,9 @@ from typer.testing import CliRunner
 
 from eval.vectors import read_vec, write_vec
 from polyglot_groc.cli import app
-from tests.conftest import TINY
+from tests.conftest import TINY, one_error_line
 
 runner = CliRunner()
-
-
-def _one_line_error(result) -> str:  # type: ignore[no-untyped-def]
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def _align_inputs(tmp_path: Path) -> list[str]:
@@ -45,7 +38,7 @@ def test_align_refuses_an_existing_result_without_overwrite(tmp_path: Path) -> N
     first = runner.invoke(app, args)
     assert first.exit_code == 0, first.output
     before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
-    line = _one_line_error(runner.invoke(app, args))
+    line = one_error_line(runner.invoke(app, args))
     assert "--overwrite" in line and "already exists" in line and str(tmp_path / "out") in line
     assert {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()} == before  # untouched
     # --overwrite replaces the result, mapped vectors of the earlier one included.
@@ -62,8 +55,8 @@ def test_align_writes_into_an_empty_directory_and_refuses_a_file(tmp_path: Path)
     (tmp_path / "empty").mkdir()
     assert runner.invoke(app, [*_align_inputs(tmp_path), "--out", str(tmp_path / "empty")]).exit_code == 0
     (tmp_path / "f").write_text("x", encoding="utf-8")
-    assert "not a directory" in _one_line_error(runner.invoke(app, [*_align_inputs(tmp_path), "--out",
-                                                                     str(tmp_path / "f")]))
+    assert "not a directory" in one_error_line(runner.invoke(app, [*_align_inputs(tmp_path), "--out",
+                                                                    str(tmp_path / "f")]))
 
 
 def test_pretrain_vectors_refuses_an_existing_file(tmp_path: Path) -> None:
@@ -72,7 +65,7 @@ def test_pretrain_vectors_refuses_an_existing_file(tmp_path: Path) -> None:
     assert runner.invoke(app, args).exit_code == 0
     words, _ = read_vec(out)
     out.write_text("keep me", encoding="utf-8")
-    assert "--overwrite" in _one_line_error(runner.invoke(app, args))
+    assert "--overwrite" in one_error_line(runner.invoke(app, args))
     assert out.read_text(encoding="utf-8") == "keep me"
     assert runner.invoke(app, [*args, "--overwrite"]).exit_code == 0
     assert read_vec(out)[0] == words
@@ -89,7 +82,7 @@ def test_file_outputs_are_refused_before_any_work(tmp_path: Path, command: list[
     out = tmp_path / "result.png"  # the figure commands take .png paths only
     out.write_text("earlier result", encoding="utf-8")
     args = [str(tmp_path / "no-run") if a == "RUN" else a for a in command]
-    line = _one_line_error(runner.invoke(app, [*args, "--out", str(out)]))
+    line = one_error_line(runner.invoke(app, [*args, "--out", str(out)]))
     assert f"{out} already exists" in line and "--overwrite" in line
     assert out.read_text(encoding="utf-8") == "earlier result"
 
@@ -98,14 +91,14 @@ def test_tune_cache_default_output_is_checked_too(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / "tune-cache-neural.png").write_bytes(b"earlier")
-    line = _one_line_error(runner.invoke(app, ["tune-cache", str(run), "--data", str(TINY)]))
+    line = one_error_line(runner.invoke(app, ["tune-cache", str(run), "--data", str(TINY)]))
     assert "tune-cache-neural.png already exists" in line
 
 
 def test_freq_bins_checks_the_json_written_beside_the_png(tmp_path: Path) -> None:
     (tmp_path / "bins.json").write_text("{}", encoding="utf-8")
-    line = _one_line_error(runner.invoke(app, ["analyze", "freq-bins", "a", "b", "--data", str(TINY),
-                                               "--out", str(tmp_path / "bins.png")]))
+    line = one_error_line(runner.invoke(app, ["analyze", "freq-bins", "a", "b", "--data", str(TINY),
+                                              "--out", str(tmp_path / "bins.png")]))
     assert "bins.json already exists" in line
 
 
@@ -118,7 +111,7 @@ def test_export_overwrite_replaces_the_file(tmp_path: Path) -> None:
     out = tmp_path / "en.vec"
     out.write_text("earlier", encoding="utf-8")
     args = ["export", str(run), "--lang", "en", "--vocab", "--out", str(out)]
-    _one_line_error(runner.invoke(app, args))
+    one_error_line(runner.invoke(app, args))
     assert runner.invoke(app, [*args, "--overwrite"]).exit_code == 0
     assert read_vec(out)[1].shape[1] == 8
 

@@ -23,6 +23,7 @@ from langpairs.corpus import MultilingualCorpus
 from langpairs.files import parse_split_size, prepare_language
 from langpairs.registry import LanguageRegistry, default_registry
 from polyglot_groc.cli import app
+from tests.conftest import one_error_line
 
 runner = CliRunner()
 NO_ENV = {"POLYGLOT_GROC_DATA": "", "POLYGLOT_GROC_LANGUAGES": ""}
@@ -197,11 +198,9 @@ def test_parallel_calls_keep_every_language(tmp_path: Path) -> None:
 
 # -- the command ------------------------------------------------------------------------------------------
 def _one_error(res) -> str:  # type: ignore[no-untyped-def]
-    assert res.exit_code == 2, res.output
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    line = one_error_line(res)
     assert "Traceback" not in res.output
-    return lines[0]
+    return line
 
 
 def test_cli_prepares_a_user_language(tmp_path: Path) -> None:

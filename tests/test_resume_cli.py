@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from polyglot_groc.cli import app
 from polyglot_groc.config import load_config
-from tests.conftest import SMALL, TINY
+from tests.conftest import SMALL, TINY, one_error_line
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMING = {"tokens_per_s", "elapsed_s"}
@@ -32,13 +32,6 @@ def _resume(run: Path, *extra: str) -> Any:
     return runner.invoke(app, ["train", "--resume", str(run), *extra])
 
 
-def _one_error(res: Any) -> str:
-    assert res.exit_code == 2, res.output
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
-    return lines[0]
-
-
 def _records(run: Path) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if line.strip()]
     return [{k: v for k, v in r.items() if k not in TIMING} for r in rows]
@@ -49,9 +42,9 @@ def test_a_finished_run_is_extended_by_a_larger_max_steps(tmp_path: Path) -> Non
     assert _train(straight, "--max-steps", "8").exit_code == 0
     assert _train(extended, "--max-steps", "4").exit_code == 0
     # Nothing to do: said so, with the command that extends it.
-    err = _one_error(_resume(extended))
+    err = one_error_line(_resume(extended))
     assert "already finished at step 4" in err and f"--resume {extended.resolve()} --max-steps 8" in err
-    assert "does not extend" in _one_error(_resume(extended, "--max-steps", "4"))
+    assert "does not extend" in one_error_line(_resume(extended, "--max-steps", "4"))
     res = _resume(extended, "--max-steps", "8")
     assert res.exit_code == 0, res.output
     assert "train.max_steps 4 -> 8" in " ".join(res.stderr.split())
@@ -65,7 +58,7 @@ def test_an_epoch_limit_that_would_stop_it_first_is_lifted(tmp_path: Path) -> No
     assert _train(run, "--max-epochs", "1", sets=("train.eval_every=0",)).exit_code == 0
     done = json.loads((run / "result.json").read_text())
     assert done["stop_reason"] == "max_epochs"
-    assert "--max-epochs 2" in _one_error(_resume(run))
+    assert "--max-epochs 2" in one_error_line(_resume(run))
     target = done["steps"] + 3
     res = _resume(run, "--max-steps", str(target))
     assert res.exit_code == 0, res.output
@@ -77,7 +70,7 @@ def test_options_resume_cannot_apply_are_refused_not_ignored(tmp_path: Path) -> 
     run = tmp_path / "run"
     assert _train(run, "--max-steps", "2").exit_code == 0
     before = sorted(p.name for p in run.iterdir())
-    err = _one_error(_resume(run, "--max-steps", "4", "--model", "tied", "--set", "train.lr=0.1", "--seed", "3"))
+    err = one_error_line(_resume(run, "--max-steps", "4", "--model", "tied", "--set", "train.lr=0.1", "--seed", "3"))
     for flag in ("--model", "--set", "--seed"):
         assert flag in err
     assert "--max-steps" not in err.split("cannot apply")[0]
@@ -93,7 +86,7 @@ def test_an_early_stopped_run_cannot_be_extended(tmp_path: Path) -> None:
     res = _train(run, "--max-steps", "40", sets=("train.lr=1e-30", "train.stop_patience=1", "train.lr_patience=1"))
     assert res.exit_code == 0, res.output
     assert json.loads((run / "result.json").read_text())["stop_reason"] == "early_stopping"
-    assert "stopped early" in _one_error(_resume(run, "--max-steps", "80"))
+    assert "stopped early" in one_error_line(_resume(run, "--max-steps", "80"))
 
 
 _HOLD = """
@@ -113,13 +106,13 @@ def test_resume_of_a_run_another_process_is_training(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         (run / "config.toml").write_text("", encoding="utf-8")  # what a run writes before its first checkpoint
-        err = _one_error(_resume(run))
+        err = one_error_line(_resume(run))
         assert "being trained by" in err and f"pid {holder.pid}" in err and "train it first" not in err
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     # Once the trainer is gone, the same run is one that stopped before its first checkpoint.
-    assert "nothing to resume" in _one_error(_resume(run))
+    assert "nothing to resume" in one_error_line(_resume(run))
 
 
 @pytest.mark.parametrize("sig, code, name", [(signal.SIGINT, 130, "Ctrl-C"), (signal.SIGTERM, 143, "SIGTERM")])

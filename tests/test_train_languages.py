@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from polyglot_groc.cli import app
-from tests.conftest import SMALL, TINY
+from tests.conftest import SMALL, TINY, one_error_line
 
 runner = CliRunner()
 NO_ENV = {"POLYGLOT_GROC_LANGUAGES": ""}
@@ -37,13 +37,6 @@ def _data(tmp_path: Path, *langs: str) -> Path:
         source = TINY / ("fr" if lang == "fr" else "en")
         shutil.copytree(source, data / lang)
     return data
-
-
-def _one_error(res) -> str:  # type: ignore[no-untyped-def]
-    assert res.exit_code == 2, res.output
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
-    return lines[0]
 
 
 def test_user_language_with_related_is_trained_and_recorded(tmp_path: Path) -> None:
@@ -101,6 +94,6 @@ def test_bad_input_is_one_line_and_no_run(tmp_path: Path, case: str, needle: str
     run = tmp_path / "run"
     res = runner.invoke(app, ["train", *args, "--data", str(data), "--out", str(run), "--max-steps", "1", *_sets()],
                         env=NO_ENV)
-    line = _one_error(res)
+    line = one_error_line(res)
     assert needle in line and "langpairs." not in line, line
     assert not run.exists()

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from eval.vectors import first_occurrences, read_vec, write_vec
 from groc_base.errors import InputError
 from polyglot_groc.cli import app
-from tests.conftest import SMALL, TINY
+from tests.conftest import SMALL, TINY, one_error_line
 
 runner = CliRunner()
 WORDS = ["the", "The", "naïve", "日本", "cat", "THE", "dog", "Cat"]
@@ -133,13 +133,6 @@ def test_damaged_gzip_is_named(tmp_path: Path) -> None:
         read_vec(tmp_path / "cut.vec.gz")
 
 
-def _one_line_error(result) -> str:  # type: ignore[no-untyped-def]
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
-
-
 def test_align_and_similarity_read_gz_and_bin(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     n, d = 80, 6
@@ -160,9 +153,9 @@ def test_align_and_similarity_read_gz_and_bin(tmp_path: Path) -> None:
                                   str(tmp_path / "sim.txt")])
         assert res.exit_code == 0, res.output
     (tmp_path / "ft.bin").write_bytes(np.array([793712314, 12], dtype="<i4").tobytes() + bytes(200))
-    line = _one_line_error(runner.invoke(app, ["align", "--src", str(tmp_path / "ft.bin"), "--tgt",
-                                               str(tmp_path / "t.bin"), "--train-dict", str(tmp_path / "d.txt"),
-                                               "--out", str(tmp_path / "out2")]))
+    line = one_error_line(runner.invoke(app, ["align", "--src", str(tmp_path / "ft.bin"), "--tgt",
+                                              str(tmp_path / "t.bin"), "--train-dict", str(tmp_path / "d.txt"),
+                                              "--out", str(tmp_path / "out2")]))
     assert "not a word2vec file" in line and "ft.bin" in line
 
 
