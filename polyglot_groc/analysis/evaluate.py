@@ -157,7 +157,7 @@ def _in_domain(bundle: ModelBundle, payload: dict[str, Any], run: Path, split: s
                checkpoint: str, screen: bool) -> EvaluateResult:
     """Closed-vocabulary perplexity of ``split`` of the run's corpus, as the trainer evaluates."""
     from polyglot_groc.training.data import load_corpus
-    from polyglot_groc.training.trainer import evaluate_split
+    from polyglot_groc.training.evaluation import evaluate_split
 
     cfg = bundle.cfg
     corpus = load_corpus(cfg.data, (split,), cfg.languages)

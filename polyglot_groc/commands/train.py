@@ -33,9 +33,6 @@ from polyglot_groc.commands.data import LANGUAGES_ENV, LANGUAGES_HELP
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, parse_overrides
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted, stop_signals
 
-#: --size presets (the library's): small trains the sample corpus in about a minute on 2 CPU cores.
-SIZES = PRESETS
-
 
 def _fmt_eta(seconds: float) -> str:
     if not seconds or seconds != seconds or seconds == float("inf"):
@@ -158,7 +155,7 @@ def describe_config(cfg: RunConfig) -> str:
 def _presets() -> tuple[dict[str, Any], dict[str, Any]]:
     from polyglot_groc.config import to_dict
 
-    return to_dict(load_config(SIZES["small"])), to_dict(load_config(SIZES["paper"]))
+    return to_dict(load_config(PRESETS["small"])), to_dict(load_config(PRESETS["paper"]))
 
 
 def _cfg_default(key: str) -> str:
