@@ -102,19 +102,10 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-#: ``--threads`` of every command that runs a model; apply it with :func:`use_threads`.
+#: ``--threads`` of every command that runs a model; the workflows apply it (``model.device.use_threads``).
 THREADS_HELP = ("CPU threads for torch; 0 or unset: torch's default ($OMP_NUM_THREADS if set, else all cores). "
                 "On a loaded machine 1-2 threads can be several times faster")
 ThreadsOption = Annotated[int | None, typer.Option("--threads", help=THREADS_HELP, show_default="torch's default")]
-
-
-def use_threads(threads: int | None) -> None:
-    """Apply ``--threads`` (same meaning as ``train --threads``/``train.threads``; None or 0: torch's default)."""
-    check_non_negative(threads=threads)
-    if threads:
-        from polyglot_groc.model.device import set_threads
-
-        set_threads(threads)
 
 
 def float_list(text: str | None, flag: str) -> list[float] | None:
