@@ -76,3 +76,29 @@ def check_output(path: str | os.PathLike[str], overwrite: bool, *, directory: bo
             raise InputError(f"{flag} {target} is a directory; give a file path")
         if target.exists() and not overwrite:
             raise InputError(f"{target} already exists; pass --overwrite to replace it or choose another {flag}")
+
+
+def check_input_file(path: str | os.PathLike[str], *, flag: str, what: str = "file") -> Path:
+    """``path`` as a Path if it is an existing regular file (or a symlink to one), else a one-line error.
+
+    A FIFO or a device would block the reader forever (or stream without end), so they are
+    refused before anything opens them.
+
+    Raises:
+        InputError: missing, a directory, or not a regular file.
+    """
+    import stat
+
+    path = Path(path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(f"{flag} {path}: no such {what}; check the path") from None
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot read it ({exc.strerror}); "
+                         "check the path and its permissions") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{flag} {path} is a directory; give a {what}")
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{flag} {path} is not a regular file (a FIFO, socket or device); give a {what} on disk")
+    return path

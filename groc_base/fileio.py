@@ -5,14 +5,17 @@ It lives in ``groc_base``, under every other package, so there is one implementa
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
+import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from groc_base.errors import GrocError
+from groc_base.errors import GrocError, InputError
 
 
 def write_then_rename(directory: Path, prefix: str, fill: Callable[[Path], Path], mode: int | None = None) -> Path:
@@ -125,3 +128,119 @@ def unique_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
         seen[key] = seen.get(key, 0) + 1
         out.append(label if seen[key] == 1 else f"{label}#{seen[key]}")
     return out
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+def _fsync_tree(root: Path) -> None:
+    """fsync every file and folder under ``root`` (then ``root``), so a rename publishes written bytes."""
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as fh:
+                os.fsync(fh.fileno())
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def sweep_stale_temporaries(out: Path) -> list[Path]:
+    """Remove what killed writers of ``out`` left beside it; return the paths removed.
+
+    A writer's temporaries are named ``.<name>.tmp-<pid>-*`` (directories from
+    :func:`atomic_output_dir`) and ``.<name>.*.tmp`` (files from :func:`write_then_rename`,
+    which carry no pid: they are removed only when older than an hour, so a live writer's file is
+    never taken). A directory whose pid is alive belongs to a running writer and is kept.
+    A ``.<name>.old-<pid>-*`` left by a kill between the two renames of a replacement is put back
+    in place when ``out`` is missing, else removed.
+    """
+    import time
+
+    out = Path(out)
+    parent, name = out.parent, out.name
+    removed: list[Path] = []
+    if not parent.is_dir():
+        return removed
+    for entry in parent.iterdir():
+        ename = entry.name
+        if ename.startswith(f".{name}.tmp-") or ename.startswith(f".{name}.old-"):
+            try:
+                pid = int(ename.split("-")[-2])
+            except (ValueError, IndexError):
+                continue
+            if _pid_alive(pid):  # a running writer (this process included) owns it
+                continue
+            if ename.startswith(f".{name}.old-") and not out.exists():
+                if (entry / "result").is_dir():  # the kill came between the renames: the old result is whole
+                    os.rename(entry / "result", out)
+                shutil.rmtree(entry, ignore_errors=True)
+                continue
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+            removed.append(entry)
+        elif ename.startswith(f".{name}.") and ename.endswith(".tmp") and entry.is_file():
+            if time.time() - entry.stat().st_mtime > 3600:
+                entry.unlink(missing_ok=True)
+                removed.append(entry)
+    return removed
+
+
+@contextmanager
+def atomic_output_dir(out: Path, *, overwrite: bool, flag: str = "--out") -> Iterator[Path]:
+    """Build the directory output ``out`` all-or-none: yield a temp folder beside it, publish by rename.
+
+    Readers (and a later run) see the previous ``out`` or the new one whole, never a mix:
+    - the caller writes every file into the yielded folder ``.<name>.tmp-<pid>-XXXX``;
+    - on success its files are fsynced and the folder is renamed to ``out``; an existing ``out``
+      (only with ``overwrite``) is first moved aside and removed after the swap;
+    - on any error, a kill signal turned into an exception, or a full disk, the temp folder is
+      removed and the previous ``out`` is untouched;
+    - two concurrent writers cannot mix files: each builds its own folder, and without
+      ``overwrite`` the second to finish finds ``out`` taken and fails with a one-line error.
+    A SIGKILL leaves only the temp folder, which the next writer of ``out`` sweeps
+    (:func:`sweep_stale_temporaries`).
+
+    Raises:
+        InputError: ``out`` exists and is not empty without ``overwrite``, is a file, or was
+            published by another process while this one ran.
+    """
+    from groc_base.checks import check_output
+
+    out = Path(out)
+    check_output(out, overwrite, directory=True, flag=flag)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_temporaries(out)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-{os.getpid()}-", dir=out.parent))
+    os.chmod(tmp, 0o777 & ~_umask())
+    try:
+        yield tmp
+        _fsync_tree(tmp)
+        _publish(tmp, out, overwrite=overwrite, flag=flag)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _publish(tmp: Path, out: Path, *, overwrite: bool, flag: str) -> None:
+    """Rename ``tmp`` to ``out``; with ``overwrite``, an existing non-empty ``out`` is swapped out first."""
+    try:
+        os.rename(tmp, out)  # succeeds when out is missing or an empty folder
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        if not overwrite:
+            raise InputError(f"{flag} {out} was written by another process while this one ran; "
+                             f"pass --overwrite to replace it or choose another {flag}") from exc
+    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}-", dir=out.parent))
+    os.rename(out, old / "result")
+    os.rename(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
