@@ -15,7 +15,8 @@ from pathlib import Path
 
 from groc_base.errors import ConfigError, InputError
 
-__all__ = ["check_non_negative", "check_output", "check_positive", "check_probability", "flag_name"]
+__all__ = ["check_input_file", "check_non_negative", "check_output", "check_positive", "check_probability",
+           "check_seed", "flag_name"]
 
 
 def flag_name(name: str) -> str:
@@ -39,6 +40,17 @@ def check_non_negative(**values: int | float | None) -> None:
             continue
         if not math.isfinite(value) or value < 0:
             raise ConfigError(f"{flag_name(name)}={value} must be a finite number >= 0")
+
+
+#: Random seeds are 32-bit unsigned: numpy's legacy generator takes nothing else.
+SEED_MAX = 2**32 - 1
+
+
+def check_seed(**values: int | None) -> None:
+    """Seeds must be integers in [0, 2^32 - 1] (None = not given)."""
+    for name, value in values.items():
+        if value is not None and not 0 <= value <= SEED_MAX:
+            raise ConfigError(f"{flag_name(name)}={value} is out of range: a seed must lie in [0, {SEED_MAX}]")
 
 
 def check_probability(**values: float | None) -> None:

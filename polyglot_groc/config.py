@@ -18,6 +18,86 @@ from typing import Any, TypeVar
 
 from groc_base.errors import ConfigError
 
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The values a numeric config key may take: ``lo <= x <= hi`` (``lo_open``/``hi_open``: strict).
+
+    Declared on the field itself (:func:`ranged`, or ``dataclasses.field(metadata={"range": Range(...)})``)
+    and checked for every config in one place, :func:`check_ranges` (``RunConfig.validate`` calls it
+    on the whole nested config). Upper bounds are far above any sensible value: they catch typos
+    (``model.d=1000000``, ``train.lr=1e300``) before they become an allocation failure or an overflow.
+    """
+
+    lo: float
+    hi: float
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def __contains__(self, value: object) -> bool:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+            return False
+        above = value > self.lo if self.lo_open else value >= self.lo
+        below = value < self.hi if self.hi_open else value <= self.hi
+        return above and below
+
+    def __str__(self) -> str:
+        def num(x: float) -> str:
+            return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+        return f"{'(' if self.lo_open else '['}{num(self.lo)}, {num(self.hi)}{')' if self.hi_open else ']'}"
+
+
+def ranged(default: Any, lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False) -> Any:
+    """A dataclass field with ``default`` whose values must lie in ``Range(lo, hi, ...)``."""
+    return dataclasses.field(default=default, metadata={"range": Range(lo, hi, lo_open, hi_open)})
+
+
+#: Metadata keys of tuple fields: ``"each"``: a :class:`Range` for every element; ``"pairs"``: the
+#: field is a non-empty tuple of integer tuples, one ``(name, Range)`` per position.
+EACH, PAIRS, RANGE = "each", "pairs", "range"
+
+
+def check_ranges(cfg: Any, where: str = "") -> None:
+    """Check every field of the (nested) config dataclass ``cfg`` against its declared range.
+
+    The one place numeric config values are range-checked: a new config dataclass gets its values
+    checked by declaring ``ranged(...)`` fields (nested in :class:`RunConfig`, or by calling this on
+    it). Raises :class:`ConfigError` naming the dotted key, the value and the range.
+    """
+    for f in dataclasses.fields(cfg):
+        val, key = getattr(cfg, f.name), f"{where}{f.name}"
+        if dataclasses.is_dataclass(val):
+            check_ranges(val, f"{key}.")
+            continue
+        rng = f.metadata.get(RANGE)
+        if rng is not None and val not in rng:
+            raise ConfigError(f"{key}={val!r} is out of range: it must lie in {rng}; change it or leave it out "
+                              "for the default")
+        each = f.metadata.get(EACH)
+        if each is not None:
+            bad = [v for v in val if v not in each] if isinstance(val, tuple) else [val]
+            if bad:
+                raise ConfigError(f"{key}={_plain(val)} must be a list of numbers in {each}; {bad[0]!r} is not")
+        pairs = f.metadata.get(PAIRS)
+        if pairs is not None:
+            ok = isinstance(val, tuple) and len(val) > 0 and all(
+                isinstance(item, tuple) and len(item) == len(pairs)
+                and all(isinstance(x, int) and x in r for x, (_, r) in zip(item, pairs, strict=True)) for item in val)
+            if not ok:
+                names = ", ".join(n for n, _ in pairs)
+                ranges = ", ".join(f"{n} in {r}" for n, r in pairs)
+                raise ConfigError(f"{key}={_plain(val)} must be a non-empty list of [{names}] integer pairs with "
+                                  f"{ranges}, e.g. [[1, 32], [2, 32]]")
+
+
+def _plain(val: Any) -> str:
+    """A tuple value as the TOML list a user writes."""
+    if isinstance(val, tuple):
+        return "[" + ", ".join(_plain(v) for v in val) + "]"
+    return repr(val)
+
+
 #: The configs shipped with the package (``polyglot_groc/configs/*.toml``).
 CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 #: ``size`` presets of ``train``: small trains the sample corpus in about a minute on 2 CPU cores (the
@@ -58,15 +138,18 @@ class CharsetConfig:
     #: Maximum word length in characters *including* the BOW/EOW markers. 50 as in ELMo: the
     #: 99.9th-percentile length of word types in the shared data is at most 26 characters (de) + 2
     #: (benchmarks/README.md); longer words keep their prefix and suffix (charset.py).
-    max_word_len: int = 50
+    max_word_len: int = ranged(50, 1, 1000)
 
 
 @dataclasses.dataclass(frozen=True)
 class SurfaceConfig:
-    char_dim: int = 16
-    #: (width, n_filters) pairs; seed 004 appendix C / seed 000 appendix B.
-    filters: tuple[tuple[int, int], ...] = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512))
-    n_highway: int = 1
+    char_dim: int = ranged(16, 1, 4096)
+    #: (width, n_filters) pairs; seed 004 appendix C / seed 000 appendix B. Widths in [1, 1000] (and at
+    #: most model.charset.max_word_len), counts in [1, 65536]; at least one pair.
+    filters: tuple[tuple[int, int], ...] = dataclasses.field(
+        default=((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512)),
+        metadata={PAIRS: (("width", Range(1, 1000)), ("n_filters", Range(1, 1 << 16)))})
+    n_highway: int = ranged(1, 0, 64)
     activation: str = "relu"
     #: Activation of the highway transform (the released GroC code uses its char activation, selu).
     highway_activation: str = "relu"
@@ -74,7 +157,7 @@ class SurfaceConfig:
     #: PTB-size vocabulary: on CPU, 16384 rows encode 10k words (fwd+bwd) 12% faster than 4096
     #: (fewer, larger conv calls per length group); the transient conv output of a chunk stays
     #: under ~2 GiB even for the padded impl's longest bucket.
-    chunk_size: int = 16384
+    chunk_size: int = ranged(16384, 1, 1 << 24)
     #: Recompute chunk activations in backward (torch.utils.checkpoint) to trade time for memory.
     checkpoint: bool = False
     #: "grouped": one conv pass per word length (fastest on CPU); "padded": one pass over the
@@ -88,12 +171,12 @@ class LexiconConfig:
     backend: str = "wn"
     use_relations: bool = True
     use_definitions: bool = True
-    max_related: int = 3
-    max_definition: int = 10
+    max_related: int = ranged(3, 0, 1000)
+    max_definition: int = ranged(10, 0, 1000)
     #: Fraction of lexicon entries kept (seed 000 Table 4); dropped deterministically by word hash.
-    coverage: float = 1.0
+    coverage: float = ranged(1.0, 0.0, 1.0)
     #: Cap on related/definition words outside the vocabulary that are encoded compositionally.
-    extra_cap: int = 50000
+    extra_cap: int = ranged(50000, 0, 10**8)
     #: How [c; r; d] become e_x: "concat" (seed 000 §3.1: W [c; r; d], 3d^2 parameters) or "add"
     #: (c + r + d, no projection; the released code's default ``--combine add``).
     combine: str = "concat"
@@ -114,10 +197,10 @@ class LexiconConfig:
 @dataclasses.dataclass(frozen=True)
 class OutputConfig:
     #: Depth k of the residual output net E^(j) = g_j(E^(j-1)) + E_in; 0 = plain tying.
-    depth: int = 0
+    depth: int = ranged(0, 0, 64)
     activation: str = "relu"
     #: Variational dropout on the output embeddings (mask shared across the vocabulary).
-    dropout: float = 0.2
+    dropout: float = ranged(0.2, 0.0, 1.0, hi_open=True)
     #: Activation of the computed bias b_v = act(w . e_v + a).
     bias_activation: str = "relu"
     #: "computed": b_v = act(w . e_v + a), no per-word parameter (seed 000 §3.3);
@@ -126,41 +209,41 @@ class OutputConfig:
     #: with a learned bias (they get 0), i.e. it gives up the no-|V|-parameter property.
     bias: str = "computed"
     #: Dropout on e_v before the computed bias (released ``--bias_drop``, 0.2 there).
-    bias_dropout: float = 0.0
+    bias_dropout: float = ranged(0.0, 0.0, 1.0, hi_open=True)
     #: Read the input embeddings from the output table *after* its dropout (released code) rather
     #: than before it (seed 000 text). Shared-function kinds (groc, groc-lex, lookup) only.
     inputs_after_dropout: bool = False
     #: ``conv`` kind: size of the per-word linear correction (seed 000 Table 7 "cor").
-    correction: int = 128
+    correction: int = ranged(128, 1, 1 << 20)
     #: ``adaptive`` kind: band boundaries (Table 7 "cut"); > 1 = word counts, <= 1 = fractions of |V|.
     #: The default is Table 8's PTB 2k/7k of 10k words.
-    cutoffs: tuple[float, ...] = (0.2, 0.7)
+    cutoffs: tuple[float, ...] = dataclasses.field(default=(0.2, 0.7), metadata={EACH: Range(0, 1e12, lo_open=True)})
     #: ``adaptive`` kind: band b has dimension d / factor^b (seed 001: 4).
-    adaptive_factor: float = 4.0
+    adaptive_factor: float = ranged(4.0, 1.0, 1000.0)
 
 
 @dataclasses.dataclass(frozen=True)
 class PrefixConfig:
-    n_layers: int = 2
+    n_layers: int = ranged(2, 1, 64)
     #: Hidden size of every layer but the last, whose output size is the embedding size d.
-    hidden: int = 1024
+    hidden: int = ranged(1024, 1, 1 << 20)
     #: Dropout on embeddings, between layers and on the top output ("hidden unit dropout").
-    dropout: float = 0.65
+    dropout: float = ranged(0.65, 0.0, 1.0, hi_open=True)
     #: Per-place overrides of ``dropout`` (negative: use ``dropout``); AWD/released names in brackets:
     #: on the input embeddings [dropouti], between layers [dropouth], on the top output [dropout].
-    input_dropout: float = -1.0
-    layer_dropout: float = -1.0
-    output_dropout: float = -1.0
+    input_dropout: float = ranged(-1.0, -1.0, 1.0, hi_open=True)
+    layer_dropout: float = ranged(-1.0, -1.0, 1.0, hi_open=True)
+    output_dropout: float = ranged(-1.0, -1.0, 1.0, hi_open=True)
     #: Word (embedding) dropout [dropoute]: whole rows of the input table zeroed per step.
-    word_dropout: float = 0.0
+    word_dropout: float = ranged(0.0, 0.0, 1.0, hi_open=True)
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
     kind: str = "groc"
     #: Embedding size d (seed 004 appendix C: 256).
-    d: int = 256
-    init_range: float = 0.05
+    d: int = ranged(256, 1, 1 << 20)
+    init_range: float = ranged(0.05, 0.0, 10.0)
     charset: CharsetConfig = dataclasses.field(default_factory=CharsetConfig)
     surface: SurfaceConfig = dataclasses.field(default_factory=SurfaceConfig)
     output: OutputConfig = dataclasses.field(default_factory=OutputConfig)
@@ -182,35 +265,35 @@ class DataConfig:
     vocab_mode: str = "closed"
     #: "proportional" (default), "round_robin" or "temperature".
     schedule: str = "proportional"
-    temperature: float = 1.0
+    temperature: float = ranged(1.0, 0.0, 1000.0, lo_open=True)
     #: Language-screened softmax: score only the current language's vocabulary.
     screen: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    batch_size: int = 20
-    bptt: int = 35
-    eval_batch_size: int = 10
-    lr: float = 1e-3
-    clip: float = 0.1
-    weight_decay: float = 0.0
-    max_epochs: int = 100
-    max_steps: int = 0
-    max_minutes: float = 0.0
+    batch_size: int = ranged(20, 1, 1 << 20)
+    bptt: int = ranged(35, 1, 1 << 20)
+    eval_batch_size: int = ranged(10, 1, 1 << 20)
+    lr: float = ranged(1e-3, 0.0, 1000.0, lo_open=True)
+    clip: float = ranged(0.1, 0.0, 1e6)
+    weight_decay: float = ranged(0.0, 0.0, 1000.0)
+    max_epochs: int = ranged(100, 1, 10**9)
+    max_steps: int = ranged(0, 0, 10**12)
+    max_minutes: float = ranged(0.0, 0.0, 1e9)
     #: Evaluate every N steps (0: at the end of every epoch).
-    eval_every: int = 0
-    lr_patience: int = 4
-    stop_patience: int = 8
-    lr_factor: float = 0.1
-    seed: int = 0
+    eval_every: int = ranged(0, 0, 10**12)
+    lr_patience: int = ranged(4, 1, 10**9)
+    stop_patience: int = ranged(8, 1, 10**9)
+    lr_factor: float = ranged(0.1, 0.0, 1.0, lo_open=True)
+    seed: int = ranged(0, 0, 2**32 - 1)
     #: Probability of a full update of the output embedding function in a step (seed 000 B.4).
-    output_update_prob: float = 1.0
-    threads: int = 0
+    output_update_prob: float = ranged(1.0, 0.0, 1.0, lo_open=True)
+    threads: int = ranged(0, 0, 4096)
     #: AWD-LSTM activation regularisation on the (dropped) top prefix output [alpha] and
     #: temporal activation regularisation on its raw output [beta]; 0 disables.
-    ar_alpha: float = 0.0
-    tar_beta: float = 0.0
+    ar_alpha: float = ranged(0.0, 0.0, 1000.0)
+    tar_beta: float = ranged(0.0, 0.0, 1000.0)
     #: "fixed": windows of ``bptt``; "variable": AWD-LSTM lengths (bptt, or bptt/2 w.p. 0.05,
     #: then N(., 5), at least 5) with the step's lr scaled by length/bptt.
     bptt_mode: str = "fixed"
@@ -223,7 +306,7 @@ class TrainConfig:
     #: The one logging knob (CLI ``--log-every``): every N steps the running training loss is read
     #: from the device (the loop's only host sync) and logged: the CLI's log line (loss, ppl, lr,
     #: tok/s, ETA) and TensorBoard scalars. 0: read at evaluations only, no log lines.
-    log_every: int = 100
+    log_every: int = ranged(100, 0, 10**12)
     #: Under torchrun: each rank encodes 1/N of the scored vocabulary (all-gathered with autograd);
     #: false encodes the whole vocabulary on every rank.
     shard_vocab: bool = True
@@ -236,7 +319,7 @@ class ParentConfig:
     run: str = ""
     #: Its checkpoint the finetuning started from (best | last), that checkpoint's step and sha256.
     checkpoint: str = ""
-    step: int = 0
+    step: int = ranged(0, 0, 10**12)
     sha256: str = ""
 
 
@@ -251,8 +334,13 @@ class RunConfig:
     languages: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def validate(self) -> RunConfig:
-        """Check values whose errors would otherwise surface deep inside training."""
+        """Check every value: each numeric key against its declared range (:func:`check_ranges`), the
+        names (kinds, activations, modes) against their lists, then the rules that tie keys together.
+        Errors that would otherwise surface deep inside training (or as a traceback) are one
+        :class:`ConfigError` naming the key."""
         m, t, d = self.model, self.train, self.data
+        _check_finite(self)
+        check_ranges(self)
         if m.kind not in MODEL_KINDS:
             raise ConfigError(f"unknown model kind {m.kind!r}; use one of {', '.join(MODEL_KINDS)}")
         for name, act in (("surface.activation", m.surface.activation),
@@ -267,71 +355,28 @@ class RunConfig:
             raise ConfigError(f"model.lexicon.combine={m.lexicon.combine!r} must be 'concat' or 'add'")
         if t.bptt_mode not in ("fixed", "variable"):
             raise ConfigError(f"train.bptt_mode={t.bptt_mode!r} must be 'fixed' or 'variable'")
-        if t.ar_alpha < 0 or t.tar_beta < 0:
-            raise ConfigError(f"train.ar_alpha={t.ar_alpha} and train.tar_beta={t.tar_beta} must be >= 0")
         if m.charset.scheme not in ("unicode", "elmo-bytes"):
             raise ConfigError(f"unknown charset scheme {m.charset.scheme!r}; use 'unicode' or 'elmo-bytes'")
         max_width = max(w for w, _ in m.surface.filters)
-        if not max_width <= m.charset.max_word_len <= 1000:
+        if not max_width <= m.charset.max_word_len:
             raise ConfigError(
                 f"model.charset.max_word_len={m.charset.max_word_len} must be between the widest "
                 f"filter ({max_width}) and 1000"
             )
-        for name, val in (("model.d", m.d), ("train.batch_size", t.batch_size), ("train.bptt", t.bptt),
-                          ("train.eval_batch_size", t.eval_batch_size), ("model.prefix.hidden", m.prefix.hidden),
-                          ("model.prefix.n_layers", m.prefix.n_layers)):
-            if val <= 0:
-                raise ConfigError(f"{name}={val} must be positive")
-        for name, p in (("model.prefix.dropout", m.prefix.dropout), ("model.output.dropout", m.output.dropout),
-                        ("model.prefix.word_dropout", m.prefix.word_dropout),
-                        ("model.output.bias_dropout", m.output.bias_dropout),
-                        *((f"model.prefix.{k}", v) for k, v in (("input_dropout", m.prefix.input_dropout),
-                                                                 ("layer_dropout", m.prefix.layer_dropout),
-                                                                 ("output_dropout", m.prefix.output_dropout))
-                          if v >= 0)):
-            if not 0.0 <= p < 1.0:
-                raise ConfigError(f"{name}={p} must be in [0, 1)")
         if m.kind == "deep-residual" and m.output.depth < 1:
             raise ConfigError(f"model kind deep-residual needs model.output.depth >= 1, not {m.output.depth}; "
                               "drop the setting for the kind's default 4 (seed 000 Table 8, PTB) or set e.g. "
                               "--set model.output.depth=2")
-        if m.output.correction < 1 or m.output.adaptive_factor < 1:
-            raise ConfigError("model.output.correction must be >= 1 and model.output.adaptive_factor >= 1")
-        if any(c <= 0 for c in m.output.cutoffs):
-            raise ConfigError(f"model.output.cutoffs={list(m.output.cutoffs)} must be positive")
-        if not 0.0 < t.output_update_prob <= 1.0:
-            raise ConfigError(f"train.output_update_prob={t.output_update_prob} must be in (0, 1]")
-        if not 0.0 <= m.lexicon.coverage <= 1.0:
-            raise ConfigError(f"model.lexicon.coverage={m.lexicon.coverage} must be in (0, 1]")
         if d.vocab_mode not in ("closed", "open"):
             raise ConfigError(f"data.vocab_mode={d.vocab_mode!r} must be 'closed' or 'open'")
         if d.schedule not in ("proportional", "round_robin", "temperature"):
             raise ConfigError(f"data.schedule={d.schedule!r} must be proportional, round_robin or temperature")
-        if t.lr <= 0:
-            raise ConfigError(f"train.lr={t.lr} must be positive")
         if m.surface.impl not in ("auto", "grouped", "padded"):
             raise ConfigError(f"model.surface.impl={m.surface.impl!r} must be auto, grouped or padded")
         if not re.match(DEVICE_PATTERN, t.device):
             raise ConfigError(f"unknown device {t.device!r}; use auto, cpu, cuda or cuda:N")
         if t.precision not in PRECISIONS:
             raise ConfigError(f"train.precision={t.precision!r} must be one of {', '.join(PRECISIONS)}")
-        if t.log_every < 0:
-            raise ConfigError(f"train.log_every={t.log_every} must be >= 0 (steps between log lines; 0: none)")
-        _check_finite(self)
-        checks: tuple[tuple[str, float], ...] = (
-            ("train.max_epochs", t.max_epochs), ("train.lr_patience", t.lr_patience),
-            ("train.stop_patience", t.stop_patience), ("data.temperature", d.temperature))
-        for name, num in checks:
-            if num <= 0:
-                raise ConfigError(f"{name}={num} must be positive")
-        checks = (("train.max_steps", t.max_steps), ("train.max_minutes", t.max_minutes),
-                  ("train.eval_every", t.eval_every), ("train.clip", t.clip), ("train.threads", t.threads),
-                  ("train.weight_decay", t.weight_decay))
-        for name, num in checks:
-            if num < 0:
-                raise ConfigError(f"{name}={num} must be >= 0 (0 means off)")
-        if not 0.0 < t.lr_factor <= 1.0:
-            raise ConfigError(f"train.lr_factor={t.lr_factor} must be in (0, 1]")
         return self
 
     def absolute_paths(self) -> RunConfig:
