@@ -24,8 +24,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from groc_base.checks import check_output
 from groc_base.errors import ConfigError, CorpusError
-from groc_base.fileio import atomic_write_bytes
+from groc_base.fileio import atomic_output_dir, atomic_write_bytes
 
 __all__ = ["CROSSDOMAIN_DOMAINS", "prepare_crossdomain_en"]
 
@@ -129,8 +130,13 @@ def _write(dirpath: Path, splits: dict[str, list[tuple[str, Doc]]]) -> dict[str,
 
 
 def prepare_crossdomain_en(data_root: Path, out: Path, train_tokens: int = 1_000_000, eval_tokens: int = 20_000,
-                           finetune_tokens: int = 250_000) -> dict[str, Any]:
-    """Write the five domain corpora under ``out`` and return (and save) the manifest."""
+                           finetune_tokens: int = 250_000, *, overwrite: bool = False) -> dict[str, Any]:
+    """Write the five domain corpora under ``out`` and return (and save) the manifest.
+
+    All or none: the corpora are built in a temporary folder renamed to ``out`` at the end
+    (:func:`groc_base.fileio.atomic_output_dir`); a non-empty ``out`` needs ``overwrite``.
+    """
+    check_output(out, overwrite, directory=True)
     if min(train_tokens, eval_tokens, finetune_tokens) < 100:
         raise ConfigError("token budgets must be at least 100; e.g. --train-tokens 1000000 --eval-tokens 20000")
     text_root = Path(data_root) / "text"
@@ -163,11 +169,12 @@ def prepare_crossdomain_en(data_root: Path, out: Path, train_tokens: int = 1_000
     vocab = Counter(t for _, d in src_train for s in d for t in s)
     manifest: dict[str, Any] = {"preset": "crossdomain-en", "train_tokens": train_tokens, "eval_tokens": eval_tokens,
                                 "finetune_tokens": finetune_tokens, "source_vocab": len(vocab), "domains": {}}
-    for dom, splits in layout.items():
-        sizes = _write(Path(out) / dom / "en", splits)
-        test_toks = [t for _, d in splits["test"] for s in d for t in s]
-        oov = sum(t not in vocab for t in test_toks) / max(len(test_toks), 1)
-        manifest["domains"][dom] = {"tokens": sizes, "test_oov_percent": round(100 * oov, 2),
-                                    "documents": {k: len(v) for k, v in splits.items()}}
-    atomic_write_bytes(Path(out) / "crossdomain.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    with atomic_output_dir(Path(out), overwrite=overwrite) as tmp:
+        for dom, splits in layout.items():
+            sizes = _write(tmp / dom / "en", splits)
+            test_toks = [t for _, d in splits["test"] for s in d for t in s]
+            oov = sum(t not in vocab for t in test_toks) / max(len(test_toks), 1)
+            manifest["domains"][dom] = {"tokens": sizes, "test_oov_percent": round(100 * oov, 2),
+                                        "documents": {k: len(v) for k, v in splits.items()}}
+        atomic_write_bytes(tmp / "crossdomain.json", (json.dumps(manifest, indent=2) + "\n").encode())
     return manifest

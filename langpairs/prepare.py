@@ -24,8 +24,10 @@ Reproducibility and leakage rules:
 * A sentence (as tokenised) is used at most once per language, so no sentence is in two
   splits; duplicates (e.g. between Leipzig 10K and 30K samples) are counted in the manifest.
 
-Files are written atomically (temporary file + rename), and ``prepare.json`` records sources,
-tokenizer, per-split sentence/token counts and SHA-256 digests.
+A call is all or none: each language is written into a temporary folder beside its place and the
+folders are renamed in with ``prepare.json`` last, so a full disk, an error or a kill leaves
+``out`` as it was (a killed call's temporary folders are removed by the next). ``prepare.json``
+records sources, tokenizer, per-split sentence/token counts and SHA-256 digests.
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ import hashlib
 import json
 import logging
 import lzma
+import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,10 +48,10 @@ from typing import Any
 import numpy as np
 
 from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
-from groc_base.fileio import atomic_write_bytes
+from groc_base.fileio import atomic_write_bytes, write_then_rename
 
 from .corpus import EOS, SPLITS, decode_utf8
-from .files import manifest_lock
+from .files import _install_dir, _umask, manifest_lock
 from .tokenize import SentenceTokenizer, make_tokenizer
 
 __all__ = ["MANIFEST_NAME", "SOURCES", "SourceGroup", "prepare_corpora"]
@@ -223,6 +228,18 @@ def _punkt_sample(groups: Sequence[SourceGroup], text_root: Path, chars: int) ->
     return "\n".join(parts) or None
 
 
+def _writer_gone(tmp: Path) -> bool:
+    """Whether the process that made the temporary folder ``.<lang>.prepare-<pid>-*.tmp`` is gone."""
+    try:
+        pid = int(tmp.name.split(".prepare-", 1)[1].split("-", 1)[0])
+        os.kill(pid, 0)
+    except (ValueError, IndexError, ProcessLookupError):
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
 # -- writing --------------------------------------------------------------------------------------
 def _load_manifest(path: Path) -> dict[str, Any]:
     try:
@@ -238,8 +255,9 @@ def _load_manifest(path: Path) -> dict[str, Any]:
 
 
 def _prepare_language(
-    lang: str, text_root: Path, out: Path, budgets: dict[str, int], tokenize: str
+    lang: str, text_root: Path, folder: Path, budgets: dict[str, int], tokenize: str
 ) -> dict[str, Any]:
+    """Sample, tokenise and split ``lang``'s text into ``folder/{train,valid,test}.txt``; its manifest entry."""
     groups = [_resolve(g, text_root) for g in SOURCES[lang]]
     need = sum(budgets.values())
     sample = None
@@ -287,7 +305,7 @@ def _prepare_language(
                 f"{lang}: the {split} split came out empty ({got} tokens available); lower the budgets"
             )
         data = ("\n".join(split_lines[split]) + "\n").encode("utf-8")
-        atomic_write_bytes(out / lang / f"{split}.txt", data)
+        atomic_write_bytes(folder / f"{split}.txt", data)
         n_sent = len(split_lines[split])
         splits[split] = {
             "sentences": n_sent,
@@ -358,13 +376,36 @@ def prepare_corpora(
     budgets = {"train": train_tokens, "valid": eval_tokens, "test": eval_tokens}
 
     manifest_path = out / MANIFEST_NAME
-    entries = {lang: _prepare_language(lang, text_root, out, budgets, tokenize) for lang in codes}
-    # Read, change and write the manifest under the lock prepare_language takes too, so parallel
-    # calls preparing other languages into `out` keep each other's entries.
-    with manifest_lock(out):
-        manifest = _load_manifest(manifest_path)
-        languages: dict[str, Any] = {**dict(manifest.get("languages", {})), **entries}
-        manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
-        atomic_write_bytes(manifest_path,
-                           (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    # All or none: every language is written into a temporary folder beside its place (a full
+    # disk or an error there leaves `out` as it was), the manifest into a temporary file; then
+    # the folders are renamed into place and the manifest last, under the manifest lock.
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob(".*.prepare-*.tmp"):  # what a killed run left
+        if _writer_gone(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+    temps: dict[str, Path] = {}
+    try:
+        entries: dict[str, Any] = {}
+        for lang in codes:
+            temps[lang] = Path(tempfile.mkdtemp(prefix=f".{lang}.prepare-{os.getpid()}-", suffix=".tmp", dir=out))
+            os.chmod(temps[lang], 0o777 & ~_umask())
+            entries[lang] = _prepare_language(lang, text_root, temps[lang], budgets, tokenize)
+        # Read, change and write the manifest under the lock prepare_language takes too, so parallel
+        # calls preparing other languages into `out` keep each other's entries.
+        with manifest_lock(out):
+            manifest = _load_manifest(manifest_path)
+            languages: dict[str, Any] = {**dict(manifest.get("languages", {})), **entries}
+            manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
+            text = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+            def install(tmp_manifest: Path) -> Path:
+                tmp_manifest.write_bytes(text)  # may fail (full disk): nothing is in place yet
+                for lang, tmp in temps.items():
+                    _install_dir(tmp, out / lang)
+                return manifest_path
+
+            write_then_rename(out, MANIFEST_NAME, install)
+    finally:
+        for tmp in temps.values():
+            shutil.rmtree(tmp, ignore_errors=True)
     return manifest

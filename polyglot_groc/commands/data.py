@@ -158,7 +158,7 @@ def prepare(
         from langpairs.crossdomain import prepare_crossdomain_en
 
         budget = 1_000_000 if train_tokens is None else train_tokens
-        print_json(prepare_crossdomain_en(data_root, out, budget, eval_budget, finetune_tokens))
+        print_json(prepare_crossdomain_en(data_root, out, budget, eval_budget, finetune_tokens, overwrite=overwrite))
         return
     if not langs:
         raise ConfigError("--langs is required (e.g. --langs en,fr) unless --preset is given; for your own text "

@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import OVERWRITE_HELP, check_output, cli_errors, print_json, setup_logging
+from polyglot_groc.commands._common import (
+    OVERWRITE_HELP,
+    check_output,
+    check_positive,
+    cli_errors,
+    print_json,
+    setup_logging,
+)
 from polyglot_groc.commands.data import LANGUAGES_ENV, LANGUAGES_HELP
 
 
@@ -33,11 +40,15 @@ def pretrain_vectors_command(
 @cli_errors
 def _pretrain(data: Path, out: Path, langs: str, algorithm: str, dim: int, epochs: int, extra: list[Path],
               seed: int, verbose: bool, overwrite: bool = False, languages: Path | None = None) -> None:
+    from groc_base.checks import check_input_file, check_seed
     from groc_base.errors import InputError
     from langpairs.registry import load_registry, parse_lang_spec
     from polyglot_groc.training.pretrain import pretrain_vectors
 
     setup_logging(verbose)
+    check_positive(dim=dim, epochs=epochs)
+    check_seed(seed=seed)
+    extra = [check_input_file(path, flag="--extra") for path in extra]
     codes = parse_lang_spec(langs, registry=load_registry(languages, env=False))
     check_output(out, overwrite)
     texts = [data / lang / "train.txt" for lang in codes]
