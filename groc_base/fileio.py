@@ -37,6 +37,13 @@ def write_then_rename(directory: Path, prefix: str, fill: Callable[[Path], Path]
             os.fsync(fh.fileno())
         os.chmod(tmp, mode if mode is not None else 0o666 & ~_umask())
         os.replace(tmp, final)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        # A write() that fails (full disk) names no file, an open() names the hidden temp file: the
+        # message should name the user's output instead.
+        if exc.filename is None or str(exc.filename) == str(tmp):
+            raise type(exc)(exc.errno, exc.strerror or str(exc), str(directory / prefix)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

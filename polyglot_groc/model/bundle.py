@@ -15,8 +15,8 @@ from typing import Any
 
 import torch
 
-from groc_base.errors import CheckpointError, ModelError
-from polyglot_groc.config import RunConfig, from_dict, to_dict
+from groc_base.errors import CheckpointError, ConfigError, ModelError
+from polyglot_groc.config import ModelConfig, RunConfig, from_dict, to_dict
 from polyglot_groc.model.charset import Charset, check_word_lengths
 from polyglot_groc.model.checkpoint import load_checkpoint
 from polyglot_groc.model.embedder import LexiconForms
@@ -51,7 +51,7 @@ class ModelBundle:
                 # Lexicon words outside the vocabulary are encoded too: their characters count.
                 charset = Charset.from_words([*vocab.words, *extra_words], m.charset.max_word_len)
         lang_ids = {lang: torch.from_numpy(vocab.lang_ids(lang)) for lang in vocab.langs}
-        model = LanguageModel(m, charset.n_chars, len(vocab), lang_ids)
+        model = build_model(m, charset.n_chars, len(vocab), lang_ids)
         bundle = cls(cfg, vocab, charset, model, tuple(extra_words), forms, dict(lexicon_info or {}))
         bundle.install_words()
         return bundle
@@ -131,19 +131,91 @@ class ModelBundle:
         }
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any]) -> ModelBundle:
+    def from_state(cls, state: Mapping[str, Any], source: str = "the checkpoint") -> ModelBundle:
+        """Rebuild the bundle a checkpoint's ``bundle`` entry holds (``source`` names it in errors).
+
+        Raises:
+            CheckpointError: an entry is missing or malformed, its config is invalid, or its tensors
+                do not fit the model its config describes (missing, unexpected, other shapes).
+        """
         try:
             cfg = from_dict(state["config"])
+        except KeyError as exc:
+            raise CheckpointError(f"{source} lacks the entry {exc.args[0]!r}; it is incomplete: use the run's other "
+                                  "checkpoint (best.pt or last.pt) or train again") from exc
+        except (ConfigError, TypeError, AttributeError) as exc:
+            raise CheckpointError(f"{source} holds an invalid config ({exc}); it is damaged or from "
+                                  "another tool: use the run's other checkpoint or train again") from exc
+        try:
             vocab = Vocab.from_state(state["vocab"])
             charset = Charset.from_state(state["charset"])
             forms = LexiconForms.from_state(state["forms"]) if state.get("forms") is not None else None
             bundle = cls.create(cfg, vocab, charset, forms, tuple(state.get("extra_words", ())),
                                 state.get("lexicon_info", {}))
-            bundle.model.load_state_dict(state["model_state"])
+            tensors = state["model_state"]
         except KeyError as exc:
-            raise CheckpointError(f"checkpoint lacks the entry {exc.args[0]!r}; it is incomplete") from exc
+            raise CheckpointError(f"{source} lacks the entry {exc.args[0]!r}; it is incomplete: use the run's other "
+                                  "checkpoint (best.pt or last.pt) or train again") from exc
+        except (TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise CheckpointError(f"{source} holds a malformed vocabulary, charset or lexicon forms "
+                                  f"({type(exc).__name__}: {exc}); it is damaged: use the run's other "
+                                  "checkpoint or train again") from exc
+        check_tensors(bundle.model, tensors, source)
+        bundle.model.load_state_dict(tensors)
         return bundle
 
+
+def check_tensors(model: torch.nn.Module, tensors: object, source: str) -> None:
+    """``tensors`` (a checkpoint's ``model_state``) must be exactly ``model``'s: same names, same shapes.
+
+    ``load_state_dict`` would raise a multi-line RuntimeError; this says in one line what does not
+    fit, so a damaged or hand-edited checkpoint is named as such.
+    """
+    if not isinstance(tensors, Mapping) or not all(isinstance(v, torch.Tensor) for v in tensors.values()):
+        raise CheckpointError(f"{source} holds no tensor table (model_state); it is damaged: use the run's other "
+                              "checkpoint or train again")
+    wanted = model.state_dict()
+    missing = [k for k in wanted if k not in tensors]
+    unexpected = [k for k in tensors if k not in wanted]
+    shapes = [(k, tuple(tensors[k].shape), tuple(v.shape)) for k, v in wanted.items()
+              if k in tensors and tensors[k].shape != v.shape]
+    problems = []
+    if missing:
+        problems.append(f"{len(missing)} tensor(s) missing (first {missing[0]!r})")
+    if unexpected:
+        problems.append(f"{len(unexpected)} unexpected tensor(s) (first {unexpected[0]!r})")
+    if shapes:
+        k, got, need = shapes[0]
+        problems.append(f"{len(shapes)} of another shape (first {k!r}: {got}, the model needs {need})")
+    if problems:
+        raise CheckpointError(f"{source} does not fit the model its own config describes: {'; '.join(problems)}; "
+                              "it is damaged or was edited: use the run's other checkpoint (best.pt or last.pt) or "
+                              "train again")
+
+
+def bundle_from_payload(payload: Mapping[str, Any], path: Path) -> ModelBundle:
+    """The model bundle of the checkpoint at ``path`` whose payload is ``payload``."""
+    if not isinstance(payload.get("bundle"), Mapping):
+        raise CheckpointError(f"checkpoint {path} lacks its model (the entry 'bundle'); it is incomplete: use the "
+                              "run's other checkpoint (best.pt or last.pt) or train again")
+    return ModelBundle.from_state(payload["bundle"], source=f"checkpoint {path}")
+
+
+def build_model(m: ModelConfig, n_chars: int, n_words: int, lang_ids: Mapping[str, torch.Tensor]) -> LanguageModel:
+    """``LanguageModel(m, ...)``; when its weights cannot be allocated, a :class:`ModelError` saying what
+    it would need (counted on torch's meta device, which allocates nothing) instead of a traceback."""
+    try:
+        return LanguageModel(m, n_chars, n_words, dict(lang_ids))
+    except (MemoryError, RuntimeError) as exc:
+        if isinstance(exc, RuntimeError) and "alloc" not in str(exc).lower():
+            raise
+        with torch.device("meta"):
+            n = sum(p.numel() for p in LanguageModel(m, n_chars, n_words, dict(lang_ids)).parameters())
+        gib = 4 * n / 2**30  # fp32 weights
+        raise ModelError(f"the model does not fit in memory: model.d={m.d}, model.prefix.hidden={m.prefix.hidden} "
+                         f"and {n_words:,} words make {n:,} parameters, {gib:,.1f} GiB of fp32 weights alone and "
+                         f"about {4 * gib:,.1f} GiB to train (weights, gradients, Adam's two moments); lower "
+                         "model.d or model.prefix.hidden (the paper model: d 256, hidden 1024)") from None
 
 
 def run_checkpoint_path(run_dir: Path, which: str = "best") -> Path:
@@ -160,8 +232,9 @@ def load_bundle(run_dir: Path, which: str = "best", device: str = "cpu") -> tupl
     from polyglot_groc.model.device import resolve_device
 
     dev = resolve_device(device)  # before reading: a bad device fails fast
-    payload = load_checkpoint(run_checkpoint_path(run_dir, which))  # map_location="cpu"
-    bundle = ModelBundle.from_state(payload["bundle"])
+    path = run_checkpoint_path(run_dir, which)
+    payload = load_checkpoint(path)  # map_location="cpu"
+    bundle = bundle_from_payload(payload, path)
     bundle.model.to(dev)
     bundle.model.eval()
     return bundle, payload

@@ -7,6 +7,7 @@ tensors, numbers, strings, lists and dicts.
 from __future__ import annotations
 
 import hashlib
+import io
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,16 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` (with the format version) to ``path`` atomically.
+
+    Serialised in memory first: torch.save's own file writer turns a full disk into a RuntimeError
+    without a path, while a plain write raises ``OSError(ENOSPC)`` naming ``path`` (the CLI's one-line
+    "disk is full" error); the previous file stays whole either way.
+    """
     payload = {"format_version": FORMAT_VERSION, **payload}
-    atomic_write(path, lambda f: torch.save(payload, f))
+    buf = io.BytesIO()
+    torch.save(payload, buf)
+    atomic_write(path, lambda f: f.write(buf.getbuffer()))
 
 
 def file_sha256(path: Path) -> str:
@@ -39,14 +48,40 @@ def file_sha256(path: Path) -> str:
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
+    """The payload of the checkpoint file ``path``, read safely (tensors and plain values only).
+
+    The messages tell apart a file that cannot be *read* (missing, permissions, a FIFO or a
+    folder, an I/O error: the file may be fine) from one whose bytes are *corrupt* (truncated,
+    not a torch file, not a polyglot-groc checkpoint).
+
+    Raises:
+        CheckpointError: missing, unreadable, corrupt, or of another format version.
+    """
+    import stat
+
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint {path} does not exist; train a run first or check the path")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint {path} does not exist; train a run first or check the path") from None
+    except OSError as exc:
+        raise CheckpointError(f"checkpoint {path} cannot be read ({exc.strerror}); check the path and its "
+                              "permissions") from None
+    if not stat.S_ISREG(mode):
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, socket or device)"
+        raise CheckpointError(f"checkpoint {path} is {what}; give the run's best.pt or last.pt")
+    try:
+        with path.open("rb") as fh:
+            data = fh.read()
+    except OSError as exc:  # permissions, an I/O error: the bytes on disk may well be fine
+        raise CheckpointError(f"checkpoint {path} cannot be read ({exc.strerror or exc}); check its permissions "
+                              "and the disk, then try again") from None
+    try:
+        payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises UnpicklingError, RuntimeError, EOFError...
-        raise CheckpointError(f"checkpoint {path} cannot be read safely ({type(exc).__name__}); "
-                              "it is corrupt or not a polyglot-groc checkpoint") from exc
+        raise CheckpointError(f"checkpoint {path} is corrupt ({type(exc).__name__}: it is truncated or not a "
+                              "polyglot-groc checkpoint); use the run's other checkpoint (best.pt or last.pt) or "
+                              "train again") from exc
     if not isinstance(payload, dict) or "format_version" not in payload:
         raise CheckpointError(f"checkpoint {path} has no format_version; it is not a polyglot-groc checkpoint")
     if payload["format_version"] != FORMAT_VERSION:

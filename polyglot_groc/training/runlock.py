@@ -100,7 +100,12 @@ class RunLock:
             log.warning("taking over the stale lock of %s, which is no longer running", _describe(previous))
         owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
                  "argv": sys.argv[:8], "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-        (self.run_dir / OWNER_NAME).write_text(json.dumps(owner) + "\n", encoding="utf-8")
+        try:
+            (self.run_dir / OWNER_NAME).write_text(json.dumps(owner) + "\n", encoding="utf-8")
+        except BaseException:  # a full disk: give the lock back, leave no half-written note
+            (self.run_dir / OWNER_NAME).unlink(missing_ok=True)
+            self._lock.release()
+            raise
         return self
 
     def release(self) -> None:
@@ -128,14 +133,22 @@ def locked_run_dir(out: Path, command: str, clean: Sequence[str] = ()) -> Iterat
     """
     out = Path(out)
     created = not out.exists()
-    with RunLock(out, command):
-        try:
-            yield
-        except BaseException:
-            if out.is_dir() and not (out / "last.pt").exists():
-                if created:
-                    shutil.rmtree(out, ignore_errors=True)
-                else:
-                    for name in clean:
-                        (out / name).unlink(missing_ok=True)
-            raise
+    lock = RunLock(out, command)
+    try:
+        lock.acquire()
+    except BaseException:  # a full disk or a refused lock: a folder made for the lock goes again
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    try:
+        yield
+    except BaseException:
+        if out.is_dir() and not (out / "last.pt").exists():
+            if created:
+                shutil.rmtree(out, ignore_errors=True)
+            else:
+                for name in clean:
+                    (out / name).unlink(missing_ok=True)
+        raise
+    finally:
+        lock.release()

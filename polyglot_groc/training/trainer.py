@@ -103,8 +103,33 @@ class TrainResult:
 
     @property
     def diverged(self) -> bool:
-        """The loss became non-finite: training stopped there, last.pt is the last good state."""
+        """The loss (or the validation perplexity) became non-finite: training stopped there.
+        :meth:`divergence_report` says which checkpoint, if any, is the last good state."""
         return self.stop_reason == "diverged"
+
+    def divergence_report(self, fix: str = "train.lr or train.clip") -> str:
+        """One line for a diverged run: where it stopped and which checkpoint (if any) is good to use.
+
+        last.pt is named the last good state only when it exists and its validation perplexity was
+        finite; else best.pt where it exists (it never holds a non-finite one), else nothing was kept.
+        """
+        run = Path(self.run_dir)
+        finite = [r for r in self.history if isinstance(r.get("valid_nll"), (int, float))
+                  and math.isfinite(r["valid_nll"])]
+        head = f"training diverged at step {self.steps} (non-finite loss); lower {fix}"
+        if not (run / "last.pt").is_file():
+            return f"{head} and train again: it stopped before its first checkpoint, so nothing was kept"
+        last = self.history[-1] if self.history else None
+        if last is not None and not (isinstance(last.get("valid_nll"), (int, float))
+                                     and math.isfinite(last["valid_nll"])):
+            if (run / "best.pt").is_file() and finite:
+                best = min(finite, key=lambda r: r["valid_nll"])
+                return (f"{head}: last.pt (step {last.get('step')}) already had a non-finite validation perplexity; "
+                        f"best.pt (step {best.get('step')}) is the last good state: finetune from it or train again")
+            return f"{head} and train again: no checkpoint has a finite validation perplexity"
+        at = f" (step {finite[-1].get('step')})" if finite else ""
+        return (f"{head}: last.pt{at} is the last good state; continue from it with a lower lr by "
+                f"`polyglot-groc finetune {run} --checkpoint last --lr LR --data DATA --out NEW`, or train again")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of result.json (perplexities as numbers, rounded times)."""
@@ -237,6 +262,17 @@ def trainable_named_parameters(model: torch.nn.Module) -> list[tuple[str, torch.
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
 
 
+def check_optimizer_shapes(optimizer: torch.optim.Optimizer, params: list[torch.nn.Parameter], where: str,
+                           fix: str) -> None:
+    """The loaded Adam state must match the parameters' shapes (``load_state_dict`` checks counts only;
+    a mismatch would fail inside the first ``optimizer.step()`` with a traceback)."""
+    for i, p in enumerate(params):
+        for key, value in optimizer.state.get(p, {}).items():
+            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != p.shape:
+                raise CheckpointError(f"{where}: optimizer state {key} of parameter {i} has shape "
+                                      f"{tuple(value.shape)}, the parameter {tuple(p.shape)}; {fix}")
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
@@ -331,12 +367,7 @@ class Trainer:
             except (KeyError, TypeError, ValueError) as exc:
                 raise CheckpointError(f"the optimizer state does not fit this model ({exc}); "
                                       "finetune without --resume-optimizer") from exc
-            for i, p in enumerate(params):  # load_state_dict checks counts, not shapes
-                for key, value in optimizer.state.get(p, {}).items():
-                    if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != p.shape:
-                        raise CheckpointError(f"optimizer state {key} of parameter {i} has shape "
-                                              f"{tuple(value.shape)}, the parameter {tuple(p.shape)}; "
-                                              "finetune without --resume-optimizer")
+            check_optimizer_shapes(optimizer, params, "the optimizer state", "finetune without --resume-optimizer")
             # The run's config decides the schedule from here (finetune picks the resumed lr).
             for g in optimizer.param_groups:
                 g["lr"], g["weight_decay"] = t.lr, t.weight_decay
@@ -398,6 +429,8 @@ class Trainer:
         state = LoopState.from_checkpoint(r, self.device, source=where)
         try:
             loop.optimizer.load_state_dict(r["optimizer"])
+            check_optimizer_shapes(loop.optimizer, self.trainable_parameters(), where,
+                                   "it is damaged: resume from a copy of the run, or start a new run")
             loop.batcher.load_state_dict(r["batcher"])
             self.metrics_lines = list(r["metrics_lines"])
             loop.history = [json.loads(line) for line in self.metrics_lines]
@@ -436,12 +469,11 @@ class Trainer:
                                         log_point))
             if due:
                 evaluated_at = state.step
-                if self._evaluate_and_checkpoint(loop, state, loss):
-                    stop_reason = "early_stopping"
+                stop_reason = self._evaluate_and_checkpoint(loop, state, loss)
         if evaluated_at != state.step:
             if self._diverged(state, loss):  # since the last read: keep the last good checkpoint
                 return "diverged"
-            self._evaluate_and_checkpoint(loop, state, loss, scheduled=False)
+            return self._evaluate_and_checkpoint(loop, state, loss, scheduled=False) or stop_reason
         return stop_reason
 
     def _limit_reached(self, loop: _Loop, state: LoopState) -> str:
@@ -502,8 +534,10 @@ class Trainer:
         return True
 
     def _evaluate_and_checkpoint(self, loop: _Loop, state: LoopState, loss: RunningLoss,
-                                 scheduled: bool = True) -> bool:
-        """Validate, log, checkpoint; True when early stopping triggers.
+                                 scheduled: bool = True) -> str:
+        """Validate, log, checkpoint; the stop reason: "early_stopping" when it triggers, "diverged" when
+        the validation perplexity is not finite (then no checkpoint is written: last.pt and best.pt
+        stay the last good states), else "".
 
         The evaluation a stop adds between scheduled ones (a wall-clock or step cap) saves the
         model (last.pt, and best.pt if it is the best yet) but leaves the schedule as it was:
@@ -533,6 +567,10 @@ class Trainer:
         if self.dist.is_main:
             atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
         self.hooks.on_eval(record)
+        if not math.isfinite(nll):
+            log.error("training diverged by step %d (non-finite validation perplexity); no checkpoint written",
+                      state.step)
+            return "diverged"
         if improved:
             state.best_ckpt_nll, state.best_valid = nll, dict(state.last_valid)
         if scheduled and nll < state.best_nll:
@@ -547,7 +585,7 @@ class Trainer:
         # Everything the loop carries, so that a resume continues exactly (_restore reads it back).
         extra = {**state.to_checkpoint(loop.steps_per_epoch), "batcher": loop.batcher.state_dict()}
         self._save(("last.pt", "best.pt") if improved else ("last.pt",), loop.optimizer, extra)
-        return scheduled and state.bad_evals >= t.stop_patience
+        return "early_stopping" if scheduled and state.bad_evals >= t.stop_patience else ""
 
 
 @dataclass

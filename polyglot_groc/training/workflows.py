@@ -35,7 +35,7 @@ from groc_base.fileio import dumps_json
 from langpairs.corpus import check_corpora
 from langpairs.registry import load_registry, parse_lang_spec
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, to_dict
-from polyglot_groc.model.bundle import ModelBundle
+from polyglot_groc.model.bundle import ModelBundle, bundle_from_payload
 from polyglot_groc.model.checkpoint import atomic_write_text, load_checkpoint
 from polyglot_groc.model.device import set_threads
 from polyglot_groc.model.lexforms import lexicon_for_languages
@@ -230,8 +230,14 @@ def resume(
                              f"train it again with --out {run} --overwrite")
         raise InputError(f"{run} is not a run directory (no config.toml and last.pt to resume from); "
                          "train it first without --resume")
-    cfg = load_config(run / "config.toml")
+    try:
+        cfg = load_config(run / "config.toml")
+    except ConfigError as exc:
+        raise ConfigError(f"run {run}: its config.toml is not a valid config ({exc}); put back the value the run "
+                          "was trained with") from exc
     payload = load_checkpoint(run / "last.pt")
+    bundle = bundle_from_payload(payload, run / "last.pt")
+    check_same_run(cfg, bundle.cfg, run)
     cfg, changes = resume_config(cfg, payload, run, max_steps=max_steps, max_epochs=max_epochs,
                                  max_minutes=max_minutes, finished=(run / "result.json").is_file())
     runtime: dict[str, Any] = {"threads": threads, "device": device, "precision": precision, "compile": compile,
@@ -240,9 +246,44 @@ def resume(
     if runtime:
         changes += [f"train.{k} {getattr(cfg.train, k)} -> {v}" for k, v in runtime.items()]
         cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, **runtime)).validate()
-    bundle = ModelBundle.from_state(payload["bundle"])
     bundle.cfg = dataclasses.replace(bundle.cfg, train=cfg.train)  # the checkpoints then record the new limits
     return _train_run(cfg, run, payload=payload, bundle=bundle, hooks=hooks, start_info={"changes": changes})
+
+
+#: The config keys a resumed run may change (in config.toml or with resume's arguments): how far it
+#: goes and how this invocation runs. Any other difference between config.toml and last.pt would
+#: silently train another model, or crash, so it is refused.
+RESUMABLE_KEYS = frozenset(f"train.{k}" for k in ("max_steps", "max_epochs", "max_minutes", "threads", "device",
+                                                  "precision", "compile", "log_every"))
+
+
+def _flat(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, val in values.items():
+        if isinstance(val, Mapping) and key != "languages":
+            out.update(_flat(val, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = val
+    return out
+
+
+def check_same_run(stored: RunConfig, checkpoint: RunConfig, run: Path) -> None:
+    """``run``'s config.toml (``stored``) and its last.pt's config must describe the same run.
+
+    Only :data:`RESUMABLE_KEYS` may differ. Anything else (another model kind, ``model.d``,
+    ``train.lr``, ``train.batch_size``...) is an :class:`InputError` naming every changed key.
+    """
+    mine, theirs = _flat(to_dict(stored)), _flat(to_dict(checkpoint))
+    changed = sorted((k for k in set(mine) | set(theirs) if k not in RESUMABLE_KEYS and mine.get(k) != theirs.get(k)),
+                     key=lambda k: (k != "model.kind", k))  # another model first
+    if not changed:
+        return
+    shown = "; ".join(f"{k} = {theirs.get(k)!r} in last.pt, {mine.get(k)!r} in config.toml" for k in changed[:3])
+    more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
+    raise InputError(f"run {run} cannot be resumed as it is: {shown}{more}; --resume continues the model last.pt "
+                     "holds, and only train.max_steps/max_epochs/max_minutes/threads/device/precision/compile/"
+                     "log_every may change: put the value back in config.toml, or start a new run with "
+                     f"--config {run / 'config.toml'} --out NEW")
 
 
 def _train_run(cfg: RunConfig, out: Path, *, overwrite: bool = False, payload: Mapping[str, Any] | None = None,
@@ -358,7 +399,7 @@ def load_result(*, run: PathLike) -> TrainResult:
         raise InputError(f"{run} holds no result.json and no last.pt; train it first")
     payload = load_checkpoint(run / "last.pt")
     state = LoopState.from_checkpoint(payload, source=f"checkpoint {run / 'last.pt'}")
-    bundle = ModelBundle.from_state(payload["bundle"])
+    bundle = bundle_from_payload(payload, run / "last.pt")
     spe = int(payload.get("steps_per_epoch") or 0)
     return TrainResult(run, state.step, state.epoch(spe) if spe else float(payload.get("epoch", 0.0)),
                        "interrupted", count_parameters(bundle.model), state.tokens / max(state.train_time, 1e-9),
