@@ -10,6 +10,7 @@ import errno
 import functools
 import logging
 import math
+import os
 from collections.abc import Callable
 from typing import Annotated, ParamSpec, TypeVar
 
@@ -52,8 +53,13 @@ def one_line(message: object) -> str:
 
 
 def fail(message: str) -> typer.Exit:
-    """Print a one-line error and return the ``typer.Exit`` to raise."""
-    err_console.print(f"error: {one_line(message)}", highlight=False, markup=False, soft_wrap=True)
+    """Print a one-line error and return the ``typer.Exit`` to raise.
+
+    Under torchrun every rank runs the command and meets the same error: rank 0 alone prints it, so
+    the user reads one line, not one per process.
+    """
+    if os.environ.get("RANK", "0") in ("0", ""):
+        err_console.print(f"error: {one_line(message)}", highlight=False, markup=False, soft_wrap=True)
     return typer.Exit(code=EXIT_USER_ERROR)
 
 
@@ -81,10 +87,11 @@ _OS_FIXES: dict[int, str] = {
 
 def os_error_message(exc: OSError) -> str:
     """One line naming the path, what went wrong and the fix."""
-    path = exc.filename if exc.filename is not None else "(unknown path)"
     fix = _OS_FIXES.get(exc.errno or -1, "check the path and its permissions")
     reason = exc.strerror or type(exc).__name__
-    return f"cannot use {path}: {reason}; {fix}"
+    if exc.filename is None:  # the library names outputs where it can; this is the last resort
+        return f"a file could not be read or written: {reason}; {fix}"
+    return f"cannot use {exc.filename}: {reason}; {fix}"
 
 
 def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, console, print_json
+from groc_base.errors import GrocError
+from polyglot_groc.commands._common import cli_errors, console, print_json, warn
 
 app = typer.Typer(help="Summarise run directories.", no_args_is_help=True,
                   context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
@@ -16,20 +17,28 @@ app = typer.Typer(help="Summarise run directories.", no_args_is_help=True,
 
 def summarize_run(run: Path) -> dict[str, Any]:
     """Model, languages, data, progress and perplexities of one run directory (any state, even killed)."""
-    from groc_base.errors import InputError
+    from groc_base.errors import ConfigError, InputError
     from polyglot_groc.analysis.curves import read_metrics
     from polyglot_groc.config import load_config
 
     if not (run / "config.toml").is_file():
         raise InputError(f"{run} is not a run directory (no config.toml); give a folder written by train")
-    cfg = load_config(run / "config.toml")
+    try:
+        cfg = load_config(run / "config.toml")
+    except ConfigError as exc:
+        raise ConfigError(f"{run / 'config.toml'}: {exc}") from exc
     records = read_metrics(run / "metrics.jsonl") if (run / "metrics.jsonl").is_file() else []
     result: dict[str, Any] = {}
     if (run / "result.json").is_file():
         try:
             result = json.loads((run / "result.json").read_text(encoding="utf-8"))
-        except ValueError:
-            result = {}
+        except ValueError as exc:
+            raise InputError(f"{run / 'result.json'} is not valid JSON ({exc}); it is damaged: move it away (the "
+                             "run then shows as interrupted) or train the run again") from exc
+        if not isinstance(result, dict) or not all(isinstance(result.get(k, {}), dict) for k in (
+                "best_valid_perplexity", "last_valid_perplexity")):
+            raise InputError(f"{run / 'result.json'} is not a run's result (a JSON object with perplexity tables); "
+                             "it is damaged: move it away (the run then shows as interrupted) or train it again")
     last = records[-1] if records else {}
     best = min(records, key=lambda r: r.get("valid_nll") or float("inf")) if records else {}
     status = ("diverged" if result.get("diverged") else "finished") if result else (
@@ -55,7 +64,14 @@ def list_runs(
 
     if not root.is_dir():
         raise InputError(f"{root} is not a folder; give the folder that holds your runs")
-    runs = [summarize_run(p.parent) for p in sorted(root.rglob("config.toml"))]
+    runs = []
+    for path in sorted(root.rglob("config.toml")):
+        try:
+            runs.append(summarize_run(path.parent))
+        except GrocError as exc:  # one damaged run must not hide the others: it is listed, and named
+            warn(str(exc))
+            runs.append({"run": str(path.parent), "status": "damaged (see the warning)", "model": None, "langs": [],
+                         "steps": None, "best_valid_perplexity": None, "error": str(exc)})
     if as_json:
         print_json(runs)
         return
@@ -64,7 +80,7 @@ def list_runs(
     table = Table("run", "status", "model", "langs", "steps", "best valid ppl")
     for r in runs:
         best = r["best_valid_perplexity"] or {}
-        table.add_row(r["run"], r["status"], r["model"], ",".join(r["langs"]), str(r["steps"] or 0),
+        table.add_row(r["run"], r["status"], r["model"] or "?", ",".join(r["langs"]), str(r["steps"] or 0),
                       " ".join(f"{k}:{v:.1f}" for k, v in best.items() if isinstance(v, (int, float))))
     console.print(table)
 

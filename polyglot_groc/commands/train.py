@@ -402,8 +402,8 @@ def report_result(result: Any, *, report: bool, what: str, fix: str = "train.lr 
         print_json(result.to_dict())
     if result.diverged:
         if report:
-            err_console.print(f"error: {what} diverged; lower {fix} (last.pt is the last good state)",
-                              highlight=False, markup=False)
+            report_line = result.divergence_report(fix).replace("training diverged", f"{what} diverged", 1)
+            err_console.print(f"error: {report_line}", highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(code=EXIT_DIVERGED)
 
 

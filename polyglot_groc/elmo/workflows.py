@@ -116,7 +116,8 @@ def init_from_elmo(
     """
     from polyglot_groc.elmo.convert import converted_trainer
     from polyglot_groc.model.device import set_threads
-    from polyglot_groc.training.workflows import write_result, writing_run
+    from polyglot_groc.training.trainer import run_dir_has_content
+    from polyglot_groc.training.workflows import NEW_RUN_FILES, write_result, writing_run
 
     defaults, explicit = _train_overrides(finetune_epochs, max_steps, lr, eval_every, threads, device)
     overrides = dict(overrides or {})
@@ -137,7 +138,11 @@ def init_from_elmo(
         bundle, cfg, source, info = _from_run(Path(elmo_run), checkpoint, data, overrides, defaults, explicit)
 
     out = Path(out)
-    with writing_run(out, "init-from-elmo", cleanup=False) as watch:  # one writer; an interrupt says what was kept
+    if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
+        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+    # One writer; an interrupt says what was kept; a failure before the first checkpoint (no CUDA, a
+    # full disk) removes the folder it made, lock included, or the files it wrote into an existing one.
+    with writing_run(out, "init-from-elmo", clean=NEW_RUN_FILES) as watch:
         trainer, record = converted_trainer(bundle, cfg, out, overwrite=overwrite, hooks=hooks, report=source,
                                             start_info={"elmo": info})
         watch.trainer = trainer
