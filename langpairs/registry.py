@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groc_base.checks import check_input_file
 from groc_base.errors import ConfigError, UnknownLanguageError
 from groc_base.languages import to_iso3
 
@@ -374,6 +375,8 @@ def read_languages_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The ``languages`` table of a user's languages file, checked (every section valid, every
     related code known); errors name the file and say what the format is."""
     path = Path(path).expanduser()
+    if path.exists():  # a FIFO or a device would block the read: refused before it
+        check_input_file(path, flag="languages file")
     try:
         data = path.read_bytes()
     except FileNotFoundError as exc:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from groc_base.checks import check_input_file
 from groc_base.errors import LexiconFormatError, LexiconMissingError
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
@@ -88,6 +89,8 @@ class TsvLexicon:
         self._glosses: dict[tuple[str, str], str] = {}
         self._specs: list[str] = []
         for path in self.paths:
+            if path.exists():  # a FIFO would block the read: refused before it
+                check_input_file(path, flag="tsv lexicon", what="TSV file")
             try:
                 data = path.read_bytes()
             except FileNotFoundError as exc:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groc_base.checks import check_input_file
 from groc_base.errors import InputError, LexiconError, LexiconFormatError
 from lexicons.omw_import import import_tab_file
 from lexicons.wn_backend import default_wn_dir, installed_lexicons, wn_data_dir
@@ -154,8 +155,9 @@ def import_wordnet_file(
         LexiconMissingError: an OMW tab file without its ILI map.
     """
     source = Path(path).expanduser()
-    if not source.is_file():
+    if not source.exists():
         raise InputError(f"wordnet file {source} does not exist; check the path")
+    check_input_file(source, flag="wordnet file", what="WN-LMF XML or OMW tab file")  # a FIFO would block
     where = Path(wn_dir).expanduser() if wn_dir is not None else default_wn_dir()
     kind = _kind(source)
     if kind == "wn-lmf":

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from groc_base.checks import check_input_file
 from groc_base.errors import ConfigError
 
 
@@ -547,6 +548,8 @@ def _merge(base: dict[str, Any], path: Sequence[str], value: Any) -> None:
 
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The values of a TOML config file, as a plain nested dict (not validated)."""
+    if Path(path).exists():  # a FIFO or a device would block the read: refused before it
+        check_input_file(path, flag="config file", what="TOML file")
     try:
         text = Path(path).read_text(encoding="utf-8")
         return tomllib.loads(text)

@@ -33,6 +33,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from groc_base.checks import check_input_file
 from groc_base.errors import CheckpointError, InputError, ModelError, ResourceMissingError
 from polyglot_groc.config import PrefixConfig, SurfaceConfig
 from polyglot_groc.model.charset import ELMO_BOS_TOKEN, ELMO_EOS_TOKEN, ELMO_N_CHARS, Charset
@@ -120,6 +121,8 @@ def _section(values: Mapping[str, Any], key: str, path: Path) -> Mapping[str, An
 def load_bilm_options(path: str | Path) -> ElmoOptions:
     """Read and check a bilm-tf ``options.json``."""
     path = Path(path)
+    if path.exists():  # a FIFO would block the read: refused before it
+        check_input_file(path, flag="--elmo-options", what="JSON options file")
     try:
         values = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -223,8 +226,9 @@ class _Weights:
 def _open_weights(weights_path: str | Path) -> tuple[Any, Path]:
     h5py = _import_h5py()
     path = Path(weights_path)
-    if not path.is_file():
+    if not path.exists():
         raise ResourceMissingError(f"elmo weights file {path} does not exist; check the path")
+    check_input_file(path, flag="--elmo-weights", what="hdf5 file")
     try:
         return h5py.File(path, "r"), path
     except OSError as exc:

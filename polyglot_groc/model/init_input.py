@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from eval.vectors import read_vec
+from groc_base.checks import check_input_file
 from groc_base.errors import InputError
 from polyglot_groc.model.embedder import LookupEmbedder
 from polyglot_groc.model.lm import LanguageModel
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 def init_input_table(model: LanguageModel, vocab: Vocab, path: Path) -> int:
     """Copy vectors of vocabulary words into the input table; returns how many were found."""
-    path = Path(path)
+    path = check_input_file(path, flag="--init-input", what="word2vec file")  # a FIFO would block the read
     emb = model.input_embedder
     if not isinstance(emb, LookupEmbedder):
         log.warning("model kind %s has no input lookup table; --init-input %s initialises nothing "

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groc_base.checks import check_input_file
 from groc_base.errors import ConfigError, InputError
 from groc_base.fileio import dumps_json
 from langpairs.corpus import check_corpora
@@ -173,6 +174,8 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, langs=codes))
     if not cfg.data.root:
         raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
+    if cfg.model.init_input:  # before anything is written (a FIFO would block the reader)
+        check_input_file(cfg.model.init_input, flag="--init-input", what="word2vec file")
     # A language with_related added without a corpus is named as such (not as a missing file).
     check_corpora(Path(cfg.data.root), codes, primary=parse_lang_spec(spec, registry=registry), registry=registry)
     # The run records the registry entries it uses, and their wordnets and fallback settings.
