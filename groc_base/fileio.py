@@ -137,6 +137,22 @@ def unique_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     return out
 
 
+def named_for_user(exc: OSError, tmp: Path, final: Path) -> OSError:
+    """``exc`` with a path inside the temporary ``tmp`` renamed to the same place under ``final``.
+
+    Outputs are built under hidden temporary names and renamed into place; an error met while
+    writing them (a full disk) should name the output the user asked for, not the temporary.
+    """
+    name = exc.filename
+    if name is None:
+        return type(exc)(exc.errno, exc.strerror or str(exc), str(final))
+    try:
+        rel = Path(name).relative_to(tmp)
+    except ValueError:
+        return exc
+    return type(exc)(exc.errno, exc.strerror or str(exc), str(final / rel))
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -231,6 +247,12 @@ def atomic_output_dir(out: Path, *, overwrite: bool, flag: str = "--out") -> Ite
         yield tmp
         _fsync_tree(tmp)
         _publish(tmp, out, overwrite=overwrite, flag=flag)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        renamed = named_for_user(exc, tmp, out)
+        if renamed is exc:
+            raise
+        raise renamed from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
-from groc_base.fileio import atomic_write_bytes, write_then_rename
+from groc_base.fileio import atomic_write_bytes, named_for_user, write_then_rename
 
 from .corpus import EOS, SPLITS, decode_utf8
 from .files import _install_dir, _umask, manifest_lock
@@ -389,10 +389,20 @@ def prepare_corpora(
         for lang in codes:
             temps[lang] = Path(tempfile.mkdtemp(prefix=f".{lang}.prepare-{os.getpid()}-", suffix=".tmp", dir=out))
             os.chmod(temps[lang], 0o777 & ~_umask())
-            entries[lang] = _prepare_language(lang, text_root, temps[lang], budgets, tokenize)
+            try:
+                entries[lang] = _prepare_language(lang, text_root, temps[lang], budgets, tokenize)
+            except OSError as exc:  # a full disk: name the user's file, not the temporary folder's
+                renamed = named_for_user(exc, temps[lang], out / lang)
+                if renamed is exc:
+                    raise
+                raise renamed from exc
         # Read, change and write the manifest under the lock prepare_language takes too, so parallel
         # calls preparing other languages into `out` keep each other's entries.
         with manifest_lock(out):
+            taken = [lang for lang in codes if (out / lang).exists()]
+            if taken and not overwrite:  # another process prepared it while this one ran
+                raise ConfigError(f"{out / taken[0]} was written by another process while this one ran; pass "
+                                  "--overwrite to replace it or choose another --out")
             manifest = _load_manifest(manifest_path)
             languages: dict[str, Any] = {**dict(manifest.get("languages", {})), **entries}
             manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}

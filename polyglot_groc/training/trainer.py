@@ -100,6 +100,8 @@ class TrainResult:
     #: The run a finetuned run started from (its config's ``parent``: path, checkpoint, step, sha256);
     #: None for a run trained from scratch (or resumed: result.json then says what ``train`` says).
     parent: dict[str, Any] | None = None
+    #: The step last.pt holds when training ended (None: none written, or not known); not in result.json.
+    checkpoint_step: int | None = None
 
     @property
     def diverged(self) -> bool:
@@ -119,7 +121,8 @@ class TrainResult:
         head = f"training diverged at step {self.steps} (non-finite loss); lower {fix}"
         if not (run / "last.pt").is_file():
             return f"{head} and train again: it stopped before its first checkpoint, so nothing was kept"
-        last = self.history[-1] if self.history else None
+        saved = [r for r in self.history if r.get("step") == self.checkpoint_step]
+        last = saved[-1] if saved else self.history[-1] if self.history else None
         if last is not None and not (isinstance(last.get("valid_nll"), (int, float))
                                      and math.isfinite(last["valid_nll"])):
             if (run / "best.pt").is_file() and finite:
@@ -127,7 +130,8 @@ class TrainResult:
                 return (f"{head}: last.pt (step {last.get('step')}) already had a non-finite validation perplexity; "
                         f"best.pt (step {best.get('step')}) is the last good state: finetune from it or train again")
             return f"{head} and train again: no checkpoint has a finite validation perplexity"
-        at = f" (step {finite[-1].get('step')})" if finite else ""
+        step = self.checkpoint_step if self.checkpoint_step is not None else finite[-1].get("step") if finite else None
+        at = f" (step {step})" if step is not None else ""
         return (f"{head}: last.pt{at} is the last good state; continue from it with a lower lr by "
                 f"`polyglot-groc finetune {run} --checkpoint last --lr LR --data DATA --out NEW`, or train again")
 
@@ -394,7 +398,7 @@ class Trainer:
         stop_reason = self._run(loop, state, loss)
         return TrainResult(self.run_dir, state.step, state.epoch(loop.steps_per_epoch), stop_reason, loop.n_params,
                            state.tokens / max(state.train_time, 1e-9), state.train_time, state.best_valid,
-                           state.last_valid, loop.history, loop.n_params_split)
+                           state.last_valid, loop.history, loop.n_params_split, checkpoint_step=self.checkpoint_step)
 
     def _open_loop(self) -> _Loop:
         """Write config.toml, batch the training streams, make the optimizer, tell the hooks."""
