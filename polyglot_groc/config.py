@@ -92,6 +92,26 @@ def check_ranges(cfg: Any, where: str = "") -> None:
                                   f"{ranges}, e.g. [[1, 32], [2, 32]]")
 
 
+def range_table(cfg: Any = None, where: str = "") -> list[tuple[str, str, str]]:
+    """``(dotted key, default, allowed values)`` of every ranged key of the (nested) config, in field
+    order: the table docs/internals.md shows (a test keeps the two equal)."""
+    cfg = RunConfig() if cfg is None else cfg
+    rows: list[tuple[str, str, str]] = []
+    for f in dataclasses.fields(cfg):
+        val, key = getattr(cfg, f.name), f"{where}{f.name}"
+        if dataclasses.is_dataclass(val):
+            rows += range_table(val, f"{key}.")
+        elif RANGE in f.metadata:
+            kind = "integer" if isinstance(val, int) else "number"
+            rows.append((key, _plain(val), f"{kind} in {f.metadata[RANGE]}"))
+        elif EACH in f.metadata:
+            rows.append((key, _plain(val), f"list of numbers in {f.metadata[EACH]}"))
+        elif PAIRS in f.metadata:
+            parts = ", ".join(f"{n} in {r}" for n, r in f.metadata[PAIRS])
+            rows.append((key, _plain(val), f"non-empty list of integer pairs: {parts}"))
+    return rows
+
+
 def _plain(val: Any) -> str:
     """A tuple value as the TOML list a user writes."""
     if isinstance(val, tuple):

@@ -533,3 +533,25 @@ def test_a_fifo_input_is_refused_at_once(tmp_path: Path, flag: str) -> None:
     line = one_error_line(runner.invoke(app, _train_args(tmp_path / "r", flag, str(fifo))))
     assert "not a regular file" in line
     assert not (tmp_path / "r").exists()
+
+
+# --------------------------------------------------------------------------- the documentation
+
+
+def test_the_documented_ranges_are_the_code_s() -> None:
+    from polyglot_groc.config import range_table
+
+    doc = (REPO / "docs" / "internals.md").read_text(encoding="utf-8")
+    table = doc.split("<!-- config-ranges:start -->", 1)[1].split("<!-- config-ranges:end -->", 1)[0]
+    rows = table.strip().splitlines()[2:]
+    assert rows == [f"| `{key}` | `{default}` | {allowed} |" for key, default, allowed in range_table()]
+
+
+def test_the_readme_states_the_resume_rule_the_code_applies() -> None:
+    from polyglot_groc.training.workflows import RESUMABLE_KEYS
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Reliability\n", 1)[1].split("\n## ", 1)[0]
+    for key in RESUMABLE_KEYS:
+        assert f"`{key.removeprefix('train.')}`" in section or f"`{key}`" in section, key
+    assert "tests/test_reliability.py" in section
