@@ -25,6 +25,7 @@ from typing import Any
 
 from groc_base.checks import check_input_file
 from groc_base.errors import LexiconFormatError, LexiconMissingError
+from groc_base.fileio import atomic_write_bytes
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
 
@@ -170,5 +171,5 @@ def write_tsv_lexicon(rows: Sequence[tuple[str, str, list[str], str | None]], pa
             lines.append(f"{lang}\t{word}\trelated\t{'|'.join(related)}")
         if gloss:
             lines.append(f"{lang}\t{word}\tdefinition\t{gloss}")
-    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_bytes(out, ("\n".join(lines) + "\n").encode("utf-8"))  # never half a lexicon
     return out

@@ -489,6 +489,17 @@ def test_runs_show_names_a_damaged_result(runs: dict[str, Path], tmp_path: Path,
     assert "result.json" in line and "damaged" in line
 
 
+@pytest.mark.parametrize("text", ["null", "[]", "{}"])
+def test_load_result_names_a_damaged_result(runs: dict[str, Path], tmp_path: Path, text: str) -> None:
+    from groc_base.errors import InputError
+    from polyglot_groc.training.workflows import load_result
+
+    run = _copy(runs["groc"], tmp_path)
+    (run / "result.json").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match="result.json is not a run's result"):
+        load_result(run=run)
+
+
 def test_runs_show_names_a_damaged_metrics_line(runs: dict[str, Path], tmp_path: Path) -> None:
     run = _copy(runs["groc"], tmp_path)
     record = json.loads((run / "metrics.jsonl").read_text().splitlines()[0])

@@ -391,13 +391,28 @@ def load_result(*, run: PathLike) -> TrainResult:
     run = Path(run)
     metrics = run / "metrics.jsonl"
     lines = metrics.read_text(encoding="utf-8").splitlines() if metrics.is_file() else []
-    history = [json.loads(line) for line in lines if line.strip()]
+    history = []
+    for no, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                record = json.loads(line)
+            except ValueError as exc:
+                raise InputError(f"{metrics}:{no} is not a JSON record ({exc}); the metrics file is damaged: "
+                                 "restore it, or move it away") from exc
+            if not isinstance(record, dict):
+                raise InputError(f"{metrics}:{no} is not a JSON object; the metrics file is damaged: restore it, "
+                                 "or move it away")
+            history.append(record)
     if (run / "result.json").is_file():
-        r = json.loads((run / "result.json").read_text(encoding="utf-8"))
-        return TrainResult(run, int(r["steps"]), float(r["epochs"]), r["stop_reason"], int(r["n_params"]),
-                           float(r["tokens_per_s"]), float(r["train_seconds"]), dict(r["best_valid_perplexity"]),
-                           dict(r["last_valid_perplexity"]), history, dict(r.get("n_params_split") or {}),
-                           dict(r.get("lexicon") or {}), r.get("parent"))
+        try:
+            r = json.loads((run / "result.json").read_text(encoding="utf-8"))
+            return TrainResult(run, int(r["steps"]), float(r["epochs"]), r["stop_reason"], int(r["n_params"]),
+                               float(r["tokens_per_s"]), float(r["train_seconds"]), dict(r["best_valid_perplexity"]),
+                               dict(r["last_valid_perplexity"]), history, dict(r.get("n_params_split") or {}),
+                               dict(r.get("lexicon") or {}), r.get("parent"))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise InputError(f"{run / 'result.json'} is not a run's result ({type(exc).__name__}: {exc}); it is "
+                             "damaged: move it away (the run then reads as interrupted) or train it again") from exc
     if not (run / "last.pt").is_file():
         raise InputError(f"{run} holds no result.json and no last.pt; train it first")
     payload = load_checkpoint(run / "last.pt")
