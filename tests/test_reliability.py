@@ -312,6 +312,16 @@ def test_a_nan_validation_is_no_good_state(tmp_path: Path, monkeypatch: pytest.M
     assert payload["step"] == 2
 
 
+def test_a_huge_lr_in_range_is_the_documented_exit_3_beyond_it_exit_2(tmp_path: Path) -> None:
+    """train.lr=1000 (the top of its range) blows the loss up: exit 3, as documented; 1e300 is refused."""
+    res = runner.invoke(app, _train_args(tmp_path / "r", "--max-steps", "10", "--set", "train.lr=1000",
+                                         "--set", "train.clip=0", "--set", "train.eval_every=10"))
+    assert res.exit_code == 3, res.output
+    assert "training diverged at step 10" in res.stderr and "Traceback" not in res.output
+    line = one_error_line(runner.invoke(app, _train_args(tmp_path / "s", "--set", "train.lr=1e300")))
+    assert "train.lr" in line and "(0, 1000]" in line
+
+
 def test_a_nan_last_checkpoint_is_never_called_good(tmp_path: Path) -> None:
     """Runs written before the check above may hold a last.pt whose validation was NaN: best.pt is named."""
     from polyglot_groc.training.trainer import TrainResult

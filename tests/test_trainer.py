@@ -82,7 +82,7 @@ def test_checkpoint_refuses_unknown_format_and_garbage(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="format_version 99"):
         load_checkpoint(tmp_path / "b.pt")
     (tmp_path / "c.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match="cannot be read"):
+    with pytest.raises(CheckpointError, match="is corrupt"):
         load_checkpoint(tmp_path / "c.pt")
 
 

@@ -116,15 +116,13 @@ class TrainResult:
         finite; else best.pt where it exists (it never holds a non-finite one), else nothing was kept.
         """
         run = Path(self.run_dir)
-        finite = [r for r in self.history if isinstance(r.get("valid_nll"), (int, float))
-                  and math.isfinite(r["valid_nll"])]
-        head = f"training diverged at step {self.steps} (non-finite loss); lower {fix}"
+        finite = [r for r in self.history if _finite_record(r)]
+        head = f"training diverged at step {self.steps} (non-finite loss or perplexity); lower {fix}"
         if not (run / "last.pt").is_file():
             return f"{head} and train again: it stopped before its first checkpoint, so nothing was kept"
         saved = [r for r in self.history if r.get("step") == self.checkpoint_step]
         last = saved[-1] if saved else self.history[-1] if self.history else None
-        if last is not None and not (isinstance(last.get("valid_nll"), (int, float))
-                                     and math.isfinite(last["valid_nll"])):
+        if last is not None and not _finite_record(last):
             if (run / "best.pt").is_file() and finite:
                 best = min(finite, key=lambda r: r["valid_nll"])
                 return (f"{head}: last.pt (step {last.get('step')}) already had a non-finite validation perplexity; "
@@ -147,6 +145,12 @@ class TrainResult:
         if self.parent is not None:
             out["parent"] = dict(self.parent)
         return out
+
+
+def _finite_record(record: Mapping[str, Any]) -> bool:
+    """A validation record whose pooled nll and every perplexity are finite numbers (JSON null: not)."""
+    values = [record.get("valid_nll"), *(record.get("valid_perplexity") or {}).values()]
+    return all(isinstance(v, (int, float)) and math.isfinite(v) for v in values)
 
 
 class TrainHooks(Protocol):
@@ -571,7 +575,8 @@ class Trainer:
         if self.dist.is_main:
             atomic_write_text(self.run_dir / "metrics.jsonl", "\n".join(self.metrics_lines) + "\n")
         self.hooks.on_eval(record)
-        if not math.isfinite(nll):
+        if not (math.isfinite(nll) and all(math.isfinite(p) for p in state.last_valid.values())):
+            # A perplexity that overflows (a loss above ~709 nats a token) is as diverged as a NaN one.
             log.error("training diverged by step %d (non-finite validation perplexity); no checkpoint written",
                       state.step)
             return "diverged"
