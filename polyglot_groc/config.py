@@ -129,6 +129,8 @@ PRESETS: dict[str, Path] = {"small": CONFIGS_DIR / "quickstart.toml", "paper": C
 MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "groc", "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("fp32", "tf32", "bf16")
+#: The most CPU threads --threads or train.threads may ask for.
+THREADS_MAX = 4096
 DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
 
 #: Each kind's own defaults for ``[model.output]`` (seed 000 Table 8, PTB rows; the same values as
@@ -310,7 +312,7 @@ class TrainConfig:
     seed: int = ranged(0, 0, 2**32 - 1)
     #: Probability of a full update of the output embedding function in a step (seed 000 B.4).
     output_update_prob: float = ranged(1.0, 0.0, 1.0, lo_open=True)
-    threads: int = ranged(0, 0, 4096)
+    threads: int = ranged(0, 0, THREADS_MAX)
     #: AWD-LSTM activation regularisation on the (dropped) top prefix output [alpha] and
     #: temporal activation regularisation on its raw output [beta]; 0 disables.
     ar_alpha: float = ranged(0.0, 0.0, 1000.0)

@@ -162,6 +162,11 @@ def test_the_reported_config_values_are_one_line(args: list[str], needle: str, t
     assert not (tmp_path / "r").exists()
 
 
+def test_threads_beyond_their_range_are_one_line(runs: dict[str, Path]) -> None:
+    line = one_error_line(runner.invoke(app, ["evaluate", str(runs["groc"]), "--threads", str(10**12)]))
+    assert "--threads" in line
+
+
 def test_a_model_too_large_to_allocate_says_what_it_would_need(tmp_path: Path) -> None:
     line = one_error_line(runner.invoke(app, _train_args(tmp_path / "r", "--set", "model.d=1000000")))
     assert "does not fit in memory" in line and "GiB" in line and "parameters" in line

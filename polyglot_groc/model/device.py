@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import torch
 
 from groc_base.errors import ConfigError
-from polyglot_groc.config import DEVICE_PATTERN, PRECISIONS
+from polyglot_groc.config import DEVICE_PATTERN, PRECISIONS, THREADS_MAX
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,10 @@ def set_threads(threads: int) -> None:
     ``threads`` wins over it (``torch.set_num_threads``). On a shared or loaded machine, fewer
     threads than cores is often much faster (no oversubscription).
     """
-    if threads < 0:
-        raise ConfigError(f"--threads={threads} must be >= 0 (0: torch's default, $OMP_NUM_THREADS or all cores)")
+    top = THREADS_MAX  # train.threads' upper bound
+    if not 0 <= threads <= top:
+        raise ConfigError(f"--threads={threads} must lie in [0, {top}] (0: torch's default, $OMP_NUM_THREADS or "
+                          "all cores)")
     if threads > 0:
         torch.set_num_threads(threads)
         log.info("using %d CPU thread(s)", threads)
