@@ -167,6 +167,15 @@ def test_threads_beyond_their_range_are_one_line(runs: dict[str, Path]) -> None:
     assert "--threads" in line
 
 
+def test_a_huge_bin_count_is_refused_not_built() -> None:
+    from groc_base.errors import InputError
+    from polyglot_groc.analysis.freqbins import MAX_BINS, bin_edges
+
+    assert len(bin_edges(50, MAX_BINS)) == MAX_BINS + 1
+    with pytest.raises(InputError, match="bin count"):
+        bin_edges(50, 10**12)  # built its edges for ever before
+
+
 def test_a_model_too_large_to_allocate_says_what_it_would_need(tmp_path: Path) -> None:
     line = one_error_line(runner.invoke(app, _train_args(tmp_path / "r", "--set", "model.d=1000000")))
     assert "does not fit in memory" in line and "GiB" in line and "parameters" in line

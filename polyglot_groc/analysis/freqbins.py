@@ -50,10 +50,16 @@ class FreqBin:
                 "mean_diff": None if np.isnan(self.mean_diff) else self.mean_diff, "share": self.share}
 
 
+#: The most bins ``--bins`` may ask for.
+MAX_BINS = 1000
+
+
 def bin_edges(width: int = 50, n_bins: int = 10, include_unseen: bool = True) -> list[tuple[int, int]]:
     """Seed bins 1-50, 51-100, ... of ``width``; the last bin is open-ended; optional 0 bin for new words."""
-    if width < 1 or n_bins < 1:
-        raise InputError(f"bin width {width} and count {n_bins} must be >= 1; use e.g. --bin-width 50 --bins 10")
+    # At most MAX_BINS bins: a figure of more is unreadable, and a huge count would build its edges for ever.
+    if not (1 <= width <= 10**12 and 1 <= n_bins <= MAX_BINS):
+        raise InputError(f"bin width {width} must lie in [1, 10^12] and bin count {n_bins} in [1, {MAX_BINS}]; use "
+                         "e.g. --bin-width 50 --bins 10")
     edges = [(0, 0)] if include_unseen else []
     edges += [(1 + k * width, (k + 1) * width) for k in range(n_bins - 1)]
     edges.append((1 + (n_bins - 1) * width, -1))
