@@ -129,6 +129,8 @@ PRESETS: dict[str, Path] = {"small": CONFIGS_DIR / "quickstart.toml", "paper": C
 MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "groc", "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("fp32", "tf32", "bf16")
+#: The largest embedding size model.d (and pretrain-vectors --dim) may take.
+D_MAX = 1 << 20
 #: The most CPU threads --threads or train.threads may ask for.
 THREADS_MAX = 4096
 DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
@@ -265,7 +267,7 @@ class PrefixConfig:
 class ModelConfig:
     kind: str = "groc"
     #: Embedding size d (seed 004 appendix C: 256).
-    d: int = ranged(256, 1, 1 << 20)
+    d: int = ranged(256, 1, D_MAX)
     init_range: float = ranged(0.05, 0.0, 10.0)
     charset: CharsetConfig = dataclasses.field(default_factory=CharsetConfig)
     surface: SurfaceConfig = dataclasses.field(default_factory=SurfaceConfig)
