@@ -121,7 +121,8 @@ def prepare(
                                           "takes auto (stanza where installed, else toktok)")] = None,
     full: Annotated[bool, typer.Option("--full", help="Print the whole manifest entry (inputs, digests)")] = False,
     overwrite: Annotated[bool, typer.Option(
-        "--overwrite", help="Replace the language(s) already in --out (--preset crossdomain-en: the whole --out)")] = False,
+        "--overwrite",
+        help="Replace the language(s) already in --out (--preset crossdomain-en: the whole --out)")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Tokenise your own files (--lang xx --input FILE...) or sample the shared text (--langs en,fr) into

@@ -102,9 +102,11 @@ class RunLock:
                  "argv": sys.argv[:8], "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         try:
             (self.run_dir / OWNER_NAME).write_text(json.dumps(owner) + "\n", encoding="utf-8")
-        except BaseException:  # a full disk: give the lock back, leave no half-written note
+        except BaseException as exc:  # a full disk: give the lock back, leave no half-written note
             (self.run_dir / OWNER_NAME).unlink(missing_ok=True)
             self._lock.release()
+            if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file
+                raise OSError(exc.errno, exc.strerror, str(self.run_dir / OWNER_NAME)) from exc
             raise
         return self
 
