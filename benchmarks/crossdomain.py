@@ -92,7 +92,9 @@ def main() -> None:
     t0 = time.monotonic()
     data = args.work / "data"
     filters = filters_override(args.filters) if args.filters else {}  # checked before any data is written
-    manifest = prepare_crossdomain_en(shared_data(), data, args.train_tokens, args.eval_tokens, args.finetune_tokens)
+    # Deterministic: a re-run into the same --work rewrites the same corpora.
+    manifest = prepare_crossdomain_en(shared_data(), data, args.train_tokens, args.eval_tokens, args.finetune_tokens,
+                                      overwrite=True)
     runs: dict[str, Path] = {}
     train_info: dict[str, Any] = {}
     for name, kind in KINDS.items():
