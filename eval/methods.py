@@ -110,7 +110,9 @@ def fit_mapping(
         history.append({"iteration": 0, "dictionary_size": int(pairs.shape[0]),
                         "rcsls_steps": len(steps), "rcsls_loss_start": float(steps[0]["loss"]),
                         "rcsls_loss_best": float(min(s["loss"] for s in steps)),
-                        "rcsls_step_seconds": float(np.mean([s["seconds"] for s in steps]))})
+                        "rcsls_first_step_seconds": float(steps[0]["seconds"]),
+                        "rcsls_max_step_seconds": float(max(s["seconds"] for s in steps)),
+                        "rcsls_mean_step_seconds": float(np.mean([s["seconds"] for s in steps]))})
     else:
         vm = vecmap(src_n, tgt_n, pairs, vecmap_config)
         w, w_tgt = vm.W_src.T, vm.W_tgt.T  # (d', d): the AlignmentResult convention x @ W.T

@@ -13,9 +13,9 @@ values of ``R`` are clipped to [0, 1] after every step.  This is fastText's
 ``alignment/align.py`` (read as the reference, not copied) with two differences on purpose:
 
 * memory: the reference builds two dense ``(n, max_neg)`` score matrices (float64 by NumPy's
-  promotion; ~17 GB at n=5000, 200k, d=300).  Here the top-``k`` of each row comes from an exact
-  faiss inner-product search in query blocks, so only a ``(block, max_neg)`` slab exists at a
-  time and the objective is the same;
+  promotion; ~17 GB at n=5000, 200k, d=300).  Here the top-``k`` of each row is taken from one
+  ``(batch_size, max_neg)`` float32 score slab at a time (256 x 200k: 0.2 GB), so memory stays
+  bounded and the objective is the same;
 * the undo: the reference's ``R -= lr * df`` updates ``R`` in place, so its saved ``Rold``
   aliases ``R`` and a rising step is not really undone (without ``spectral``); here the
   previous map is restored and the smaller step retried from it.
@@ -27,7 +27,6 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-import faiss
 import numpy as np
 
 from eval.knn import _positive, _two_matrices, _unit_rows
@@ -47,7 +46,7 @@ class RcslsConfig:
     n_iter: int = 10
     lr: float = 1.0
     spectral: bool = False
-    batch_size: int = 4096  # query rows per faiss search: bounds the (block, max_neg) score slab
+    batch_size: int = 256  # query rows per score slab: bounds the (block, max_neg) float32 matrix (200 MB)
 
     def __post_init__(self) -> None:
         for name in ("knn", "max_neg", "batch_size"):
@@ -72,49 +71,114 @@ def spectral_projection(R: np.ndarray) -> np.ndarray:
     return np.asarray((u * np.clip(s, 0.0, 1.0)) @ vt, dtype=R.dtype)
 
 
-def _knn_term(queries: np.ndarray, keys: np.ndarray, gather: np.ndarray, k: int,
-              batch_size: int) -> tuple[float, np.ndarray]:
-    """Sum over queries of the mean of their ``k`` best inner products with ``keys``, and the gradient rows.
+class _TopK:
+    """Exact top-``k`` of queries against FIXED unit-norm keys, reusing the last full search when it is certified.
 
-    Returns the score sum and ``(q, d)``: for each query, the mean of the ``gather`` rows of its
-    ``k`` nearest keys (the negatives before mapping), which is what the gradient needs.  Exact
-    (faiss flat search), one query block at a time: never a dense ``(q, m)`` matrix.
+    A full search keeps, per query, its ``keep`` best keys and the ``keep``-th score ``t``. When
+    the query later moves by ``delta`` (L2), no other key can score above ``t + delta`` (keys
+    have norm <= 1, Cauchy-Schwarz), so if the ``k``-th best of the kept keys at the new query
+    scores at least that, the top-``k`` is exactly among them; the other queries are searched in
+    full again.  RCSLS moves its queries a little per step, so most steps after the first cost
+    ``(q, keep, d)`` instead of ``(q, m, d)``.  Scores are float32 with a small safety margin.
     """
-    index = faiss.IndexFlatIP(keys.shape[1])
-    index.add(np.ascontiguousarray(keys, dtype=np.float32))
-    total = 0.0
-    means = np.empty((queries.shape[0], gather.shape[1]), dtype=np.float32)  # (q, d)
-    for start in range(0, queries.shape[0], batch_size):
-        block = np.ascontiguousarray(queries[start : start + batch_size], dtype=np.float32)  # (b, d)
-        scores, ids = index.search(block, k)  # (b, k), (b, k)
-        total += float(scores.sum(dtype=np.float64)) / k
-        means[start : start + block.shape[0]] = gather[ids].mean(axis=1)  # (b, k, d) -> (b, d)
-    return total, means
+
+    MARGIN = 1e-4
+
+    def __init__(self, keys: np.ndarray, gather: np.ndarray, k: int, batch_size: int, keep: int = 64) -> None:
+        import torch
+
+        self.keys = torch.from_numpy(np.ascontiguousarray(keys, dtype=np.float32))  # (m, d), shares memory
+        self.gather = gather  # (m, d): the rows whose k-mean the gradient needs
+        self.k = min(k, keys.shape[0])
+        self.keep = min(max(keep, self.k), keys.shape[0])
+        self.batch_size = batch_size
+        self.anchor: np.ndarray | None = None  # (q, d): each query where its candidates were found
+        self.cand: np.ndarray | None = None  # (q, keep) key ids
+        self.floor: np.ndarray | None = None  # (q,) the keep-th best score at the anchor
+        self.full_rows = 0  # queries searched in full (over all calls), for the log and tests
+
+    def _full(self, queries: np.ndarray, rows: np.ndarray) -> None:
+        import torch
+
+        assert self.anchor is not None and self.cand is not None and self.floor is not None
+        with torch.no_grad():
+            for start in range(0, rows.shape[0], self.batch_size):
+                idx = rows[start : start + self.batch_size]
+                block = torch.from_numpy(np.ascontiguousarray(queries[idx]))  # (b, d)
+                scores, ids = torch.topk(block @ self.keys.T, self.keep, dim=1)  # (b, keep), sorted
+                self.cand[idx] = ids.numpy()
+                self.floor[idx] = scores[:, -1].numpy()
+                self.anchor[idx] = queries[idx]
+        self.full_rows += int(rows.shape[0])
+
+    def search(self, queries: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(sum over queries of their k-best mean score, (q, d) k-mean of the gathered rows)``."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)  # (q, d)
+        q = queries.shape[0]
+        if self.anchor is None or self.anchor.shape[0] != q:
+            self.anchor = np.empty_like(queries)
+            self.cand = np.empty((q, self.keep), dtype=np.int64)
+            self.floor = np.empty(q, dtype=np.float32)
+            self._full(queries, np.arange(q))
+        else:
+            self._full(queries, self._uncertified(queries))  # re-anchored rows are certified (drift 0)
+        assert self.cand is not None
+        keys = self.keys.numpy()
+        total = 0.0
+        means = np.empty((q, self.gather.shape[1]), dtype=np.float32)  # (q, d)
+        for start in range(0, q, self.batch_size):
+            sl = slice(start, start + self.batch_size)
+            scores = np.einsum("bkd,bd->bk", keys[self.cand[sl]], queries[sl])  # (b, keep)
+            top = np.argpartition(-scores, self.k - 1, axis=1)[:, : self.k]  # (b, k)
+            total += float(np.take_along_axis(scores, top, axis=1).sum(dtype=np.float64)) / self.k
+            ids = np.take_along_axis(self.cand[sl], top, axis=1)  # (b, k)
+            means[sl] = self.gather[ids].mean(axis=1)  # (b, k, d) -> (b, d)
+        return total, means
+
+    def _uncertified(self, queries: np.ndarray) -> np.ndarray:
+        """Rows whose kept candidates cannot prove their top-k at the new query."""
+        assert self.cand is not None and self.floor is not None and self.anchor is not None
+        keys = self.keys.numpy()
+        bad = []
+        for start in range(0, queries.shape[0], self.batch_size):
+            sl = slice(start, start + self.batch_size)
+            scores = np.einsum("bkd,bd->bk", keys[self.cand[sl]], queries[sl])  # (b, keep)
+            kth = -np.partition(-scores, self.k - 1, axis=1)[:, self.k - 1]  # (b,)
+            drift = np.linalg.norm(queries[sl] - self.anchor[sl], axis=1)  # (b,)
+            bad.append(np.nonzero(kth < self.floor[sl] + drift + self.MARGIN)[0] + start)
+        return np.concatenate(bad)
 
 
-def rcsls_loss_and_grad(
-    X: np.ndarray, Y: np.ndarray, Z_src: np.ndarray, Z_tgt: np.ndarray, R: np.ndarray, knn: int = 10,
-    batch_size: int = 4096,
-) -> tuple[float, np.ndarray]:
-    """The RCSLS loss at ``R`` and its gradient ``(d, d)`` (fastText's ``rcsls``), in bounded memory.
-
-    ``X`` / ``Y`` ``(n, d)``: the training pairs' source / target rows; ``Z_src`` / ``Z_tgt``
-    ``(m, d)``: the negatives.  The gradient of the top-k terms holds the neighbour sets fixed
-    (a subgradient, as the reference).
-    """
+def _loss_and_grad(X: np.ndarray, Y: np.ndarray, R: np.ndarray, tgt_side: _TopK,
+                   src_side: _TopK) -> tuple[float, np.ndarray]:
+    """RCSLS loss and gradient at ``R``; ``tgt_side`` searches Z_tgt, ``src_side`` searches Z_src."""
     n = X.shape[0]
     R = np.asarray(R, dtype=np.float32)
     mapped = X @ R.T  # (n, d)
     f = 2.0 * float(np.einsum("ij,ij->", mapped, Y, dtype=np.float64))
     grad = 2.0 * (Y.T.astype(np.float64) @ X)  # (d, d)
     # Mapped sources against the target negatives: d/dR (R x).z = z x^T.
-    f0, z_tgt_mean = _knn_term(mapped, Z_tgt, Z_tgt, knn, batch_size)  # (n, d)
+    f0, z_tgt_mean = tgt_side.search(mapped)  # (n, d)
     grad -= z_tgt_mean.T.astype(np.float64) @ X
-    # Targets against the mapped source negatives: d/dR (R z).y = y z^T.
-    f1, z_src_mean = _knn_term(Y, Z_src @ R.T, Z_src, knn, batch_size)  # (n, d)
+    # Targets against the mapped source negatives, (R z).y = z.(R^T y): the queries Y R move, the
+    # keys Z_src stay fixed (so the search can be certified across steps); d/dR (R z).y = y z^T.
+    f1, z_src_mean = src_side.search(Y @ R)  # (n, d)
     grad -= Y.T.astype(np.float64) @ z_src_mean
     f = f - f0 - f1
     return -f / n, np.asarray(-grad / n, dtype=np.float32)
+
+
+def rcsls_loss_and_grad(
+    X: np.ndarray, Y: np.ndarray, Z_src: np.ndarray, Z_tgt: np.ndarray, R: np.ndarray, knn: int = 10,
+    batch_size: int = 256,
+) -> tuple[float, np.ndarray]:
+    """The RCSLS loss at ``R`` and its gradient ``(d, d)`` (fastText's ``rcsls``), in bounded memory.
+
+    ``X`` / ``Y`` ``(n, d)``: the training pairs' source / target rows; ``Z_src`` / ``Z_tgt``
+    ``(m, d)``: the negatives, rows of norm <= 1.  The gradient of the top-k terms holds the
+    neighbour sets fixed (a subgradient, as the reference).
+    """
+    return _loss_and_grad(X, Y, R, _TopK(Z_tgt, Z_tgt, knn, batch_size), _TopK(Z_src, Z_src, knn, batch_size))
 
 
 def rcsls(
@@ -146,18 +210,21 @@ def rcsls(
     history: list[dict[str, float | int]] = []
     best_f, best_grad = np.inf, np.zeros_like(best_w)
     candidate = best_w
+    tgt_side = _TopK(Z_tgt, Z_tgt, cfg.knn, cfg.batch_size)
+    src_side = _TopK(Z_src, Z_src, cfg.knn, cfg.batch_size)
     for step in range(cfg.n_iter + 1):
         if lr < 1e-4:
             break
         started = time.perf_counter()
-        f, grad = rcsls_loss_and_grad(X, Y, Z_src, Z_tgt, candidate, cfg.knn, cfg.batch_size)
+        f, grad = _loss_and_grad(X, Y, candidate, tgt_side, src_side)
         accepted = f <= best_f
         if accepted:
             best_w, best_f, best_grad = candidate, f, grad
         else:
             lr /= 2  # the step overshot: retry a smaller one from the best map
         history.append({"step": step, "loss": f, "lr": lr, "accepted": int(accepted),
-                        "seconds": time.perf_counter() - started})
+                        "seconds": time.perf_counter() - started,
+                        "full_searches": tgt_side.full_rows + src_side.full_rows})
         logger.info("rcsls step %d: loss %.5f (%s), lr %.4g, %.1fs", step, f,
                     "accepted" if accepted else "rejected", lr, history[-1]["seconds"])
         if step == cfg.n_iter:
