@@ -251,3 +251,71 @@ def test_certified_topk_reuse_equals_fresh_search() -> None:
         np.testing.assert_allclose(means, means_ref, atol=1e-5)
         queries = queries + (0.002 if step < 4 else 0.5) * rng.standard_normal(queries.shape).astype(np.float32)
     assert 200 < reused.full_rows < 6 * 200  # the small moves reused, the large ones searched again
+
+
+# --------------------------------------------------------------------------------------------
+# align-many
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def three_languages(tmp_path: Path) -> Path:
+    """en (pivot), fr and es: rotated noisy copies of one space; fr-en and en-es training dictionaries."""
+    rng = np.random.default_rng(11)
+    base = rng.standard_normal((400, 12)).astype(np.float32)
+    for lang in ("en", "fr", "es"):
+        q, _ = np.linalg.qr(rng.standard_normal((12, 12)))
+        vecs = base @ q.T + 0.2 * rng.standard_normal(base.shape)
+        write_vec(tmp_path / f"{lang}.vec", [f"{lang}{i}" for i in range(400)], vecs.astype(np.float32))
+    (tmp_path / "fr-en.txt").write_text("".join(f"fr{i} en{i}\n" for i in range(200)), encoding="utf-8")
+    (tmp_path / "en-es.txt").write_text("".join(f"en{i} es{i}\n" for i in range(200)), encoding="utf-8")
+    (tmp_path / "fr-es.test.txt").write_text("".join(f"fr{i} es{i}\n" for i in range(300, 350)), encoding="utf-8")
+    return tmp_path
+
+
+def _many(root: Path, *extra: str) -> list[str]:
+    return ["align-many", "--vectors", f"en={root / 'en.vec'}", "--vectors", f"fr={root / 'fr.vec'}",
+            "--vectors", f"es={root / 'es.vec'}", "--pivot", "en", "--train-dict", f"fr-en={root / 'fr-en.txt'}",
+            "--train-dict", f"en-es={root / 'en-es.txt'}", "--eval-dict", f"fr-es={root / 'fr-es.test.txt'}",
+            "--out", str(root / "many"), *extra]
+
+
+def test_align_many_puts_every_language_in_one_space(three_languages: Path) -> None:
+    from eval.vectors import read_vec
+
+    res = runner.invoke(app, _many(three_languages, "--refine", "1"))
+    assert res.exit_code == 0, res.output
+    out = json.loads((three_languages / "many" / "result.json").read_text())
+    assert out["languages"]["es"]["train_dictionary"]["reversed"] is True
+    # fr and es never met in training: through the pivot they translate each other
+    assert out["pairs"]["fr-es"]["protocols"]["muse"]["csls"]["precision_at_1"] > 80.0
+    assert "fr-es" in res.stderr
+    words, vecs = read_vec(three_languages / "many" / "fr.vec")
+    assert len(words) == 400 and (three_languages / "many" / "W-es.npy").exists()
+    assert not (three_languages / "many" / "W-en.npy").exists()  # the pivot does not move
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--pivot", "de"], "--pivot 'de' has no vectors"),
+    (["--method", "vecmap"], "vecmap moves the target space too"),
+    (["--method", "rcsls", "--refine", "1"], "--refine 1 applies to procrustes only"),
+    (["--eval-dict", "fr-de=x.txt"], "no vectors for 'de'"),
+    (["--eval-dict", "fres"], "write KEY=FILE"),
+    (["--normalize", "whiten"], "unknown normalisation"),
+])
+def test_align_many_bad_input_exit_2_and_nothing_written(three_languages: Path, extra: list[str],
+                                                         needle: str) -> None:
+    args = _many(three_languages)
+    if extra[0] == "--pivot":
+        args[args.index("--pivot") + 1] = extra[1]
+        extra = []
+    res = runner.invoke(app, [*args, *extra])
+    assert needle in one_error_line(res)
+    assert not (three_languages / "many").exists()
+
+
+def test_align_many_needs_a_training_dictionary_per_language(three_languages: Path) -> None:
+    args = _many(three_languages)
+    i = args.index(f"en-es={three_languages / 'en-es.txt'}")
+    del args[i - 1 : i + 1]
+    assert "no training dictionary for 'es'" in one_error_line(runner.invoke(app, args))

@@ -154,7 +154,7 @@ def protocol_lines(protocols: dict[str, Any] | None) -> list[str]:
     for key, label in names.items():
         if key in protocols:
             entry = protocols[key]
-            cover = f"coverage {100.0 * entry['coverage']:5.1f}%" if "coverage" in entry else "coverage 100.0% of scored"
+            cover = f"coverage {100.0 * entry['coverage']:5.1f}%" if "coverage" in entry else "scorable only"
             at = "  ".join(f"P@{k} {entry['csls'][f'precision_at_{k}']:6.2f}" for k in KS)
             lines.append(f"  {label:<40} {at}  ({entry['n_queries']} words, {cover})")
     return lines
