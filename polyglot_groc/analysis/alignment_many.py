@@ -11,6 +11,7 @@ protocols, CSLS and nn), including pairs that never met in training (e.g. fr-es 
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Mapping
@@ -50,7 +51,7 @@ class AlignManyResult:
     spaces: dict[str, tuple[list[str], np.ndarray]] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return json_safe({"pivot": self.pivot, "method": self.method, "normalize": self.normalize,  # type: ignore[no-any-return]
+        return json_safe({"pivot": self.pivot, "method": self.method, "normalize": self.normalize,  # type: ignore[return-value]
                           "languages": self.languages, "pairs": self.pairs, "out": self.out})
 
     def table(self) -> list[str]:
@@ -202,6 +203,10 @@ def align_many(
     return result
 
 
+def _save_npy(array: np.ndarray, f: Any) -> None:
+    np.save(f, array)
+
+
 def _write(out: Path, result: AlignManyResult, maps: dict[str, np.ndarray], overwrite: bool) -> None:
     """``<lang>.vec`` (every language in the pivot's space), ``W-<lang>.npy``, ``result.json``: all or none."""
     from eval.vectors import write_vec
@@ -211,5 +216,5 @@ def _write(out: Path, result: AlignManyResult, maps: dict[str, np.ndarray], over
         for lang, (words, vecs) in result.spaces.items():
             write_vec(tmp / f"{lang}.vec", words, vecs)
         for lang, w in maps.items():
-            atomic_write(tmp / f"W-{lang}.npy", lambda f, w=w: np.save(f, w))
+            atomic_write(tmp / f"W-{lang}.npy", functools.partial(_save_npy, w))
         atomic_write(tmp / "result.json", lambda f: f.write(text.encode("utf-8")))
