@@ -319,3 +319,13 @@ def test_align_many_needs_a_training_dictionary_per_language(three_languages: Pa
     i = args.index(f"en-es={three_languages / 'en-es.txt'}")
     del args[i - 1 : i + 1]
     assert "no training dictionary for 'es'" in one_error_line(runner.invoke(app, args))
+
+
+def test_align_methods_benchmark_refuses_an_unknown_pair() -> None:
+    from benchmarks.align_methods import main
+    from benchmarks.common import BadInput
+
+    with pytest.raises(BadInput, match="en-de"):
+        main(["--pairs", "en-de", "--no-save"])
+    with pytest.raises(BadInput, match="--refine-rounds"):
+        main(["--refine-rounds", "-1", "--no-save"])
