@@ -115,8 +115,8 @@ class _TopK:
                 self.anchor[idx] = queries[idx]
         self.full_rows += int(rows.shape[0])
 
-    def search(self, queries: np.ndarray) -> tuple[float, np.ndarray]:
-        """``(sum over queries of their k-best mean score, (q, d) k-mean of the gathered rows)``."""
+    def search(self, queries: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(sum over queries of weight x their k-best mean score, (q, d) k-mean of the gathered rows)``."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)  # (q, d)
         q = queries.shape[0]
         if self.anchor is None or self.anchor.shape[0] != q:
@@ -140,7 +140,8 @@ class _TopK:
             sl = slice(start, start + self.batch_size)
             scores = np.matmul(keys[self.cand[sl]], queries[sl, :, None])[:, :, 0]  # (b, keep)
             top = np.argpartition(-scores, self.k - 1, axis=1)[:, : self.k]  # (b, k)
-            total += float(np.take_along_axis(scores, top, axis=1).sum(dtype=np.float64)) / self.k
+            best = np.take_along_axis(scores, top, axis=1).sum(axis=1, dtype=np.float64)  # (b,)
+            total += float(best @ weights[sl]) / self.k
             ids = np.take_along_axis(self.cand[sl], top, axis=1)  # (b, k)
             means[sl] = self.gather[ids].mean(axis=1)  # (b, k, d) -> (b, d)
         return total, means
@@ -159,21 +160,31 @@ class _TopK:
         return np.concatenate(bad)
 
 
-def _loss_and_grad(X: np.ndarray, Y: np.ndarray, R: np.ndarray, tgt_side: _TopK,
-                   src_side: _TopK) -> tuple[float, np.ndarray]:
-    """RCSLS loss and gradient at ``R``; ``tgt_side`` searches Z_tgt, ``src_side`` searches Z_src."""
+def _loss_and_grad(X: np.ndarray, Y: np.ndarray, R: np.ndarray, tgt_side: _TopK, src_side: _TopK,
+                   pairs: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """RCSLS loss and gradient at ``R``; ``tgt_side`` searches Z_tgt, ``src_side`` searches Z_src.
+
+    A word in several training pairs (MUSE dictionaries list every translation) is one query,
+    weighted by its count: the same sums with fewer searches.  ``pairs`` ``(n, 2)`` gives the
+    words of the rows of ``X`` and ``Y`` (None: every row its own word).
+    """
     n = X.shape[0]
     R = np.asarray(R, dtype=np.float32)
-    mapped = X @ R.T  # (n, d)
-    f = 2.0 * float(np.einsum("ij,ij->", mapped, Y, dtype=np.float64))
+    f = 2.0 * float(np.einsum("ij,ij->", X @ R.T, Y, dtype=np.float64))
     grad = 2.0 * (Y.T.astype(np.float64) @ X)  # (d, d)
+    src_ids = np.arange(n) if pairs is None else pairs[:, 0]
+    tgt_ids = np.arange(n) if pairs is None else pairs[:, 1]
+    _, first_x, count_x = np.unique(src_ids, return_index=True, return_counts=True)  # (u,), (u,)
+    _, first_y, count_y = np.unique(tgt_ids, return_index=True, return_counts=True)
+    Xu, wx = X[first_x], count_x.astype(np.float64)  # (u, d), (u,)
+    Yu, wy = Y[first_y], count_y.astype(np.float64)
     # Mapped sources against the target negatives: d/dR (R x).z = z x^T.
-    f0, z_tgt_mean = tgt_side.search(mapped)  # (n, d)
-    grad -= z_tgt_mean.T.astype(np.float64) @ X
+    f0, z_tgt_mean = tgt_side.search(Xu @ R.T, wx)  # (u, d)
+    grad -= (z_tgt_mean * wx[:, None]).T @ Xu
     # Targets against the mapped source negatives, (R z).y = z.(R^T y): the queries Y R move, the
     # keys Z_src stay fixed (so the search can be certified across steps); d/dR (R z).y = y z^T.
-    f1, z_src_mean = src_side.search(Y @ R)  # (n, d)
-    grad -= Y.T.astype(np.float64) @ z_src_mean
+    f1, z_src_mean = src_side.search(Yu @ R, wy)  # (u, d)
+    grad -= (Yu * wy[:, None]).T @ z_src_mean
     f = f - f0 - f1
     return -f / n, np.asarray(-grad / n, dtype=np.float32)
 
@@ -226,7 +237,7 @@ def rcsls(
         if lr < 1e-4:
             break
         started = time.perf_counter()
-        f, grad = _loss_and_grad(X, Y, candidate, tgt_side, src_side)
+        f, grad = _loss_and_grad(X, Y, candidate, tgt_side, src_side, pairs)
         accepted = f <= best_f
         if accepted:
             best_w, best_f, best_grad = candidate, f, grad

@@ -69,6 +69,23 @@ def test_rcsls_loss_and_gradient_equal_the_dense_reference(spaces: tuple[np.ndar
     np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-5)
 
 
+def test_rcsls_words_in_several_pairs_are_searched_once_with_the_same_objective(
+        spaces: tuple[np.ndarray, ...]) -> None:
+    from eval.rcsls import _loss_and_grad, _TopK
+
+    src, tgt, train, _ = spaces
+    xs, xt = _unit(src), _unit(tgt)
+    # MUSE dictionaries repeat words: every source word twice, some targets three times
+    pairs = np.concatenate([train, np.stack([train[:, 0], (train[:, 1] + 7) % 300], axis=1), train[:40]])
+    X, Y = xs[pairs[:, 0]], xt[pairs[:, 1]]
+    R = procrustes(X, Y)
+    f, g = _loss_and_grad(X, Y, R, _TopK(xt, xt, 5, 64), _TopK(xs, xs, 5, 64), pairs)
+    f_ref, g_ref = _dense_rcsls(X.astype(np.float64), Y.astype(np.float64), xs.astype(np.float64),
+                                xt.astype(np.float64), R.astype(np.float64), 5)
+    assert f == pytest.approx(f_ref, rel=1e-5)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-5)
+
+
 def test_rcsls_descends_from_procrustes_and_spectral_clips(spaces: tuple[np.ndarray, ...]) -> None:
     src, tgt, train, test = spaces
     xs, xt = _unit(src), _unit(tgt)
@@ -244,9 +261,10 @@ def test_certified_topk_reuse_equals_fresh_search() -> None:
     keys = _unit(rng.standard_normal((3000, 12))).astype(np.float32)
     queries = _unit(rng.standard_normal((200, 12))).astype(np.float32)
     reused = _TopK(keys, keys, 10, 64, keep=64)
+    ones = np.ones(200)
     for step in range(6):
-        f, means = reused.search(queries)
-        f_ref, means_ref = _TopK(keys, keys, 10, 64).search(queries)
+        f, means = reused.search(queries, ones)
+        f_ref, means_ref = _TopK(keys, keys, 10, 64).search(queries, ones)
         assert f == pytest.approx(f_ref, rel=1e-5)
         np.testing.assert_allclose(means, means_ref, atol=1e-5)
         queries = queries + (0.002 if step < 4 else 0.5) * rng.standard_normal(queries.shape).astype(np.float32)
