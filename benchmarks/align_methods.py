@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import io
+import json
 import multiprocessing
 import os
 import re
@@ -243,7 +244,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                         str(dicts / f"{pair}.5000-6500.txt"), method, norm, args.threads,
                                         args.max_vocab))
                 print(pair, rows[-1], file=sys.stderr, flush=True)
-        result["pairs"][pair] = rows
+            result["pairs"][pair] = rows
+            # progress beside the vector cache (git-ignored): a long run that is stopped keeps its rows
+            (CACHE / "progress.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     # The bar: RCSLS >= Procrustes-CSLS + 2 P@1 (MUSE protocol) on at least two pairs.
     verdict = {}
     for pair, rows in result["pairs"].items():
