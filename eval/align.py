@@ -52,6 +52,7 @@ from eval.knn import (  # the k-NN engine; its public names stay importable from
     mean_knn_similarity,
     nn_topk,
 )
+from eval.normalize import normalize_embeddings
 from eval.vectors import vocabulary_index
 from groc_base.errors import InputError
 
@@ -63,6 +64,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "KNN_MODES",
     "PRUNE_MIN_KEYS",
+    "SELECT_ON",
     "AlignmentResult",
     "KnnMode",
     "NeighbourhoodMeans",
@@ -83,7 +85,10 @@ Method = Literal["csls", "nn"]
 Build = Literal["S2T", "T2S", "S2T|T2S", "S2T&T2S"]
 METHODS: tuple[str, ...] = ("csls", "nn")
 BUILDS: tuple[str, ...] = ("S2T", "T2S", "S2T|T2S", "S2T&T2S")
-NORMALIZATIONS: tuple[str, ...] = ("center", "renorm")
+SelectOn = Literal["criterion", "eval", "last"]
+#: How the refinement iteration is chosen: the unsupervised criterion (default), the evaluation
+#: pairs' P@1 (MUSE's supervised rule, explicit only) or the last iteration.
+SELECT_ON: tuple[str, ...] = ("criterion", "eval", "last")
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,35 +122,8 @@ def _check_pairs(pairs: np.ndarray, n_src: int, n_tgt: int, name: str = "pairs")
 
 
 # --------------------------------------------------------------------------------------------
-# normalisation and Procrustes
+# Procrustes (normalisation: eval.normalize)
 # --------------------------------------------------------------------------------------------
-
-
-def normalize_embeddings(X: np.ndarray, ops: Sequence[str] | str) -> np.ndarray:
-    """Apply MUSE's ``normalize_embeddings`` ops in order and return a NEW array.
-
-    ``ops`` items are ``"center"`` (subtract the mean vector) and ``"renorm"`` (unit L2 rows); a
-    MUSE-style string ``"renorm,center,renorm"`` is accepted too.  Unlike MUSE, zero rows stay
-    zero under ``renorm``.  Float inputs keep their dtype; others become float32.
-    """
-    op_list = [op for op in ops.split(",") if op] if isinstance(ops, str) else list(ops)
-    unknown = [op for op in op_list if op not in NORMALIZATIONS]
-    if unknown:
-        raise InputError(f"unknown normalisation {unknown[0]!r}; use 'center' and/or 'renorm'")
-    arr = np.asarray(X)
-    if arr.ndim != 2:
-        raise InputError(f"embeddings must be a 2-d (words, dim) array, got shape {arr.shape}")
-    dtype = arr.dtype if np.issubdtype(arr.dtype, np.floating) else np.dtype(np.float32)
-    out = np.array(arr, dtype=dtype, copy=True)  # (n, d)
-    for op in op_list:
-        if op == "center":
-            # Accumulate the mean in float64: a float32 sum over 200k rows loses digits.
-            out -= out.mean(axis=0, keepdims=True, dtype=np.float64).astype(dtype)
-        else:
-            norms = np.linalg.norm(out, axis=1, keepdims=True)  # (n, 1)
-            norms[norms == 0] = 1.0
-            out /= norms
-    return out
 
 
 def procrustes(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -477,21 +455,27 @@ class AlignmentResult:
     use :meth:`map_source` / :meth:`prepare_target` (or apply ``normalize_embeddings`` with
     ``normalize`` yourself) before :func:`translation_precision`.  ``history`` has one dict per
     iteration: ``iteration``, ``dictionary_size`` (pairs the Procrustes step was solved on) and
-    ``criterion`` (:func:`mean_csls_criterion` after that step).
+    ``criterion`` (:func:`mean_csls_criterion` after that step), plus ``eval_precision_at_1``
+    with ``select_on="eval"``.
     """
 
     W: np.ndarray
     best_iteration: int
     history: list[dict[str, float | int]] = field(default_factory=list)
     normalize: tuple[str, ...] = ()
+    #: Methods that move the target space too (VecMap): ``(d', d)``, the target maps as ``tgt @ W_tgt.T``.
+    W_tgt: np.ndarray | None = None
+    method: str = "procrustes"
+    select_on: str = "criterion"
 
     @property
     def best_criterion(self) -> float:
         return float(self.history[self.best_iteration]["criterion"])
 
     def prepare_target(self, tgt: np.ndarray) -> np.ndarray:
-        """Target vectors in the space ``W`` maps into (``normalize`` applied)."""
-        return normalize_embeddings(tgt, self.normalize)
+        """Target vectors in the space ``W`` maps into (``normalize`` applied, then ``W_tgt`` if any)."""
+        out = normalize_embeddings(tgt, self.normalize)
+        return out if self.W_tgt is None else out @ self.W_tgt.T
 
     def map_source(self, src: np.ndarray) -> np.ndarray:
         """Source vectors mapped into the target space: ``normalize(src) @ W.T``, ``(n, d)``."""
@@ -512,6 +496,8 @@ def align(
     criterion_n_src: int = 10000,
     batch_size: int = DEFAULT_BATCH_SIZE,
     knn_mode: KnnMode = "exact",
+    select_on: SelectOn = "criterion",
+    select_pairs: np.ndarray | None = None,
 ) -> AlignmentResult:
     """Supervised Procrustes alignment with iterative refinement (MUSE's ``supervised.py``).
 
@@ -525,7 +511,10 @@ def align(
     with the best P@1 on the EVALUATION dictionary (``VALIDATION_METRIC_SUP``), which reports a
     test score tuned on the test set.  Here selection uses only the unsupervised mean-cosine
     CSLS criterion, never gold pairs; evaluate afterwards with :func:`translation_precision`
-    on ``result.map_source(src)`` and ``result.prepare_target(tgt)``.
+    on ``result.map_source(src)`` and ``result.prepare_target(tgt)``.  ``select_on`` chooses:
+    ``"criterion"`` (the default above), ``"last"`` (the last iteration) or ``"eval"`` (MUSE's
+    supervised rule: the best CSLS P@1 on ``select_pairs``, the evaluation pairs; the reported
+    test figure is then tuned on the test set, so say so wherever it is quoted).
 
     ``normalize`` (``"center"``, ``"renorm"``, in order) is applied to both sides first, like
     MUSE's ``--normalize_embeddings``; the default ``()`` is MUSE's default.  If an induced
@@ -541,9 +530,16 @@ def align(
     knn = _positive("knn", knn)
     criterion_n_src = _positive("criterion_n_src", criterion_n_src)
     batch_size = _positive("batch_size", batch_size)
+    if select_on not in SELECT_ON:
+        raise InputError(f"unknown selection {select_on!r}; use one of {', '.join(SELECT_ON)}")
+    if (select_on == "eval") != (select_pairs is not None):
+        raise InputError("select_on='eval' needs select_pairs (the evaluation pairs) and select_pairs needs "
+                         "select_on='eval'; pass both or neither")
     ops = tuple(op for op in normalize.split(",") if op) if isinstance(normalize, str) else tuple(normalize)
     src_m, tgt_m = _two_matrices(src, tgt)
     seed = _check_pairs(train_pairs, src_m.shape[0], tgt_m.shape[0], name="train_pairs")
+    if select_pairs is not None:
+        select_pairs = _check_pairs(select_pairs, src_m.shape[0], tgt_m.shape[0], name="select_pairs")
     if ops:
         src_m = np.ascontiguousarray(normalize_embeddings(src_m, ops), dtype=np.float32)  # (n_src, d)
         tgt_m = np.ascontiguousarray(normalize_embeddings(tgt_m, ops), dtype=np.float32)  # (n_tgt, d)
@@ -594,6 +590,14 @@ def align(
             knn_mode=knn_mode,
         )
         history.append({"iteration": iteration, "dictionary_size": int(dico.shape[0]), "criterion": criterion})
+        score = criterion
+        if select_on == "eval":
+            assert select_pairs is not None
+            score = float(translation_precision(mapped_unit, tgt_unit, select_pairs, method="csls", ks=(1,), knn=knn,
+                                                batch_size=batch_size, knn_mode=knn_mode)["precision_at_1"])  # type: ignore[arg-type]
+            history[-1]["eval_precision_at_1"] = score
+        elif select_on == "last":
+            score = float(iteration)
         logger.info(
             "iteration %d: procrustes on %d pairs, mean cosine csls criterion %.5f (%.1fs)",
             iteration,
@@ -601,8 +605,9 @@ def align(
             criterion,
             time.perf_counter() - started,
         )
-        if best_w is None or criterion > best_criterion:
-            best_w, best_iteration, best_criterion = w, iteration, criterion
+        if best_w is None or score > best_criterion:
+            best_w, best_iteration, best_criterion = w, iteration, score
     assert best_w is not None
-    logger.info("best iteration %d with criterion %.5f", best_iteration, best_criterion)
-    return AlignmentResult(W=best_w, best_iteration=best_iteration, history=history, normalize=ops)
+    logger.info("best iteration %d by %s (%.5f)", best_iteration, select_on, best_criterion)
+    return AlignmentResult(W=best_w, best_iteration=best_iteration, history=history, normalize=ops,
+                           select_on=select_on)

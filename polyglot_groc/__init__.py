@@ -14,11 +14,13 @@ __version__ = "0.1.0"
 #: The names of :mod:`polyglot_groc.api` (tests/test_python_api_facade.py keeps the two equal). Only
 #: these load the API: a submodule import such as ``from polyglot_groc import model`` never does.
 API_NAMES = frozenset({
+    "AlignManyResult",
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
     "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult", "WordSimilarityResult",
-    "align", "curves", "evaluate", "export", "finetune", "freq_bins", "import_wordnet_file", "init_from_elmo",
+    "align", "align_many",
+    "curves", "evaluate", "export", "finetune", "freq_bins", "import_wordnet_file", "init_from_elmo",
     "lexicon_coverage", "load_config", "load_registry", "load_result", "parse_overrides", "prepare_language",
     "resume", "similarity", "train", "tune_cache",
 })

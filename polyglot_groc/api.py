@@ -20,6 +20,7 @@ function                    command                                result
 :func:`curves`              ``analyze curves``                     :class:`CurvesResult`
 :func:`export`              ``export``                             :class:`ExportResult`
 :func:`align`               ``align``                              :class:`AlignResult`
+:func:`align_many`          ``align-many``                         :class:`AlignManyResult`
 :func:`similarity`          ``similarity``                         :class:`WordSimilarityResult`
 :func:`lexicon_coverage`    ``lexicon coverage``                   :class:`LexiconCoverageResult`
 :func:`prepare_language`    ``data prepare --lang xx --input F``   :class:`PreparedLanguage`
@@ -41,6 +42,7 @@ from langpairs.files import PreparedLanguage, prepare_language
 from langpairs.registry import load_registry
 from lexicons.user_import import ImportedWordnet, import_wordnet_file
 from polyglot_groc.analysis.workflows import (
+    AlignManyResult,
     AlignResult,
     CurvesResult,
     EvaluateResult,
@@ -51,6 +53,7 @@ from polyglot_groc.analysis.workflows import (
     TuneCacheResult,
     WordSimilarityResult,
     align,
+    align_many,
     curves,
     evaluate,
     export,
@@ -66,11 +69,13 @@ from polyglot_groc.training.trainer import StepInfo, TrainHooks, TrainResult
 from polyglot_groc.training.workflows import finetune, load_result, resume, train
 
 __all__ = [
+    "AlignManyResult",
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
     "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult", "WordSimilarityResult",
-    "align", "curves", "evaluate", "export", "finetune", "freq_bins", "init_from_elmo", "lexicon_coverage",
+    "align", "align_many",
+    "curves", "evaluate", "export", "finetune", "freq_bins", "init_from_elmo", "lexicon_coverage",
     "import_wordnet_file", "load_config", "load_registry", "load_result", "parse_overrides", "prepare_language",
     "resume", "similarity", "train", "tune_cache",
 ]

@@ -12,7 +12,7 @@ import typer
 from polyglot_groc.commands._common import version_callback
 from polyglot_groc.commands.crossdomain import analyze_app, finetune_command, tune_cache_command
 from polyglot_groc.commands.elmo import init_from_elmo_command
-from polyglot_groc.commands.embeddings import align_command, export_command, similarity_command
+from polyglot_groc.commands.embeddings import align_command, align_many_command, export_command, similarity_command
 from polyglot_groc.commands.pretrain import pretrain_vectors_command
 from polyglot_groc.commands.train import evaluate_command, train_command
 
@@ -39,6 +39,7 @@ app.command("evaluate")(evaluate_command)
 app.command("init-from-elmo")(init_from_elmo_command)
 app.command("export")(export_command)
 app.command("align")(align_command)
+app.command("align-many")(align_many_command)
 app.command("similarity")(similarity_command)
 app.command("pretrain-vectors")(pretrain_vectors_command)
 app.command("tune-cache")(tune_cache_command)

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from polyglot_groc.analysis import workflows
 from polyglot_groc.analysis.workflows import (
+    AlignManyResult,
     AlignResult,
     CurvesResult,
     EvaluateResult,
@@ -29,6 +30,7 @@ from polyglot_groc.analysis.workflows import (
     TuneCacheResult,
     WordSimilarityResult,
     align,
+    align_many,
     curves,
     evaluate,
     export,
@@ -66,7 +68,7 @@ def _cli_json(*args: str | Path) -> dict:
 # -- the API's shape ------------------------------------------------------------------------------
 FUNCTIONS = {evaluate: EvaluateResult, tune_cache: TuneCacheResult, freq_bins: FreqBinsResult, curves: CurvesResult,
              export: ExportResult, align: AlignResult, similarity: WordSimilarityResult,
-             lexicon_coverage: LexiconCoverageResult}
+             lexicon_coverage: LexiconCoverageResult, align_many: AlignManyResult}
 
 
 def test_every_public_name_is_checked() -> None:

@@ -58,6 +58,8 @@ class AlignResult:
     precision: dict[str, Any] | None = None
     baselines: dict[str, Any] | None = None
     out: str | None = None
+    method: str = "procrustes"
+    protocols: dict[str, Any] | None = None
     W: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32), repr=False, compare=False)
     source_words: list[str] = field(default_factory=list, repr=False, compare=False)
     target_words: list[str] = field(default_factory=list, repr=False, compare=False)
@@ -70,10 +72,11 @@ class AlignResult:
             "src_words": self.src_words, "tgt_words": self.tgt_words, "dim": self.dim,
             "train_dictionary": self.train_dictionary, "dico_max_rank": self.dico_max_rank,
             "knn_mode": self.knn_mode, "lowercased": self.lowercased, "best_iteration": self.best_iteration,
-            "history": self.history, "normalize": self.normalize, "selection": self.selection}
+            "history": self.history, "normalize": self.normalize, "selection": self.selection,
+            "method": self.method}
         if self.eval_dictionary is not None:
             out.update({"eval_dictionary": self.eval_dictionary, "precision": self.precision,
-                        "baselines": self.baselines})
+                        "baselines": self.baselines, "protocols": self.protocols})
         return json_safe(out)  # type: ignore[return-value]
 
     def summary(self) -> list[str]:
@@ -81,9 +84,9 @@ class AlignResult:
         P@k beside the baselines (none without an evaluation dictionary)."""
         if self.eval_dictionary is None or self.precision is None or self.baselines is None:
             return []
-        from polyglot_groc.analysis.alignment_report import summary_lines
+        from polyglot_groc.analysis.alignment_report import protocol_lines, summary_lines
 
-        return summary_lines(self.eval_dictionary, self.precision, self.baselines)
+        return summary_lines(self.eval_dictionary, self.precision, self.baselines) + protocol_lines(self.protocols)
 
 
 def load_bundle_once(run: str | os.PathLike[str] | ModelBundle, checkpoint: str,
@@ -137,8 +140,11 @@ def align(
     train_dict: str | os.PathLike[str] | None = None,
     eval_dict: str | os.PathLike[str] | None = None,
     dictionary_mode: str | None = None,
-    refine: int = 5,
+    refine: int | None = None,
     normalize: str = "",
+    method: str = "procrustes",
+    select_on: str = "criterion",
+    spectral: bool = False,
     dico_build: str = "S2T&T2S",
     dico_max_rank: int | None = None,
     max_vocab: int | None = 200_000,
@@ -155,13 +161,19 @@ def align(
     device: str = "auto",
     threads: int | None = None,
 ) -> AlignResult:
-    """Map source embeddings onto target embeddings (Procrustes + CSLS refinement) and evaluate P@k.
+    """Map source embeddings onto target embeddings (Procrustes + CSLS refinement, RCSLS or VecMap) and evaluate P@k.
 
     Each side comes from ``src``/``tgt`` (a word2vec file or vectors in memory) or, without one,
     from ``run``'s vocabulary in ``src_lang``/``tgt_lang`` (the run is loaded once, and only if a
     side needs it). The seed dictionary is ``train_dict``, else ``dictionary_mode`` ``identical``
     (identical strings) or ``lexicon`` (words sharing a wordnet synset). The refinement iteration
-    is chosen by the unsupervised mean-CSLS criterion, never the evaluation dictionary.
+    is chosen by the unsupervised mean-CSLS criterion, never the evaluation dictionary, unless
+    ``select_on="eval"`` asks for MUSE's supervised rule explicitly.
+
+    Every evaluation reports both protocols (``protocols``): MUSE's (test pairs with both words in
+    the vocabularies) and fastText's (every test source word; those not scorable count as
+    errors), with the coverage; for a side read from ``run``, a third figure scores every test
+    word with the words missing from the vocabulary composed by the model.
 
     Args:
         src: source vectors (file or in memory).
@@ -173,8 +185,15 @@ def align(
         train_dict: seed dictionary in MUSE's format (one ``src tgt`` pair a line).
         eval_dict: evaluation dictionary; None: no P@k.
         dictionary_mode: without ``train_dict``: ``identical`` or ``lexicon``.
-        refine: refinement iterations (0: Procrustes only).
-        normalize: e.g. ``center,renorm``, applied to both sides.
+        refine: refinement iterations of ``procrustes`` (None: 5; 0: Procrustes only); refused with
+            the other methods.
+        normalize: a chain of ``renorm``, ``center``, ``iternorm`` (iterative normalisation,
+            ``iternorm:N`` for N rounds), e.g. ``renorm,center,renorm``, applied to both sides.
+        method: ``procrustes`` (MUSE), ``rcsls`` (Joulin et al. 2018) or ``vecmap`` (Artetxe et al. 2018).
+        select_on: how ``procrustes`` picks its refinement round: ``criterion`` (unsupervised, the
+            default), ``last``, or ``eval`` (MUSE's supervised rule: P@1 on ``eval_dict``, i.e.
+            tuned on the test pairs; needs ``eval_dict``).
+        spectral: ``rcsls`` only: clip the map's singular values to [0, 1] after every step.
         dico_build: ``S2T``, ``T2S``, ``S2T|T2S`` or ``S2T&T2S``.
         dico_max_rank: refinement dictionary rank limit (default 10000 with ``train_dict``, 15000
             otherwise, as MUSE's supervised/unsupervised runs).
@@ -201,8 +220,10 @@ def align(
             with no pair in the vocabularies, a bad ``knn``, an existing ``out`` without
             ``overwrite``; LexiconMissingError: no wordnet for ``dictionary_mode="lexicon"``.
     """
-    from eval.align import KNN_MODES, identical_pairs, pairs_to_indices
-    from eval.align import align as align_spaces
+    from eval.align import KNN_MODES, SELECT_ON, identical_pairs, pairs_to_indices
+    from eval.methods import check_method_options, fit_mapping
+    from eval.normalize import parse_normalize
+    from eval.rcsls import RcslsConfig
     from langpairs.dictionaries import read_dictionary
     from polyglot_groc.model.device import use_threads
 
@@ -211,6 +232,17 @@ def align(
     use_threads(threads)
     if knn not in KNN_MODES:
         raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
+    # Every new option is checked before anything is read or written.
+    if select_on not in SELECT_ON:
+        raise InputError(f"--select-on {select_on!r} is unknown; use criterion (default), last or eval")
+    if select_on == "eval" and eval_dict is None:
+        raise InputError("--select-on eval picks the refinement round by P@1 on the evaluation dictionary; "
+                         "pass --eval-dict, or drop --select-on")
+    check_method_options(method, refine, select_on)
+    if spectral and method != "rcsls":
+        raise InputError(f"--spectral constrains rcsls; it does nothing for {method}: add --method rcsls or "
+                         "drop --spectral")
+    parse_normalize(normalize)
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
     lower = not keep_case
@@ -238,32 +270,101 @@ def align(
                          "or --dictionary-mode lexicon")
     if dico_max_rank is None:
         dico_max_rank = 10000 if train_dict is not None else 15000
-    res = align_spaces(src_vecs, tgt_vecs, train_pairs, n_refinement=refine, normalize=normalize,
-                       dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn)  # type: ignore[arg-type]
-    mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
-    evaluation: dict[str, Any] = {}
+    pairs: list[tuple[str, str]] | None = None
+    restrict: set[str] | None = None
+    select_pairs = None
     if eval_dict is not None:
-        from polyglot_groc.analysis.alignment_report import evaluate_with_baselines
-
         pairs = read_dictionary(Path(eval_dict), lower=lower, lenient=lenient)
-        restrict = None
         if eval_words is not None:
             restrict = set(read_words(eval_words) if isinstance(eval_words, (str, os.PathLike)) else eval_words)
+        if select_on == "eval":
+            select_pairs = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)[0]
+    res = fit_mapping(src_vecs, tgt_vecs, train_pairs, method=method, refine=refine,  # type: ignore[arg-type]
+                      normalize=normalize, select_on=select_on, select_pairs=select_pairs,  # type: ignore[arg-type]
+                      dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn,  # type: ignore[arg-type]
+                      rcsls_config=RcslsConfig(spectral=spectral))
+    mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
+    evaluation: dict[str, Any] = {}
+    if pairs is not None:
+        from polyglot_groc.analysis.alignment_report import evaluate_with_baselines, protocols_table
+
         stats_e, precision, baselines = evaluate_with_baselines(
             pairs, src_words, tgt_words, mapped, target, lower=lower, eval_words=restrict,
             knn_mode=knn)  # type: ignore[arg-type]
         stats_e["path"] = str(eval_dict)
-        evaluation = {"eval_dictionary": stats_e, "precision": precision, "baselines": baselines}
+        composed = None
+        if bundle is not None and (src is None or tgt is None):
+            composed = _composed_precision(pairs, restrict, lower, bundle, side, res, knn,
+                                           (src_lang if src is None else None, src_words, src_vecs, mapped),
+                                           (tgt_lang if tgt is None else None, tgt_words, tgt_vecs, target))
+        evaluation = {"eval_dictionary": stats_e, "precision": precision, "baselines": baselines,
+                      "protocols": protocols_table(stats_e, precision, composed)}
     result = AlignResult(
         src_words=len(src_words), tgt_words=len(tgt_words), dim=int(src_vecs.shape[1]), train_dictionary=train_info,
         dico_max_rank=dico_max_rank, knn_mode=knn, lowercased=lower, best_iteration=res.best_iteration,
-        history=res.history, normalize=normalize,
-        selection="unsupervised mean CSLS cosine (never the evaluation dictionary)", **evaluation,
+        history=res.history, normalize=",".join(res.normalize), method=method, selection=_SELECTION[select_on]
+        if method == "procrustes" else f"none ({method} has no refinement rounds)", **evaluation,
         out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
         target_words=list(tgt_words), mapped=mapped, target=target)
     if out is not None:
         _write(Path(out), result, src_lang, tgt_lang, export_mapped)
     return result
+
+
+_SELECTION = {
+    "criterion": "unsupervised mean CSLS cosine (never the evaluation dictionary)",
+    "last": "the last refinement round",
+    "eval": "P@1 (CSLS) on the evaluation dictionary, as MUSE's supervised mode: tuned on the test pairs",
+}
+
+
+def _composed_precision(pairs: list[tuple[str, str]], restrict: set[str] | None, lower: bool,
+                        bundle: Callable[[], ModelBundle], side: str, res: Any, knn: str,
+                        *sides: tuple[str | None, list[str], np.ndarray, np.ndarray]) -> dict[str, Any]:
+    """CSLS P@k over EVERY test source word, the test words missing from a run-read side composed by the model.
+
+    Each side read from the run (a language given) gets its missing test words embedded by
+    :func:`~polyglot_groc.analysis.export.embed` (composed from characters by compositional
+    models; a lookup model cannot, and they stay missing), normalised and mapped with the
+    vocabulary (so ``center`` uses the same statistics up to those few rows), and appended to that
+    side's words; then the test pairs are scored on the extended spaces, every test source word
+    in the denominator.
+    """
+    from eval.align import pairs_to_indices, translation_precision
+    from polyglot_groc.analysis.export import embed
+
+    if restrict is not None:
+        wanted = {w.lower() for w in restrict} if lower else restrict
+        pairs = [p for p in pairs if (p[0].lower() if lower else p[0]) in wanted]
+    extended: list[tuple[list[str], np.ndarray]] = []
+    composed_counts: list[int] = []
+    for column, (lang, words, raw, prepared) in enumerate(sides):
+        known = set(words)
+        missing = sorted({p[column] for p in pairs} - known) if lang is not None else []
+        if not missing:
+            extended.append((words, prepared))
+            composed_counts.append(0)
+            continue
+        got = embed(bundle(), lang, missing, side=side)  # type: ignore[arg-type]
+        stacked = np.vstack([raw, got.vectors])  # (n + m, d): normalise with the vocabulary's statistics
+        extra = (res.map_source(stacked) if column == 0 else res.prepare_target(stacked))[len(words):]
+        extended.append(([*words, *got.words], np.vstack([prepared, extra]).astype(np.float32)))
+        composed_counts.append(len(got.words))
+    total = len({p[0] for p in pairs})
+    out: dict[str, Any] = {"composed_source_words": composed_counts[0], "composed_target_words": composed_counts[1],
+                           "n_queries": total}
+    try:
+        indices, _ = pairs_to_indices(pairs, extended[0][0], extended[1][0], lower=lower)
+    except InputError:  # no pair scorable even with composition: every word counts as an error
+        indices = None
+    prec: dict[str, Any] = {"n_queries": 0}
+    if indices is not None:
+        prec = translation_precision(extended[0][1], extended[1][1], indices, method="csls",
+                                     knn_mode=knn)  # type: ignore[arg-type]
+    for k in (1, 5, 10):
+        out[f"precision_at_{k}"] = 100.0 * int(prec.get(f"correct_at_{k}", 0)) / total if total else 0.0
+    out["coverage"] = int(prec["n_queries"]) / total if total else 0.0
+    return out
 
 
 def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool) -> None:

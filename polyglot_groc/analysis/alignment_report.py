@@ -20,7 +20,7 @@ from eval.baselines import char_ngram_precision, identical_precision, split_by_i
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate_with_baselines", "summary_lines"]
+__all__ = ["evaluate_with_baselines", "protocol_lines", "protocols_table", "summary_lines"]
 
 KS = (1, 5, 10)
 
@@ -59,6 +59,8 @@ def evaluate_with_baselines(
         pairs = kept
     indices, found = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)
     stats.update(found)
+    # fastText's protocol divides by every distinct test source word, scorable or not.
+    stats["unique_source_all"] = len({(a.lower() if lower else a) for a, _ in pairs})
     stats["dropped_reasons"] = {
         "source word not in the source vocabulary": found["not_found_source"],
         "target word not in the target vocabulary": found["not_found_target"],
@@ -112,4 +114,47 @@ def summary_lines(stats: dict[str, Any], precision: dict[str, Any], baselines: d
     part_res = baselines["char_ngram"].get("non_identical_gold")
     if part_res and part_res["n_queries"]:
         lines.append(row(f"baseline char 3-grams, non_identical_gold ({part_res['n_queries']})", part_res))
+    return lines
+
+
+def protocols_table(stats: dict[str, Any], precision: dict[str, Any],
+                    composed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """P@k under both evaluation protocols, per retrieval, with coverage (and the composed figure).
+
+    ``muse``: MUSE's ``get_word_translation_accuracy``, queries are the test source words with at
+    least one pair whose two words are in the vocabularies (the figure in ``precision``).
+    ``fasttext``: fastText's ``alignment`` evaluation, every distinct test source word counts and
+    a word that cannot be scored is an error: P@k(fastText) = P@k(MUSE) x coverage.
+    ``composed`` (runs only): every test source word, the missing ones composed by the model.
+    """
+    total = int(stats["unique_source_all"])
+    scored = int(stats["unique_source"])
+    table: dict[str, Any] = {"muse": {"n_queries": scored}, "fasttext": {"n_queries": total,
+                                                                         "coverage": scored / total if total else 0.0}}
+    for method in ("nn", "csls"):
+        res = precision[method]
+        table["muse"][method] = {f"precision_at_{k}": res[f"precision_at_{k}"] for k in KS}
+        table["fasttext"][method] = {f"precision_at_{k}": (100.0 * res[f"correct_at_{k}"] / total if total else 0.0)
+                                     for k in KS}
+    if composed is not None:
+        table["composed"] = {"n_queries": composed["n_queries"], "coverage": composed["coverage"],
+                             "composed_source_words": composed["composed_source_words"],
+                             "composed_target_words": composed["composed_target_words"],
+                             "csls": {f"precision_at_{k}": composed[f"precision_at_{k}"] for k in KS}}
+    return table
+
+
+def protocol_lines(protocols: dict[str, Any] | None) -> list[str]:
+    """The protocol rows of ``align``'s stderr summary (CSLS P@k under each protocol, with coverage)."""
+    if not protocols:
+        return []
+    lines = ["protocols (csls, percent):"]
+    names = {"muse": "MUSE (scorable pairs only)", "fasttext": "fastText (all test words)",
+             "composed": "composed (all test words, missing ones composed)"}
+    for key, label in names.items():
+        if key in protocols:
+            entry = protocols[key]
+            cover = f"coverage {100.0 * entry['coverage']:5.1f}%" if "coverage" in entry else "scorable only"
+            at = "  ".join(f"P@{k} {entry['csls'][f'precision_at_{k}']:6.2f}" for k in KS)
+            lines.append(f"  {label:<40} {at}  ({entry['n_queries']} words, {cover})")
     return lines

@@ -25,6 +25,7 @@ Errors are :class:`groc_base.errors.GrocError` subclasses (``InputError`` is als
 from __future__ import annotations
 
 from polyglot_groc.analysis.alignment import AlignResult, align
+from polyglot_groc.analysis.alignment_many import AlignManyResult, align_many
 from polyglot_groc.analysis.curves import CurvesResult, curves
 from polyglot_groc.analysis.evaluate import EvaluateResult, evaluate
 from polyglot_groc.analysis.export import Exported, ExportResult, export
@@ -34,6 +35,7 @@ from polyglot_groc.analysis.similarity import WordSimilarityResult, similarity
 from polyglot_groc.analysis.tunecache import TuneCacheResult, tune_cache
 
 __all__ = [
+    "AlignManyResult", "align_many",
     "AlignResult", "CurvesResult", "EvaluateResult", "ExportResult", "Exported", "FreqBinsResult",
     "LexiconCoverageResult", "TuneCacheResult", "WordSimilarityResult", "align", "curves", "evaluate", "export",
     "freq_bins", "lexicon_coverage", "similarity", "tune_cache",

@@ -1,4 +1,4 @@
-"""``export``, ``align`` and ``similarity``: embeddings out of runs, MUSE-style alignment, word similarity.
+"""``export``, ``align``, ``align-many`` and ``similarity``: embeddings out of runs, alignment, word similarity.
 
 Thin faces over :mod:`polyglot_groc.analysis.workflows` (``export``, ``align``, ``similarity``):
 parse the options, call the function, print its JSON (and, for ``align``, its summary on stderr).
@@ -76,8 +76,20 @@ def align_command(
     dictionary_mode: Annotated[str | None, typer.Option(
         "--dictionary-mode", help="Without --train-dict: identical | lexicon")] = None,
     seed_old: Annotated[str | None, typer.Option("--seed", hidden=True, help="Deprecated: --dictionary-mode")] = None,
-    refine: Annotated[int, typer.Option("--refine", help="Refinement iterations")] = 5,
-    normalize: Annotated[str, typer.Option("--normalize", help="e.g. center,renorm (applied to both)")] = "",
+    refine: Annotated[int | None, typer.Option(
+        "--refine", help="Refinement iterations of --method procrustes (default 5)")] = None,
+    normalize: Annotated[str, typer.Option("--normalize", help=(
+        "Chain applied to both sides, in order: renorm, center, iternorm (iterative normalisation, 5 rounds; "
+        "iternorm:N for N), e.g. renorm,center,renorm"))] = "",
+    method: Annotated[str, typer.Option("--method", help=(
+        "procrustes (MUSE: Procrustes + CSLS refinement) | rcsls (relaxed CSLS loss, Joulin et al. 2018) | "
+        "vecmap (whiten, orthogonal map, re-weight, de-whiten; Artetxe et al. 2018)"))] = "procrustes",
+    select_on: Annotated[str, typer.Option("--select-on", help=(
+        "How procrustes picks its refinement round: criterion (unsupervised mean CSLS cosine, default) | last | "
+        "eval (MUSE's supervised rule: P@1 on --eval-dict, so the reported P@k is tuned on the test pairs)"))]
+    = "criterion",
+    spectral: Annotated[bool, typer.Option(
+        "--spectral", help="--method rcsls: clip the map's singular values to [0, 1] after every step")] = False,
     dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
     dico_max_rank: Annotated[int | None, typer.Option(
         "--dico-max-rank", help="Refinement dictionary rank limit (default: 10000 with --train-dict, 15000 with "
@@ -104,20 +116,22 @@ def align_command(
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Supervised Procrustes + CSLS refinement (MUSE-style); P@1/5/10 with nn and csls."""
+    """Supervised alignment (Procrustes + CSLS refinement, RCSLS or VecMap); P@1/5/10 with nn and csls under
+    MUSE's and fastText's evaluation protocols."""
     seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
            dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped,
-           threads, overwrite, device)
+           threads, overwrite, device, method, select_on, spectral)
 
 
 @cli_errors
 def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str | None, tgt_lang: str | None,
-           side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int,
+           side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int | None,
            normalize: str, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
            lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool,
            knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False,
-           threads: int | None = None, overwrite: bool = False, device: str = "auto") -> None:
+           threads: int | None = None, overwrite: bool = False, device: str = "auto", method: str = "procrustes",
+           select_on: str = "criterion", spectral: bool = False) -> None:
     from polyglot_groc.analysis.alignment import align
 
     setup_logging(verbose)
@@ -125,8 +139,70 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
                 eval_dict=eval_dict, dictionary_mode=seed, refine=refine, normalize=normalize, dico_build=dico_build,
                 dico_max_rank=dico_max_rank, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
                 eval_words=eval_words, export_mapped=export_mapped, lenient=lenient, lexicon=lexicon,
-                wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads)
+                wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads, method=method,
+                select_on=select_on, spectral=spectral)
     for line in res.summary():
+        err_console.print(line)
+    print_json(res.to_dict())
+
+
+def _key_values(items: list[str] | None, flag: str, example: str) -> dict[str, str]:
+    """``KEY=VALUE`` options (repeatable) as a dict; a malformed or repeated key is bad input."""
+    from groc_base.errors import InputError
+
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise InputError(f"{flag} {item!r}: write KEY=FILE, e.g. {flag} {example}")
+        if key in out:
+            raise InputError(f"{flag} {key} is given twice; give each once")
+        out[key] = value
+    return out
+
+
+def align_many_command(
+    vectors: Annotated[list[str], typer.Option(
+        "--vectors", help="LANG=FILE, repeated: each language's vectors (word2vec .vec/.bin, plain or compressed)")],
+    pivot: Annotated[str, typer.Option("--pivot", help="The language every other one is mapped onto")],
+    train_dict: Annotated[list[str], typer.Option(
+        "--train-dict", help="L-PIVOT=FILE (or PIVOT-L=FILE, read reversed), one per non-pivot language")],
+    eval_dict: Annotated[list[str] | None, typer.Option(
+        "--eval-dict", help="A-B=FILE, repeated: a test dictionary for any two languages (P@k table)")] = None,
+    method: Annotated[str, typer.Option("--method", help="procrustes | rcsls (vecmap moves the pivot: refused)")]
+    = "procrustes",
+    normalize: Annotated[str, typer.Option("--normalize", help="Chain of renorm, center, iternorm[:N]")] = "",
+    refine: Annotated[int | None, typer.Option("--refine", help="Procrustes refinement rounds (default 5)")] = None,
+    max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per language")] = 200000,
+    keep_case: Annotated[bool, typer.Option("--keep-case", help="Keep every word as written")] = False,
+    knn: Annotated[str, typer.Option("--knn", help="CSLS ranking: exact | approximate")] = "exact",
+    lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
+    out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment-many"),
+    threads: ThreadsOption = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Map several languages into one space (each onto --pivot) and print a P@k table for every --eval-dict pair.
+
+    Writes OUT/<lang>.vec (every language in the pivot's space), OUT/W-<lang>.npy and OUT/result.json.
+    """
+    _align_many(vectors, pivot, train_dict, eval_dict, method, normalize, refine, max_vocab, keep_case, knn,
+                lenient, out, threads, overwrite, verbose)
+
+
+@cli_errors
+def _align_many(vectors: list[str], pivot: str, train_dict: list[str], eval_dict: list[str] | None, method: str,
+                normalize: str, refine: int | None, max_vocab: int | None, keep_case: bool, knn: str, lenient: bool,
+                out: Path, threads: int | None, overwrite: bool, verbose: bool) -> None:
+    from polyglot_groc.analysis.alignment_many import align_many
+
+    setup_logging(verbose)
+    res = align_many(vectors=_key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
+                     train_dicts=_key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
+                     eval_dicts=_key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
+                     normalize=normalize, refine=refine, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
+                     lenient=lenient, out=out, overwrite=overwrite, threads=threads)
+    for line in res.table():
         err_console.print(line)
     print_json(res.to_dict())
 

@@ -1,0 +1,349 @@
+"""Tests of the alignment methods beyond Procrustes: RCSLS (against a dense re-implementation of
+fastText's ``alignment/align.py`` maths), VecMap-style mapping, normalisation chains, select_on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from eval.align import align, procrustes, translation_precision
+from eval.methods import fit_mapping
+from eval.normalize import normalize_embeddings, parse_normalize
+from eval.rcsls import RcslsConfig, rcsls, rcsls_loss_and_grad, spectral_projection
+from eval.vecmap import VecmapConfig, vecmap
+from eval.vectors import write_vec
+from groc_base.errors import InputError
+from polyglot_groc.cli import app
+from tests.conftest import one_error_line
+
+runner = CliRunner()
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _dense_rcsls(X: np.ndarray, Y: np.ndarray, Zs: np.ndarray, Zt: np.ndarray, R: np.ndarray,
+                 k: int) -> tuple[float, np.ndarray]:
+    """fastText's rcsls(): two dense (n, m) score matrices and argpartition (the oracle)."""
+    def getknn(sc: np.ndarray, x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray]:
+        sidx = np.argpartition(sc, -k, axis=1)[:, -k:]
+        ytopk = y[sidx.flatten(), :].reshape(sidx.shape[0], sidx.shape[1], y.shape[1])
+        return np.sum(sc[np.arange(sc.shape[0])[:, None], sidx]) / k, ytopk.sum(1).T @ x / k
+
+    Xt = X @ R.T
+    f = 2 * np.sum(Xt * Y)
+    df = 2 * Y.T @ X
+    fk0, dfk0 = getknn(Xt @ Zt.T, X, Zt)
+    fk1, dfk1 = getknn((Zs @ R.T @ Y.T).T, Y, Zs)
+    return -(f - fk0 - fk1) / X.shape[0], -(df - dfk0 - dfk1.T) / X.shape[0]
+
+
+@pytest.fixture()
+def spaces() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A noisy rotated copy: 600 words, d=16; train pairs 0..299, test pairs 300..399."""
+    rng = np.random.default_rng(3)
+    tgt = rng.standard_normal((600, 16)).astype(np.float32)
+    q, _ = np.linalg.qr(rng.standard_normal((16, 16)))
+    src = (tgt @ q.T + 0.5 * rng.standard_normal((600, 16))).astype(np.float32)
+    train = np.stack([np.arange(300), np.arange(300)], axis=1)
+    test = np.stack([np.arange(300, 400), np.arange(300, 400)], axis=1)
+    return src, tgt, train, test
+
+
+def test_rcsls_loss_and_gradient_equal_the_dense_reference(spaces: tuple[np.ndarray, ...]) -> None:
+    src, tgt, train, _ = spaces
+    xs, xt = _unit(src), _unit(tgt)
+    X, Y = xs[train[:, 0]], xt[train[:, 1]]
+    rng = np.random.default_rng(0)
+    R = (procrustes(X, Y) + 0.05 * rng.standard_normal((16, 16))).astype(np.float32)
+    # query blocks of 7 rows: the blocked top-k must give the dense objective exactly
+    f, g = rcsls_loss_and_grad(X, Y, xs[:500], xt[:450], R, knn=5, batch_size=7)
+    f_ref, g_ref = _dense_rcsls(X.astype(np.float64), Y.astype(np.float64), xs[:500].astype(np.float64),
+                                xt[:450].astype(np.float64), R.astype(np.float64), 5)
+    assert f == pytest.approx(f_ref, rel=1e-5)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-5)
+
+
+def test_rcsls_words_in_several_pairs_are_searched_once_with_the_same_objective(
+        spaces: tuple[np.ndarray, ...]) -> None:
+    from eval.rcsls import _loss_and_grad, _TopK
+
+    src, tgt, train, _ = spaces
+    xs, xt = _unit(src), _unit(tgt)
+    # MUSE dictionaries repeat words: every source word twice, some targets three times
+    pairs = np.concatenate([train, np.stack([train[:, 0], (train[:, 1] + 7) % 300], axis=1), train[:40]])
+    X, Y = xs[pairs[:, 0]], xt[pairs[:, 1]]
+    R = procrustes(X, Y)
+    f, g = _loss_and_grad(X, Y, R, _TopK(xt, xt, 5, 64), _TopK(xs, xs, 5, 64), pairs)
+    f_ref, g_ref = _dense_rcsls(X.astype(np.float64), Y.astype(np.float64), xs.astype(np.float64),
+                                xt.astype(np.float64), R.astype(np.float64), 5)
+    assert f == pytest.approx(f_ref, rel=1e-5)
+    np.testing.assert_allclose(g, g_ref, rtol=1e-4, atol=1e-5)
+
+
+def test_rcsls_descends_from_procrustes_and_spectral_clips(spaces: tuple[np.ndarray, ...]) -> None:
+    src, tgt, train, test = spaces
+    xs, xt = _unit(src), _unit(tgt)
+    w0 = procrustes(xs[train[:, 0]], xt[train[:, 1]])
+    res = rcsls(src, tgt, train, w0, RcslsConfig(knn=5, n_iter=8, lr=2.0))
+    losses = [h["loss"] for h in res.history]
+    accepted = [h["loss"] for h in res.history if h["accepted"]]
+    assert accepted == sorted(accepted, reverse=True) and min(losses) < losses[0]
+    assert not np.allclose(res.W, w0)
+    spec = rcsls(src, tgt, train, w0, RcslsConfig(knn=5, n_iter=4, spectral=True))
+    assert np.linalg.svd(spec.W, compute_uv=False).max() <= 1.0 + 1e-5
+    np.testing.assert_allclose(np.linalg.svd(spectral_projection(2 * w0), compute_uv=False), 1.0, rtol=1e-5)
+    # the fitted map translates the held-out words at least as well as its Procrustes start
+    p0 = translation_precision(xs @ w0.T, xt, test)["precision_at_1"]
+    p1 = translation_precision(xs @ res.W.T, xt, test)["precision_at_1"]
+    assert p1 >= p0 - 2.0
+
+
+def test_rcsls_config_ranges() -> None:
+    for bad in ({"knn": 0}, {"lr": 0.0}, {"n_iter": -1}, {"max_neg": 0}, {"lr": float("nan")}):
+        with pytest.raises(InputError):
+            RcslsConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_vecmap_without_whitening_or_reweighting_is_procrustes(spaces: tuple[np.ndarray, ...]) -> None:
+    src, tgt, train, _ = spaces
+    cfg = VecmapConfig(whiten=False, src_reweight=0.0, tgt_reweight=0.0, src_dewhiten="none", tgt_dewhiten="none")
+    res = vecmap(src, tgt, train, cfg)
+    w = procrustes(src[train[:, 0]], tgt[train[:, 1]])
+    # both spaces rotate; their relative map is the Procrustes rotation
+    np.testing.assert_allclose(res.W_src @ res.W_tgt.T, w.T, atol=1e-4)
+    np.testing.assert_allclose(res.W_src.T @ res.W_src, np.eye(16), atol=1e-4)
+
+
+def test_vecmap_full_pipeline_whitens_and_reduces(spaces: tuple[np.ndarray, ...]) -> None:
+    src, tgt, train, test = spaces
+    res = vecmap(src, tgt, train, VecmapConfig(dim_reduction=10))
+    assert res.W_src.shape == (16, 10) and res.W_tgt.shape == (16, 10)
+    full = vecmap(src, tgt, train)
+    # whitening then the orthogonal map: the whitened training sides' cross-covariance is diagonal
+    xw, zw = src[train[:, 0]].astype(np.float64), tgt[train[:, 1]].astype(np.float64)
+    cfg = VecmapConfig(src_reweight=0.0, tgt_reweight=0.0, src_dewhiten="none", tgt_dewhiten="none")
+    plain = vecmap(src, tgt, train, cfg)
+    cross = (xw @ plain.W_src).T @ (zw @ plain.W_tgt)
+    np.testing.assert_allclose(cross - np.diag(np.diag(cross)), 0.0, atol=1e-3)
+    assert translation_precision(src @ full.W_src, tgt @ full.W_tgt, test)["precision_at_1"] > 50.0
+    with pytest.raises(InputError, match="fewer than 16 dimensions"):
+        vecmap(src, tgt, train[:10])
+    with pytest.raises(InputError, match="dim_reduction=20"):
+        vecmap(src, tgt, train, VecmapConfig(dim_reduction=20))
+    with pytest.raises(InputError, match="src, tgt or none"):
+        VecmapConfig(src_dewhiten="both")  # type: ignore[arg-type]
+
+
+def test_iterative_normalisation_ends_unit_length_and_centred() -> None:
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((400, 8)) * rng.uniform(0.5, 3, (400, 1)) + 2.0).astype(np.float32)
+    out = normalize_embeddings(x, "iternorm:20")
+    np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-3)
+    np.testing.assert_allclose(out.mean(axis=0), 0.0, atol=1e-3)
+    five = normalize_embeddings(x, ["iternorm"])
+    manual = x.copy()
+    for _ in range(5):
+        manual = normalize_embeddings(manual, "renorm,center")
+    np.testing.assert_allclose(five, manual, atol=1e-6)
+    assert parse_normalize("renorm, center,iternorm:3") == ("renorm", "center", "iternorm:3")
+    for bad in ("whiten", "renorm:2", "iternorm:0", "iternorm:x"):
+        with pytest.raises(InputError, match="normalisation"):
+            parse_normalize(bad)
+
+
+def test_select_on_eval_and_last(spaces: tuple[np.ndarray, ...]) -> None:
+    src, tgt, train, test = spaces
+    res = align(src, tgt, train[:40], n_refinement=2, dico_max_rank=300, select_on="eval", select_pairs=test)
+    scores = [h["eval_precision_at_1"] for h in res.history]
+    assert res.best_iteration == int(np.argmax(scores)) and res.select_on == "eval"
+    assert align(src, tgt, train[:40], n_refinement=2, dico_max_rank=300, select_on="last").best_iteration == 2
+    with pytest.raises(InputError, match="needs select_pairs"):
+        align(src, tgt, train, select_on="eval")
+    with pytest.raises(InputError, match="unknown selection"):
+        align(src, tgt, train, select_on="test")  # type: ignore[arg-type]
+
+
+def test_fit_mapping_every_method_and_refusals(spaces: tuple[np.ndarray, ...]) -> None:
+    src, tgt, train, test = spaces
+    for method, ops in (("procrustes", "iternorm"), ("rcsls", ""), ("vecmap", "renorm,center,renorm")):
+        res = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
+                          rcsls_config=RcslsConfig(knn=5, n_iter=2))
+        p = translation_precision(res.map_source(src), res.prepare_target(tgt), test)["precision_at_1"]
+        assert p > 50.0 and np.isfinite(res.history[-1]["criterion"]) and res.method == method
+    assert fit_mapping(src, tgt, train, method="rcsls", rcsls_config=RcslsConfig(n_iter=0)).normalize == ("renorm",)
+    with pytest.raises(InputError, match="unknown alignment method 'muse'"):
+        fit_mapping(src, tgt, train, method="muse")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="--refine 3 applies to procrustes only"):
+        fit_mapping(src, tgt, train, method="rcsls", refine=3)
+    with pytest.raises(InputError, match="--select-on eval chooses"):
+        fit_mapping(src, tgt, train, method="vecmap", select_on="eval", select_pairs=test)
+    with pytest.raises(InputError, match="outside"):
+        fit_mapping(src, tgt, train + 1000, method="vecmap")
+
+
+# --------------------------------------------------------------------------------------------
+# through the workflow and the CLI
+# --------------------------------------------------------------------------------------------
+
+
+
+@pytest.fixture()
+def vec_files(tmp_path: Path, spaces: tuple[np.ndarray, ...]) -> Path:
+    src, tgt, _, _ = spaces
+    write_vec(tmp_path / "s.vec", [f"w{i}" for i in range(600)], src)
+    write_vec(tmp_path / "t.vec", [f"x{i}" for i in range(600)], tgt)
+    (tmp_path / "train.txt").write_text("".join(f"w{i} x{i}\n" for i in range(300)), encoding="utf-8")
+    # 100 scorable test words and 25 whose source word is in no vocabulary
+    lines = [f"w{i}\tx{i}\n" for i in range(300, 400)] + [f"unseen{i}\tx{i}\n" for i in range(25)]
+    (tmp_path / "test.txt").write_text("".join(lines), encoding="utf-8")
+    return tmp_path
+
+
+def _args(root: Path, *extra: str) -> list[str]:
+    return ["align", "--src", str(root / "s.vec"), "--tgt", str(root / "t.vec"), "--train-dict",
+            str(root / "train.txt"), "--eval-dict", str(root / "test.txt"), "--out", str(root / "out"), *extra]
+
+
+@pytest.mark.parametrize("extra", [["--method", "rcsls", "--normalize", "iternorm"], ["--method", "vecmap"],
+                                   ["--refine", "1", "--select-on", "eval"]])
+def test_align_methods_and_both_protocols_through_the_cli(vec_files: Path, extra: list[str]) -> None:
+    res = runner.invoke(app, _args(vec_files, *extra))
+    assert res.exit_code == 0, res.output
+    out = json.loads((vec_files / "out" / "result.json").read_text())
+    proto = out["protocols"]
+    assert proto["muse"]["n_queries"] == 100 and proto["fasttext"]["n_queries"] == 125
+    assert proto["fasttext"]["coverage"] == pytest.approx(0.8)
+    muse_p1 = out["precision"]["csls"]["precision_at_1"]
+    assert proto["muse"]["csls"]["precision_at_1"] == muse_p1 > 50.0
+    assert proto["fasttext"]["csls"]["precision_at_1"] == pytest.approx(muse_p1 * 0.8)
+    assert out["method"] == (extra[1] if extra[0] == "--method" else "procrustes")
+    if "eval" in extra:
+        assert "tuned on the test pairs" in out["selection"] and "eval_precision_at_1" in out["history"][0]
+    assert "fastText (all test words)" in res.stderr
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--method", "muse"], "unknown alignment method 'muse'"),
+    (["--method", "rcsls", "--refine", "2"], "--refine 2 applies to procrustes only"),
+    (["--method", "vecmap", "--select-on", "eval"], "--select-on eval chooses"),
+    (["--select-on", "test"], "--select-on 'test' is unknown"),
+    (["--spectral"], "--spectral constrains rcsls"),
+    (["--normalize", "renorm,whiten"], "unknown normalisation 'whiten'"),
+    (["--normalize", "iternorm:0"], "round count must be 1..100"),
+])
+def test_align_new_options_bad_input_exit_2_and_nothing_written(vec_files: Path, extra: list[str],
+                                                                 needle: str) -> None:
+    res = runner.invoke(app, _args(vec_files, *extra))
+    assert needle in one_error_line(res)
+    assert not (vec_files / "out").exists()
+
+
+def test_select_on_eval_needs_an_eval_dictionary(vec_files: Path) -> None:
+    res = runner.invoke(app, ["align", "--src", str(vec_files / "s.vec"), "--tgt", str(vec_files / "t.vec"),
+                              "--train-dict", str(vec_files / "train.txt"), "--select-on", "eval",
+                              "--out", str(vec_files / "o")])
+    assert "pass --eval-dict" in one_error_line(res)
+    assert not (vec_files / "o").exists()
+
+
+def test_certified_topk_reuse_equals_fresh_search() -> None:
+    """Moving queries: the reused candidates give exactly the fresh search's sums and means, and
+    small moves skip most full searches."""
+    from eval.rcsls import _TopK
+
+    rng = np.random.default_rng(5)
+    keys = _unit(rng.standard_normal((3000, 12))).astype(np.float32)
+    queries = _unit(rng.standard_normal((200, 12))).astype(np.float32)
+    reused = _TopK(keys, keys, 10, 64, keep=64)
+    ones = np.ones(200)
+    for step in range(6):
+        f, means = reused.search(queries, ones)
+        f_ref, means_ref = _TopK(keys, keys, 10, 64).search(queries, ones)
+        assert f == pytest.approx(f_ref, rel=1e-5)
+        np.testing.assert_allclose(means, means_ref, atol=1e-5)
+        queries = queries + (0.002 if step < 4 else 0.5) * rng.standard_normal(queries.shape).astype(np.float32)
+    assert 200 < reused.full_rows < 6 * 200  # the small moves reused, the large ones searched again
+
+
+# --------------------------------------------------------------------------------------------
+# align-many
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def three_languages(tmp_path: Path) -> Path:
+    """en (pivot), fr and es: rotated noisy copies of one space; fr-en and en-es training dictionaries."""
+    rng = np.random.default_rng(11)
+    base = rng.standard_normal((400, 12)).astype(np.float32)
+    for lang in ("en", "fr", "es"):
+        q, _ = np.linalg.qr(rng.standard_normal((12, 12)))
+        vecs = base @ q.T + 0.2 * rng.standard_normal(base.shape)
+        write_vec(tmp_path / f"{lang}.vec", [f"{lang}{i}" for i in range(400)], vecs.astype(np.float32))
+    (tmp_path / "fr-en.txt").write_text("".join(f"fr{i} en{i}\n" for i in range(200)), encoding="utf-8")
+    (tmp_path / "en-es.txt").write_text("".join(f"en{i} es{i}\n" for i in range(200)), encoding="utf-8")
+    (tmp_path / "fr-es.test.txt").write_text("".join(f"fr{i} es{i}\n" for i in range(300, 350)), encoding="utf-8")
+    return tmp_path
+
+
+def _many(root: Path, *extra: str) -> list[str]:
+    return ["align-many", "--vectors", f"en={root / 'en.vec'}", "--vectors", f"fr={root / 'fr.vec'}",
+            "--vectors", f"es={root / 'es.vec'}", "--pivot", "en", "--train-dict", f"fr-en={root / 'fr-en.txt'}",
+            "--train-dict", f"en-es={root / 'en-es.txt'}", "--eval-dict", f"fr-es={root / 'fr-es.test.txt'}",
+            "--out", str(root / "many"), *extra]
+
+
+def test_align_many_puts_every_language_in_one_space(three_languages: Path) -> None:
+    from eval.vectors import read_vec
+
+    res = runner.invoke(app, _many(three_languages, "--refine", "1"))
+    assert res.exit_code == 0, res.output
+    out = json.loads((three_languages / "many" / "result.json").read_text())
+    assert out["languages"]["es"]["train_dictionary"]["reversed"] is True
+    # fr and es never met in training: through the pivot they translate each other
+    assert out["pairs"]["fr-es"]["protocols"]["muse"]["csls"]["precision_at_1"] > 80.0
+    assert "fr-es" in res.stderr
+    words, vecs = read_vec(three_languages / "many" / "fr.vec")
+    assert len(words) == 400 and (three_languages / "many" / "W-es.npy").exists()
+    assert not (three_languages / "many" / "W-en.npy").exists()  # the pivot does not move
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--pivot", "de"], "--pivot 'de' has no vectors"),
+    (["--method", "vecmap"], "vecmap moves the target space too"),
+    (["--method", "rcsls", "--refine", "1"], "--refine 1 applies to procrustes only"),
+    (["--eval-dict", "fr-de=x.txt"], "no vectors for 'de'"),
+    (["--eval-dict", "fres"], "write KEY=FILE"),
+    (["--normalize", "whiten"], "unknown normalisation"),
+])
+def test_align_many_bad_input_exit_2_and_nothing_written(three_languages: Path, extra: list[str],
+                                                         needle: str) -> None:
+    args = _many(three_languages)
+    if extra[0] == "--pivot":
+        args[args.index("--pivot") + 1] = extra[1]
+        extra = []
+    res = runner.invoke(app, [*args, *extra])
+    assert needle in one_error_line(res)
+    assert not (three_languages / "many").exists()
+
+
+def test_align_many_needs_a_training_dictionary_per_language(three_languages: Path) -> None:
+    args = _many(three_languages)
+    i = args.index(f"en-es={three_languages / 'en-es.txt'}")
+    del args[i - 1 : i + 1]
+    assert "no training dictionary for 'es'" in one_error_line(runner.invoke(app, args))
+
+
+def test_align_methods_benchmark_refuses_an_unknown_pair() -> None:
+    from benchmarks.align_methods import main
+    from benchmarks.common import BadInput
+
+    with pytest.raises(BadInput, match="en-de"):
+        main(["--pairs", "en-de", "--no-save"])
+    with pytest.raises(BadInput, match="--refine-rounds"):
+        main(["--refine-rounds", "-1", "--no-save"])
