@@ -14,6 +14,8 @@ __version__ = "0.1.0"
 #: The names of :mod:`polyglot_groc.api` (tests/test_python_api_facade.py keeps the two equal). Only
 #: these load the API: a submodule import such as ``from polyglot_groc import model`` never does.
 API_NAMES = frozenset({
+    "AnchorsResult", "FeaturesResult", "LayerAlignResult", "ParserConfig", "ProbeResult", "align_layers", "anchors",
+    "features", "probe",
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
