@@ -132,3 +132,36 @@ def test_bilm_trains_saves_reloads_and_resumes(tmp_path: Path) -> None:
     assert ev["perplexity"] != ev["perplexity_backward"]
     more = pg.resume(run=tmp_path / "run", max_steps=8)
     assert more.steps == 8
+
+
+def test_bilm_run_from_bilm_tf_weights_reads_both_directions(elmo_dir: Path, tmp_path: Path) -> None:
+    """init-from-elmo --model bilm: char-CNN and both stacks copied; with bilm-tf's clips switched off
+    in the reference reader, every layer of both directions is equal (torch's LSTM cannot clip)."""
+    pytest.importorskip("h5py")
+    import polyglot_groc.api as pg
+    from polyglot_groc.elmo.bilm import ElmoModel
+    from polyglot_groc.model.bundle import load_bundle
+
+    res = pg.init_from_elmo(out=tmp_path / "run", elmo_options=elmo_dir / "options.json",
+                            elmo_weights=elmo_dir / "lm_weights.hdf5", data=TINY, langs="en", max_steps=1,
+                            lr=1e-12, threads=1, model="bilm")
+    assert res.source["directions"] == 2 and res.source["clips_dropped"]
+    bundle, _ = load_bundle(tmp_path / "run", "last")
+    assert bundle.model.kind == "bilm" and bundle.cfg.model.d == 16 and bundle.cfg.model.prefix.hidden == 64
+    ref = ElmoModel.from_files(elmo_dir / "options.json", elmo_dir / "lm_weights.hdf5").eval()
+    for stack in (ref.lstm, ref.backward):
+        assert stack is not None
+        stack.cell_clip = stack.proj_clip = None
+    sentence = ["The", "cat", "sat", "on", "the", "mat", "."]
+    view = bundle.with_new_words({"en": ["<S>", "</S>", *sentence]})
+    ids = torch.from_numpy(view.vocab.encode(["<S>", *sentence, "</S>"])).unsqueeze(0)
+    with torch.no_grad():
+        fwd = view.model.layer_outputs(ids)
+        bwd = view.model.layer_outputs(ids.flip(1), "backward")
+        want, _ = ref.lm_embeddings([sentence])
+    n = len(sentence)
+    for j in range(3):
+        got = torch.cat([fwd[j][0, 1 : n + 1], bwd[j][0].flip(0)[1 : n + 1]], dim=-1)
+        assert torch.allclose(got, want[0][j], atol=1e-5), j
+    with pytest.raises(Exception, match="bilm-tf weights"):
+        pg.init_from_elmo(out=tmp_path / "x", elmo_run=tmp_path / "run", model="bilm")
