@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from conftest import SMALL_OVERRIDES, TINY, small_model_config
+
 from groc_base.errors import ModelError
 from polyglot_groc.model.lm import LanguageModel
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import SMALL_OVERRIDES, TINY, one_error_line
 from typer.testing import CliRunner
 
-from conftest import SMALL_OVERRIDES, TINY, one_error_line
 from polyglot_groc.cli import app
 from polyglot_groc.contextual.features import anchors, features, mix_layers, sentence_layers
 from polyglot_groc.contextual.treebank import read_conllu, universal_relation

@@ -168,11 +168,12 @@ def _in_domain(bundle: ModelBundle, payload: dict[str, Any], run: Path, split: s
     corpus = load_corpus(cfg.data, (split,), cfg.languages)
     bs = batch_size or cfg.train.eval_batch_size
     results = evaluate_split(bundle, corpus, split, bs, cfg.train.bptt, screen=screen)
-    backward = None
+    backward: dict[str, float | None] | None = None
     if bundle.model.bidirectional:
         back = evaluate_split(bundle, corpus, split, bs, cfg.train.bptt, screen=screen, direction="backward")
         backward = {lang: r.perplexity for lang, r in back.items()}
-    return EvaluateResult(perplexity_backward=backward, run=str(run), split=split, model=cfg.model.kind, checkpoint=checkpoint,
+    return EvaluateResult(run=str(run), split=split, model=cfg.model.kind, checkpoint=checkpoint,
+                          perplexity_backward=backward,
                           step=payload.get("step"), perplexity={lang: r.perplexity for lang, r in results.items()},
                           n_params=parameter_split(bundle.model), screen=screen, vocab_mode=cfg.data.vocab_mode,
                           details={lang: r.to_dict() for lang, r in results.items()})

@@ -53,8 +53,8 @@ LAYER_CHOICES = ("all", "top", "average")
 def read_sentences(path: PathLike, max_sentences: int | None = None) -> list[list[str]]:
     """Sentences of a plain-text file (one a line, whitespace-tokenised; blank lines skipped) or of a
     CoNLL-U file (``.conllu``/``.conllu.gz``: syntactic words, multiword ranges and empty nodes skipped)."""
-    from langpairs.corpus import read_split
     from groc_base.errors import CorpusError
+    from langpairs.corpus import read_split
 
     path = Path(path)
     if not path.is_file():
@@ -470,6 +470,21 @@ def align_layers(
     what ``align`` writes (``W.npy`` among it), which :func:`features` ``align=out`` reads. Seed 004
     §3.6 fits ``W(j)`` by Procrustes on the dictionary's anchors (``refine=0``); ``refine > 0`` adds
     MUSE's CSLS refinement.
+
+    Args:
+        src: Anchors directory of the side to map (e.g. the target language's LM).
+        tgt: Anchors directory of the space to map into (e.g. English).
+        out: Output directory; ``layer{j}/`` per layer.
+        train_dict: Seed dictionary, ``src tgt`` word pairs (MUSE format).
+        eval_dict: Evaluation dictionary (P@k per layer), or None.
+        refine: CSLS refinement iterations (0: Procrustes only, as the thesis).
+        overwrite: Replace a non-empty ``out``.
+
+    Returns:
+        A :class:`LayerAlignResult` with each layer's ``align`` JSON.
+
+    Raises:
+        InputError: the directories hold different layers, a missing dictionary, an existing ``out``.
     """
     from polyglot_groc.analysis.alignment import align
 

@@ -290,7 +290,7 @@ def parse(parser: TrainedParser, sentences: Sequence[Sentence], inputs: Sequence
     return out
 
 
-def attachment_scores(gold: Sequence[Sentence], predicted: Sequence[tuple[Sequence[int], Sequence[str]]]
+def attachment_scores(gold: Sequence[Sentence], predicted: Sequence[tuple[Sequence[int] | np.ndarray, Sequence[str]]]
                       ) -> dict[str, float]:
     """UAS and LAS (percent) as the CoNLL 2018 script on gold words: every word, relations without subtypes."""
     if len(gold) != len(predicted):

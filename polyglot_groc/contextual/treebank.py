@@ -7,6 +7,7 @@ As the CoNLL 2018 evaluation script reads them: multiword-token ranges (``3-4``)
 from __future__ import annotations
 
 import gzip
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _open_text(path: Path) -> str:
         raise InputError(f"treebank {path} is not UTF-8 ({exc.reason} at byte {exc.start}); convert it") from exc
 
 
-def read_conllu(path: str | Path, max_sentences: int | None = None) -> list[Sentence]:
+def read_conllu(path: str | os.PathLike[str], max_sentences: int | None = None) -> list[Sentence]:
     """The trees of a CoNLL-U file (plain or ``.gz``).
 
     Raises:
