@@ -184,3 +184,18 @@ def test_cli_features_and_bad_input(runs: dict[str, Path], tmp_path: Path) -> No
     bad_anchor = runner.invoke(app, ["anchors", str(runs["bilm"]), "--data", str(tmp_path), "--out",
                                      str(tmp_path / "anc"), "--lang", "en"])
     assert "no train split" in one_error_line(bad_anchor)
+    assert not (tmp_path / "anc").exists()
+    bad_layers = runner.invoke(app, ["align-layers", "--src", str(tmp_path), "--tgt", str(tmp_path), "--train-dict",
+                                     str(text), "--out", str(tmp_path / "maps")])
+    assert "layer*.vec" in one_error_line(bad_layers)
+    conllu = tmp_path / "t.conllu"
+    conllu.write_text(CONLLU, encoding="utf-8")
+    bad_probe = runner.invoke(app, ["probe", "--source", str(conllu), "--test", str(conllu), "--source-features",
+                                    str(tmp_path / "f.hdf5")])
+    assert "features for the source" in one_error_line(bad_probe)
+    bad_tree = tmp_path / "bad.conllu"
+    bad_tree.write_text("1\tx\t_\t_\t_\t_\tnope\troot\t_\t_\n", encoding="utf-8")
+    assert "HEAD" in one_error_line(runner.invoke(app, ["probe", "--source", str(bad_tree), "--test", str(conllu)]))
+    ok_probe = runner.invoke(app, ["probe", "--source", str(conllu), "--test", str(conllu), "--epochs", "1"])
+    assert ok_probe.exit_code == 0, ok_probe.output
+    assert json.loads(ok_probe.stdout)["words"] == 7

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -426,14 +427,23 @@ def anchors(
     kept_words = [str(w) for w in words[keep]]
     n_layers = means.shape[1]
     norms = [float(np.linalg.norm(means[:, j], axis=1).mean()) for j in range(n_layers)]
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
-    for j in range(n_layers):
-        path = out / f"layer{j}.vec"
-        write_vec(path, kept_words, np.ascontiguousarray(means[:, j]))
-        files.append(str(path))
-    atomic_write_text(out / "norms.json", dumps_json({f"layer{j}": n for j, n in enumerate(norms)}) + "\n")
-    files.append(str(out / "norms.json"))
+    # Every file atomically, and all of them or none (as align's outputs): a failed write removes the others.
+    created = not out.exists()
+    files: list[str] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for j in range(n_layers):
+            path = out / f"layer{j}.vec"
+            write_vec(path, kept_words, np.ascontiguousarray(means[:, j]))
+            files.append(str(path))
+        atomic_write_text(out / "norms.json", dumps_json({f"layer{j}": n for j, n in enumerate(norms)}) + "\n")
+        files.append(str(out / "norms.json"))
+    except BaseException:
+        for f in files:
+            Path(f).unlink(missing_ok=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
     log.info("wrote %d layers of anchors for %d word types (%d tokens) to %s", n_layers, len(kept_words), n_tokens,
              out)
     return AnchorsResult(str(run if not isinstance(run, ModelBundle) else "<bundle>"), lang, str(out),
