@@ -52,6 +52,8 @@ def _args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--max-test", type=int, default=None, help="score only the first N test trees")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="tiny sizes: the test suite's dry run")
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep the LMs, anchors, maps and features an earlier run left in --work (rerun the probe)")
     add_output_args(ap)
     a = ap.parse_args(argv)
     if a.quick:
@@ -79,7 +81,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import torch
 
     from langpairs.prepare import prepare_corpora
-    from polyglot_groc.api import ParserConfig, align_layers, anchors, evaluate, features, probe, train
+    from polyglot_groc.api import (
+        ParserConfig,
+        align_layers,
+        anchors,
+        evaluate,
+        features,
+        load_result,
+        probe,
+        train,
+    )
 
     torch.set_num_threads(a.threads)
     logging.basicConfig(level=logging.WARNING)
@@ -96,7 +107,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     t0 = time.monotonic()
     corpora = work / "corpora"
-    prepare_corpora(root, corpora, ["en", tgt], a.lm_tokens, max(a.lm_tokens // 20, 500), overwrite=True)
+    if not (a.reuse and (corpora / "prepare.json").is_file()):
+        prepare_corpora(root, corpora, ["en", tgt], a.lm_tokens, max(a.lm_tokens // 20, 500), overwrite=True)
     tick("prepare", t0)
 
     lm = {"model.d": 64, "model.prefix.hidden": 256, "model.prefix.n_layers": 2, "model.prefix.dropout": 0.2,
@@ -113,11 +125,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     t0 = time.monotonic()
     for name, langs in runs.items():
         t1 = time.monotonic()
+        done = a.reuse and (work / "runs" / name / "result.json").is_file()
         # Each language gets the same steps (and so about the same tokens) in every LM.
         steps = a.lm_steps * len(langs)
-        res = train(out=work / "runs" / name, langs=langs, data=corpora, model="bilm", size="small",
-                    overrides={**lm, "train.eval_every": max(steps // 3, 1)}, max_steps=steps, threads=a.threads,
-                    overwrite=True)
+        res = load_result(run=work / "runs" / name) if done else train(
+            out=work / "runs" / name, langs=langs, data=corpora, model="bilm", size="small",
+            overrides={**lm, "train.eval_every": max(steps // 3, 1)}, max_steps=steps, threads=a.threads,
+            overwrite=True)
         d = res.to_dict()
         ev = evaluate(run=work / "runs" / name, split="valid", threads=a.threads).to_dict()
         lm_info[name] = {"valid_perplexity_forward": ev["perplexity"],
@@ -132,13 +146,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     pairs = {"mono": (f"mono-{tgt}", "mono-en"), "polyglot": ("polyglot", "polyglot")}
     maps = {}
     for system, (run_t, run_e) in pairs.items():
+        maps[system] = work / "maps" / system
+        if a.reuse and (maps[system] / "layer2" / "W.npy").is_file():
+            continue
         anchors(run=work / "runs" / run_t, data=corpora, lang=tgt, out=anc / f"{system}-{tgt}", threads=a.threads,
                 overwrite=True)
         anchors(run=work / "runs" / run_e, data=corpora, lang="en", out=anc / f"{system}-en", threads=a.threads,
                 overwrite=True)
         layer_maps = align_layers(src=anc / f"{system}-{tgt}", tgt=anc / f"{system}-en", out=work / "maps" / system,
                                   train_dict=dico, overwrite=True)
-        maps[system] = work / "maps" / system
         lm_info[f"{system}-map"] = {"layers": len(layer_maps.layers)}
     tick("anchors+maps", t0)
 
@@ -149,6 +165,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     src_feats = {}
     for system, run in (("mono", "mono-en"), ("polyglot", "polyglot")):
         src_feats[system] = feats / f"{system}-en-train.hdf5"
+        if a.reuse and src_feats[system].is_file():
+            continue
         features(run=work / "runs" / run, input=source_tb, out=src_feats[system], lang="en",
                  max_sentences=a.source_trees, threads=a.threads, overwrite=True)
     tgt_feats: dict[str, dict[str, Path]] = {}
@@ -158,10 +176,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             tgt_feats[key] = {}
             for split, tb in (("pool", pool_tb), ("test", test_tb)):
                 path = feats / f"{key}-{tgt}-{split}.hdf5"
+                tgt_feats[key][split] = path
+                if a.reuse and path.is_file():
+                    continue
                 features(run=work / "runs" / run, input=tb, out=path, lang=tgt, threads=a.threads, overwrite=True,
                          align=maps[system] if aligned else None,
                          max_sentences=a.max_pool if split == "pool" else a.max_test)
-                tgt_feats[key][split] = path
     tick("features", t0)
 
     # The probe.

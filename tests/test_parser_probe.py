@@ -56,9 +56,15 @@ def test_mst_matches_brute_force_on_small_graphs() -> None:
 
 def test_scalar_mix_and_parser_gradients() -> None:
     torch.manual_seed(0)
-    mix = ScalarMix(3)
+    mix = ScalarMix(3, normalize=False)
     layers = torch.randn(2, 4, 3, 5)
     assert torch.allclose(mix(layers), layers.mean(2), atol=1e-6)  # zero weights: the average, gamma 1
+    # RMS normalisation: invariant to each vector's scale and to an orthogonal map of a layer.
+    normed = ScalarMix(3)
+    q, _ = torch.linalg.qr(torch.randn(5, 5))
+    scaled = layers * torch.tensor([1.0, 50.0, 0.1]).view(1, 1, 3, 1)
+    assert torch.allclose(normed(scaled), normed(layers), atol=1e-3)
+    assert torch.allclose(normed(layers @ q.T), normed(layers) @ q.T, atol=1e-5)
     cfg = ParserConfig(lstm_hidden=8, arc_mlp=6, label_mlp=4, dropout=0.0)
     parser = BiaffineParser(cfg, n_labels=3, n_layers=3, feature_dim=5)
     lengths = torch.tensor([4, 2])

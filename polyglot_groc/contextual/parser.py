@@ -47,6 +47,8 @@ class ParserConfig:
     epochs: int = 4
     batch_size: int = 32  # sentences; half source, half target when there is a target
     clip: float = 5.0
+    #: ScalarMix: RMS-normalise each layer before mixing (see :class:`ScalarMix`).
+    normalize_layers: bool = True
 
     def check(self) -> ParserConfig:
         for name in ("lstm_hidden", "lstm_layers", "arc_mlp", "label_mlp", "word_dim", "epochs", "batch_size"):
@@ -60,14 +62,23 @@ class ParserConfig:
 
 
 class ScalarMix(nn.Module):
-    """``gamma * sum_j softmax(w)_j h_j`` (AllenNLP's ScalarMix, without layer norm)."""
+    """``gamma * sum_j softmax(w)_j h_j`` (AllenNLP's ScalarMix).
 
-    def __init__(self, n_layers: int) -> None:
+    ``normalize``: each layer's vector is divided by its root mean square first (AllenNLP's
+    ``do_layer_norm`` in spirit; an RMS rather than a mean/variance norm, so that a layer mapped by an
+    orthogonal W(j) is normalised exactly as before the map). Raw LM states can be large (char-CNN
+    outputs of norm ~100 here), which saturates the parser's LSTM so that it learns nothing.
+    """
+
+    def __init__(self, n_layers: int, normalize: bool = True) -> None:
         super().__init__()
         self.weights = nn.Parameter(torch.zeros(n_layers))
         self.gamma = nn.Parameter(torch.ones(()))
+        self.normalize = normalize
 
     def forward(self, layers: torch.Tensor) -> torch.Tensor:  # (B, T, L, D) -> (B, T, D)
+        if self.normalize:
+            layers = layers * torch.rsqrt(layers.pow(2).mean(-1, keepdim=True) + 1e-6)
         return self.gamma * torch.einsum("btld,l->btd", layers, F.softmax(self.weights, dim=0))
 
 
@@ -80,7 +91,7 @@ class BiaffineParser(nn.Module):
         self.cfg = cfg
         if (n_layers > 0) == (n_words > 0):
             raise InputError("a parser reads either features (n_layers, feature_dim) or words (n_words)")
-        self.mix = ScalarMix(n_layers) if n_layers else None
+        self.mix = ScalarMix(n_layers, cfg.normalize_layers) if n_layers else None
         self.words = nn.Embedding(n_words, cfg.word_dim) if n_words else None
         dim = feature_dim if n_layers else cfg.word_dim
         self.root = nn.Parameter(torch.randn(dim) * 0.1)
