@@ -56,11 +56,11 @@ def test_mst_matches_brute_force_on_small_graphs() -> None:
 
 def test_scalar_mix_and_parser_gradients() -> None:
     torch.manual_seed(0)
-    mix = ScalarMix(3, normalize=False)
+    mix = ScalarMix(3)
     layers = torch.randn(2, 4, 3, 5)
     assert torch.allclose(mix(layers), layers.mean(2), atol=1e-6)  # zero weights: the average, gamma 1
     # RMS normalisation: invariant to each vector's scale and to an orthogonal map of a layer.
-    normed = ScalarMix(3)
+    normed = ScalarMix(3, normalize=True)
     q, _ = torch.linalg.qr(torch.randn(5, 5))
     scaled = layers * torch.tensor([1.0, 50.0, 0.1]).view(1, 1, 3, 1)
     assert torch.allclose(normed(scaled), normed(layers), atol=1e-3)
