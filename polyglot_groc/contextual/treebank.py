@@ -6,12 +6,12 @@ As the CoNLL 2018 evaluation script reads them: multiword-token ranges (``3-4``)
 
 from __future__ import annotations
 
-import gzip
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from groc_base.errors import InputError
+from groc_base.fileio import read_bytes
 
 
 @dataclass(frozen=True)
@@ -24,21 +24,9 @@ class Sentence:
 
 
 def _open_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise InputError(f"treebank {path} does not exist; check the path") from exc
-    except OSError as exc:
-        raise InputError(f"treebank {path} cannot be read: {exc.strerror}") from exc
-    if path.name.endswith(".gz"):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise InputError(f"treebank {path} is not valid gzip: {exc}") from exc
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"treebank {path} is not UTF-8 ({exc.reason} at byte {exc.start}); convert it") from exc
+    from langpairs.corpus import decode_utf8
+
+    return decode_utf8(read_bytes(path, "treebank", InputError), path, InputError)
 
 
 def read_conllu(path: str | os.PathLike[str], max_sentences: int | None = None) -> list[Sentence]:
