@@ -15,6 +15,8 @@ __version__ = "0.1.0"
 #: these load the API: a submodule import such as ``from polyglot_groc import model`` never does.
 API_NAMES = frozenset({
     "AlignManyResult",
+    "AnchorsResult", "FeaturesResult", "LayerAlignResult", "ParserConfig", "ProbeResult", "align_layers", "anchors",
+    "features", "probe",
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",

@@ -25,6 +25,10 @@ function                    command                                result
 :func:`lexicon_coverage`    ``lexicon coverage``                   :class:`LexiconCoverageResult`
 :func:`prepare_language`    ``data prepare --lang xx --input F``   :class:`PreparedLanguage`
 :func:`import_wordnet_file` ``lexicon import FILE``                :class:`ImportedWordnet`
+:func:`features`            ``features``                           :class:`FeaturesResult`
+:func:`anchors`             ``anchors``                            :class:`AnchorsResult`
+:func:`align_layers`        ``align-layers``                       :class:`LayerAlignResult`
+:func:`probe`               ``probe``                              :class:`ProbeResult`
 ==========================  =====================================  ==============================
 
 Languages beyond the built-in ten come from a languages TOML file: :func:`load_registry` reads it
@@ -63,6 +67,16 @@ from polyglot_groc.analysis.workflows import (
     tune_cache,
 )
 from polyglot_groc.config import RunConfig, load_config, parse_overrides
+from polyglot_groc.contextual.features import (
+    AnchorsResult,
+    FeaturesResult,
+    LayerAlignResult,
+    align_layers,
+    anchors,
+    features,
+)
+from polyglot_groc.contextual.parser import ParserConfig
+from polyglot_groc.contextual.probe import ProbeResult, probe
 from polyglot_groc.elmo.workflows import ElmoInitResult, init_from_elmo
 from polyglot_groc.training.interrupts import TrainingInterrupted
 from polyglot_groc.training.trainer import StepInfo, TrainHooks, TrainResult
@@ -70,6 +84,8 @@ from polyglot_groc.training.workflows import finetune, load_result, resume, trai
 
 __all__ = [
     "AlignManyResult",
+    "AnchorsResult", "FeaturesResult", "LayerAlignResult", "ParserConfig", "ProbeResult", "align_layers", "anchors",
+    "features", "probe",
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",

@@ -10,6 +10,12 @@ from typing import Annotated
 import typer
 
 from polyglot_groc.commands._common import version_callback
+from polyglot_groc.commands.contextual import (
+    align_layers_command,
+    anchors_command,
+    features_command,
+    probe_command,
+)
 from polyglot_groc.commands.crossdomain import analyze_app, finetune_command, tune_cache_command
 from polyglot_groc.commands.elmo import init_from_elmo_command
 from polyglot_groc.commands.embeddings import align_command, align_many_command, export_command, similarity_command
@@ -44,6 +50,10 @@ app.command("similarity")(similarity_command)
 app.command("pretrain-vectors")(pretrain_vectors_command)
 app.command("tune-cache")(tune_cache_command)
 app.command("finetune")(finetune_command)
+app.command("features")(features_command)
+app.command("anchors")(anchors_command)
+app.command("align-layers")(align_layers_command)
+app.command("probe")(probe_command)
 app.add_typer(analyze_app, name="analyze")
 
 

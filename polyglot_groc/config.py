@@ -126,7 +126,8 @@ CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 PRESETS: dict[str, Path] = {"small": CONFIGS_DIR / "quickstart.toml", "paper": CONFIGS_DIR / "paper.toml"}
 
 #: Must match polyglot_groc.model.kinds.REGISTRY (a test checks); "lookup" is the old name of "tied".
-MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "groc", "groc-lex")
+MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "bilm", "groc",
+               "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("fp32", "tf32", "bf16")
 #: The largest embedding size model.d (and pretrain-vectors --dim) may take.
@@ -150,6 +151,7 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     "adaptive": {"output": {"dropout": 0.3, "cutoffs": [0.2, 0.7]}},
     "conv": {"output": {"dropout": 0.1, "correction": 128}},
     "elmo": {},
+    "bilm": {},  # not in Table 8 either: the dataclass defaults, as elmo
     "groc": {"output": {"dropout": 0.2, "depth": 0}},
     "groc-lex": {"output": {"dropout": 0.2, "depth": 0}},
 }

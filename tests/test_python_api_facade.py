@@ -17,7 +17,8 @@ from polyglot_groc import api
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ("train", "resume", "finetune", "load_result", "init_from_elmo", "evaluate", "tune_cache", "freq_bins",
-             "curves", "export", "align", "align_many", "similarity", "lexicon_coverage")
+             "curves", "export", "align", "align_many", "similarity", "lexicon_coverage", "features", "anchors",
+             "align_layers", "probe")
 
 
 def test_the_package_exposes_exactly_the_api() -> None:

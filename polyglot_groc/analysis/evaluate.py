@@ -51,6 +51,9 @@ class EvaluateResult:
     cache: dict[str, Any] | None = None
     lexicon_coverage: float | None = None
     languages: dict[str, dict[str, Any]] | None = None
+    #: Bidirectional kinds (bilm), in-domain: the backward LM's perplexity (right to left, state
+    #: carried); ``perplexity`` is always the forward LM's, comparable with the other kinds.
+    perplexity_backward: dict[str, float | None] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``polyglot-groc evaluate`` prints (NaN and infinities as ``None``)."""
@@ -62,6 +65,8 @@ class EvaluateResult:
             out = {"run": self.run, "split": self.split, "model": self.model, "checkpoint": self.checkpoint,
                    "step": self.step, "n_params": self.n_params, "screen": self.screen,
                    "vocab_mode": self.vocab_mode, "perplexity": self.perplexity, "details": self.details}
+            if self.perplexity_backward is not None:
+                out["perplexity_backward"] = self.perplexity_backward
         return json_safe(out)  # type: ignore[return-value]
 
 
@@ -163,7 +168,12 @@ def _in_domain(bundle: ModelBundle, payload: dict[str, Any], run: Path, split: s
     corpus = load_corpus(cfg.data, (split,), cfg.languages)
     bs = batch_size or cfg.train.eval_batch_size
     results = evaluate_split(bundle, corpus, split, bs, cfg.train.bptt, screen=screen)
+    backward: dict[str, float | None] | None = None
+    if bundle.model.bidirectional:
+        back = evaluate_split(bundle, corpus, split, bs, cfg.train.bptt, screen=screen, direction="backward")
+        backward = {lang: r.perplexity for lang, r in back.items()}
     return EvaluateResult(run=str(run), split=split, model=cfg.model.kind, checkpoint=checkpoint,
+                          perplexity_backward=backward,
                           step=payload.get("step"), perplexity={lang: r.perplexity for lang, r in results.items()},
                           n_params=parameter_split(bundle.model), screen=screen, vocab_mode=cfg.data.vocab_mode,
                           details={lang: r.to_dict() for lang, r in results.items()})

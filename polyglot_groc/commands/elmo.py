@@ -49,18 +49,21 @@ def init_from_elmo_command(
     threads: ThreadsOption = None,
     device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
+    model: Annotated[str, typer.Option(
+        "--model", help="groc | bilm (bilm-tf weights: char-CNN and both LSTM directions)")] = "groc",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
-    """Initialise a GroC model from an ELMo-like model, report its perplexity, and finetune it."""
+    """Initialise a GroC (or bilm) model from an ELMo-like model, report its perplexity, and finetune it."""
     _init_from_elmo(elmo_run, out, finetune_epochs, max_steps, lr, data, eval_every, checkpoint, elmo_options,
-                    elmo_weights, langs, set_ or [], threads, device, overwrite, verbose)
+                    elmo_weights, langs, set_ or [], threads, device, overwrite, verbose, model)
 
 
 @cli_errors
 def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | None, max_steps: int | None,
                     lr: float | None, data: Path | None, eval_every: int | None, checkpoint: str,
                     elmo_options: Path | None, elmo_weights: Path | None, langs: str | None, overrides: list[str],
-                    threads: int | None, device: str | None, overwrite: bool, verbose: bool) -> None:
+                    threads: int | None, device: str | None, overwrite: bool, verbose: bool,
+                    model: str = "groc") -> None:
     from polyglot_groc.commands.train import ReportInterrupts, RichHooks
     from polyglot_groc.elmo.workflows import init_from_elmo
 
@@ -75,7 +78,8 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
                                     elmo_weights=elmo_weights, data=data, langs=langs,
                                     finetune_epochs=finetune_epochs, max_steps=max_steps, lr=lr,
                                     eval_every=eval_every, overrides=parse_overrides(overrides), threads=threads,
-                                    device=device or None, overwrite=overwrite, hooks=_Announce(hooks))
+                                    device=device or None, overwrite=overwrite, hooks=_Announce(hooks),
+                                    model=model)
         finally:
             hooks.close()
     print_json(result.to_dict())

@@ -5,7 +5,9 @@ start from ELMo's word encoder) and the forward LSTM stack becomes :class:`ElmoF
 faithful re-implementation of TensorFlow's ``LSTMCell`` as bilm-tf configures it: one kernel over
 ``[x, h_prev]`` with gate order (i, j, f, o), ``forget_bias=1.0`` added to the f gate at run time,
 the cell clipped to ``cell_clip``, the output projected (``num_proj``) and clipped to ``proj_clip``.
-Only the forward direction is loaded: a left-to-right language model cannot use the backward one.
+The backward stack (``RNN_1``) is loaded too when the file has it: :meth:`ElmoModel.lm_embeddings`
+gives bilm-tf's full ``lm_embeddings`` (both directions, every layer); a left-to-right language
+model (GroC initialisation) uses the forward one only.
 
 bilm-tf runs statefully: the LSTM state left by one batch is the initial state of the next, one
 state row per batch row ("stream"), and ``<S>``/``</S>`` are added around every sentence. Padded
@@ -49,6 +51,8 @@ _INSTALL_HINT = "pip install 'polyglot-groc[elmo]' (or pip install h5py)"
 
 #: Per layer ``(c, h)``: memory cell (B, dim) and projected output (B, out_dim).
 LstmState = tuple[tuple[torch.Tensor, torch.Tensor], ...]
+#: The forward and the backward stacks' states of :meth:`ElmoModel.lm_embeddings`.
+BiLstmState = tuple[LstmState, LstmState]
 
 
 # --------------------------------------------------------------------------- options
@@ -434,11 +438,14 @@ class ElmoForwardLstm(nn.Module):
 class ElmoModel(nn.Module):
     """Char encoder + forward LSTM of a bilm-tf ELMo, run over sentences statefully."""
 
-    def __init__(self, options: ElmoOptions, char_encoder: SurfaceEncoder, lstm: ElmoForwardLstm) -> None:
+    def __init__(self, options: ElmoOptions, char_encoder: SurfaceEncoder, lstm: ElmoForwardLstm,
+                 backward: ElmoForwardLstm | None = None) -> None:
         super().__init__()
         self.options = options
         self.char_encoder = char_encoder
         self.lstm = lstm
+        #: bilm-tf's backward stack (``RNN_1``); None when the weights file holds the forward one only.
+        self.backward = backward
         self.charset = Charset.elmo_bytes(options.max_characters_per_token)
 
     @classmethod
@@ -450,9 +457,14 @@ class ElmoModel(nn.Module):
             enc = _char_encoder_from(options, w)
             lstm = ElmoForwardLstm.from_options(options)
             lstm.load_bilm_weights(w, direction=0)
-        logger.debug("loaded elmo (%d lstm layers, dim %d, proj %d) from %s", options.n_layers,
-                     options.lstm_dim, options.projection_dim, path)
-        return cls(options, enc, lstm)
+            backward = None
+            if w.has("RNN_1"):
+                backward = ElmoForwardLstm.from_options(options)
+                backward.load_bilm_weights(w, direction=1)
+        logger.debug("loaded elmo (%d lstm layers, dim %d, proj %d, %s) from %s", options.n_layers,
+                     options.lstm_dim, options.projection_dim,
+                     "both directions" if backward is not None else "forward only", path)
+        return cls(options, enc, lstm, backward)
 
     def encode_tokens(self, tokens: Sequence[str]) -> torch.Tensor:
         """Char-CNN embeddings of ``tokens`` (no sentence markers added).  -> (N, d)"""
@@ -478,6 +490,15 @@ class ElmoModel(nn.Module):
         B = len(sentences)
         if B == 0:
             return [], state if state is not None else self.lstm.initial_state(0)
+        x, lengths = self._embedded_batch(sentences)
+        layers, new_state = self.lstm(x, state, torch.tensor(lengths, device=x.device))
+        stacked = torch.stack([x, *layers], dim=1)  # (B, 1 + n_layers, T, d)
+        out = [stacked[b, :, 1 : n - 1] for b, n in enumerate(lengths)]
+        return out, new_state
+
+    def _embedded_batch(self, sentences: Sequence[Sequence[str]]) -> tuple[torch.Tensor, list[int]]:
+        """The char-CNN embeddings of the sentences with ``<S>``/``</S>``, zero-padded: (B, T, d), lengths."""
+        B = len(sentences)
         lengths = [len(s) + 2 for s in sentences]  # + <S> and </S>
         T = max(lengths)
         flat = [tok for s in sentences for tok in (ELMO_BOS_TOKEN, *s, ELMO_EOS_TOKEN)]
@@ -485,14 +506,43 @@ class ElmoModel(nn.Module):
         # Scatter the flat token rows into a zero-padded (B, T, d) batch.
         rows = np.repeat(np.arange(B), lengths)
         cols = np.concatenate([np.arange(n) for n in lengths])
-        dev = emb.device
         x = emb.new_zeros(B * T, emb.shape[1])
-        x = x.index_copy(0, torch.from_numpy(rows * T + cols).to(dev), emb).view(B, T, -1)
-        len_t = torch.tensor(lengths, device=dev)
-        layers, new_state = self.lstm(x, state, len_t)
-        stacked = torch.stack([x, *layers], dim=1)  # (B, 1 + n_layers, T, d)
-        out = [stacked[b, :, 1 : n - 1] for b, n in enumerate(lengths)]
-        return out, new_state
+        x = x.index_copy(0, torch.from_numpy(rows * T + cols).to(emb.device), emb).view(B, T, -1)
+        return x, lengths
+
+    def lm_embeddings(self, sentences: Sequence[Sequence[str]], state: BiLstmState | None = None,
+                      ) -> tuple[list[torch.Tensor], BiLstmState]:
+        """bilm-tf's ``lm_embeddings`` of one batch: per sentence (1 + n_layers, T_b, 2 * d).
+
+        Layer 0 is the char-CNN embedding twice (``[e; e]``), layer j the forward and the backward
+        outputs of LSTM layer j side by side, boundary positions dropped. The backward stack reads
+        each sentence (with ``<S>``/``</S>``) right to left (``tf.reverse_sequence`` within its
+        length) and, like the forward one, carries its state per stream from batch to batch.
+        """
+        if self.backward is None:
+            raise ModelError("these elmo weights hold no backward LSTM (RNN_1); lm_embeddings needs both "
+                             "directions — use forward_sentences for the forward half")
+        if isinstance(sentences, str) or not all(
+            not isinstance(s, str) and all(isinstance(t, str) for t in s) for s in sentences
+        ):
+            raise InputError("elmo sentences must be a list of token lists (e.g. [['Hello', '.']]), not strings; "
+                             "split each sentence into tokens first")
+        fwd_state, bwd_state = state if state is not None else (None, None)
+        if not sentences:
+            return [], (fwd_state or self.lstm.initial_state(0), bwd_state or self.backward.initial_state(0))
+        x, lengths = self._embedded_batch(sentences)
+        B, T, _ = x.shape
+        len_t = torch.tensor(lengths, device=x.device)
+        fwd, fwd_state = self.lstm(x, fwd_state, len_t)
+        # Position t of row b reads position n_b - 1 - t (padding stays where it is).
+        steps = torch.arange(T, device=x.device).unsqueeze(0)  # (1, T)
+        rev = torch.where(steps < len_t.unsqueeze(1), len_t.unsqueeze(1) - 1 - steps, steps)  # (B, T)
+        gather = rev.unsqueeze(-1).expand(B, T, x.shape[2])
+        bwd_rev, bwd_state = self.backward(x.gather(1, gather), bwd_state, len_t)
+        bwd = [h.gather(1, rev.unsqueeze(-1).expand_as(h)) for h in bwd_rev]  # back to reading order
+        layers = [torch.cat([x, x], dim=-1)] + [torch.cat([f, b], dim=-1) for f, b in zip(fwd, bwd, strict=True)]
+        stacked = torch.stack(layers, dim=1)  # (B, 1 + n_layers, T, 2d)
+        return [stacked[b, :, 1 : n - 1] for b, n in enumerate(lengths)], (fwd_state, bwd_state)
 
 
 # --------------------------------------------------------------------------- into our prefix
@@ -566,6 +616,7 @@ def _lstm_param(layer: nn.LSTM, name: str) -> torch.Tensor:
 
 
 __all__ = [
+    "BiLstmState",
     "ElmoForwardLstm",
     "ElmoModel",
     "ElmoOptions",

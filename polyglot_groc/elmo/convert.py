@@ -21,6 +21,13 @@ the converted model's bias activation is switched to ``identity`` (recorded in i
 logged). bilm-tf weight files carry no softmax, so weights imported from them use a target
 mean of 0, which under ``relu`` also means ``identity``.
 
+A ``bilm`` run can also start from bilm-tf weights, both directions: :func:`elmo_bilm_config` and
+:func:`install_bilm_weights` copy the char-CNN and the forward and backward LSTM stacks (with their
+projections) into the bilm kind's two prefixes; its lookup softmax (bilm-tf files carry none)
+starts from scratch. torch's LSTM cannot clip, so bilm-tf's ``cell_clip``/``proj_clip`` are
+dropped: the outputs equal bilm-tf's wherever no clip is reached (:class:`ElmoModel` with the
+clips, used by ``lm_embeddings``, equals bilm-tf's reference exactly).
+
 Sources: :func:`convert_elmo_bundle` converts an ``elmo``-kind bundle of this toolkit (pure, no
 I/O); :func:`elmo_groc_config` and :func:`install_elmo_weights` build a GroC model around real
 bilm-tf weights (``elmo-bytes`` charset, d = ELMo's projection size). :func:`finetune_converted`
@@ -235,6 +242,46 @@ def install_elmo_weights(bundle: ModelBundle, elmo: ElmoModel, info: ElmoImport)
     model.invalidate_cache()
 
 
+def elmo_bilm_config(options: ElmoOptions, base: RunConfig) -> RunConfig:
+    """``base`` with what bilm-tf weights fix for a ``bilm`` run: d = projection dim, ELMo's LSTM sizes
+    (``hidden`` = its cells, projected to d), the elmo-bytes charset and the char-CNN (relu highways)."""
+    if options.use_skip_connections:
+        raise ConfigError("these elmo weights use skip connections between LSTM layers, which the bilm kind's "
+                          "stacks lack; they cannot be loaded into a bilm run")
+    if options.lstm_dim < options.projection_dim:
+        raise ConfigError(f"elmo's LSTM has {options.lstm_dim} cells, fewer than its projection_dim "
+                          f"{options.projection_dim}; bilm-tf then outputs {options.lstm_dim} values, which the "
+                          "bilm kind (every layer d wide) cannot hold")
+    m = base.model
+    surface = dataclasses.replace(m.surface, char_dim=options.char_dim, filters=options.filters,
+                                  n_highway=options.n_highway, activation=options.activation, highway_activation="relu")
+    charset = dataclasses.replace(m.charset, scheme="elmo-bytes", max_word_len=options.max_characters_per_token)
+    prefix = dataclasses.replace(m.prefix, n_layers=options.n_layers, hidden=options.lstm_dim)
+    model_cfg = dataclasses.replace(m, kind="bilm", d=options.projection_dim, charset=charset, surface=surface,
+                                    prefix=prefix)
+    return dataclasses.replace(base, model=model_cfg).validate()
+
+
+def install_bilm_weights(bundle: ModelBundle, elmo: ElmoModel) -> None:
+    """Copy bilm-tf's char-CNN and both LSTM stacks into a ``bilm`` bundle built from :func:`elmo_bilm_config`."""
+    model = bundle.model
+    if model.kind != "bilm" or bundle.charset.scheme != "elmo-bytes" or model.backward_prefix is None:
+        raise ModelError(f"bilm-tf weights go into a bilm model with the elmo-bytes charset, not a {model.kind} "
+                         f"model with {bundle.charset.scheme}; build it from elmo_bilm_config")
+    if elmo.backward is None:
+        raise ModelError("these elmo weights hold no backward LSTM (RNN_1); a bilm run needs both directions")
+    emb = model.input_embedder
+    assert isinstance(emb, GroundedEmbedder)
+    try:
+        emb.surface.load_state_dict(elmo.char_encoder.state_dict())
+    except RuntimeError as exc:
+        raise ModelError(f"the elmo char encoder does not fit the model's surface encoder ({exc}); "
+                         "build the config with elmo_bilm_config") from exc
+    copy_forward_lstm_into(list(model.prefix.layers), elmo.lstm)  # type: ignore[arg-type]
+    copy_forward_lstm_into(list(model.backward_prefix.layers), elmo.backward)  # type: ignore[arg-type]
+    model.invalidate_cache()
+
+
 # --------------------------------------------------------------------------- evaluate + finetune
 
 
@@ -355,8 +402,10 @@ __all__ = [
     "converted_record",
     "converted_trainer",
     "cover_corpus",
+    "elmo_bilm_config",
     "elmo_groc_config",
     "finetune_converted",
+    "install_bilm_weights",
     "install_elmo_weights",
     "neutral_bias",
 ]

@@ -81,6 +81,7 @@ def init_from_elmo(
     device: str | None = None,
     overwrite: bool = False,
     hooks: TrainHooks | None = None,
+    model: str = "groc",
 ) -> ElmoInitResult:
     """Initialise a GroC model from an ELMo-like model, measure it, and finetune it into ``out``.
 
@@ -103,6 +104,8 @@ def init_from_elmo(
         threads, device: ``train.threads`` and ``train.device`` (threads apply to the conversion too).
         overwrite: Replace what ``out`` holds.
         hooks: Progress callbacks (:class:`~polyglot_groc.training.trainer.TrainHooks`).
+        model: The run's kind: ``groc`` (the conversion above) or ``bilm`` (bilm-tf weights only: the
+            char-CNN and both LSTM stacks copied, clips dropped, the lookup softmax trained from scratch).
 
     Returns:
         The :class:`ElmoInitResult`; ``to_dict()`` is ``out/result.json``.
@@ -124,13 +127,18 @@ def init_from_elmo(
     if threads:  # the conversion runs the model too, before the trainer applies train.threads
         set_threads(threads)
     weights_mode = elmo_options is not None or elmo_weights is not None
+    if model not in ("groc", "bilm"):
+        raise ConfigError(f"--model {model!r} cannot be initialised from elmo; use groc or bilm")
+    if model == "bilm" and elmo_run is not None:
+        raise ConfigError("a bilm run starts from bilm-tf weights (--elmo-options/--elmo-weights); an elmo run has "
+                          "no backward LSTM")
     if weights_mode and elmo_run is not None:
         raise ConfigError("give either an elmo run directory or --elmo-options/--elmo-weights, not both")
     if not weights_mode and elmo_run is None:
         raise ConfigError("nothing to convert; pass an elmo run directory or --elmo-options and --elmo-weights")
     if weights_mode:
         bundle, cfg, source, info = _from_weights(elmo_options, elmo_weights, data, langs, overrides, defaults,
-                                                  explicit)
+                                                  explicit, model)
     else:
         assert elmo_run is not None
         if langs is not None:
@@ -213,10 +221,15 @@ def _from_run(run: Path, which: str, data: PathLike | None, overrides: Mapping[s
 
 def _from_weights(options_path: PathLike | None, weights_path: PathLike | None, data: PathLike | None,
                   langs: str | Sequence[str] | None, overrides: Mapping[str, Any], defaults: Mapping[str, Any],
-                  explicit: Mapping[str, Any]) -> tuple[ModelBundle, RunConfig, dict[str, Any], dict[str, Any]]:
+                  explicit: Mapping[str, Any],
+                  kind: str = "groc") -> tuple[ModelBundle, RunConfig, dict[str, Any], dict[str, Any]]:
     from langpairs.registry import parse_lang_spec
     from polyglot_groc.elmo.bilm import ElmoModel, load_bilm_options
-    from polyglot_groc.elmo.convert import ELMO_FIXED_KEYS, elmo_groc_config, install_elmo_weights
+    from polyglot_groc.elmo.convert import (
+        ELMO_FIXED_KEYS,
+        elmo_groc_config,
+        install_elmo_weights,
+    )
     from polyglot_groc.model.checkpoint import file_sha256
     from polyglot_groc.training.data import load_corpus
     from polyglot_groc.training.trainer import build_bundle, seed_everything
@@ -230,8 +243,10 @@ def _from_weights(options_path: PathLike | None, weights_path: PathLike | None, 
     options = load_bilm_options(options_path)
     spec = "en" if langs is None else langs if isinstance(langs, str) else ",".join(langs)
     lang_codes = parse_lang_spec(spec, None)
-    base = load_config(None, merge_overrides(defaults, overrides, {"data.root": str(data),
+    base = load_config(None, merge_overrides(defaults, overrides, {"data.root": str(data), "model.kind": kind,
                                                                     "data.langs": list(lang_codes)}, explicit))
+    if kind == "bilm":
+        return _bilm_from_weights(options, options_path, weights_path, base, data)
     cfg, imported = elmo_groc_config(options, base)
     splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
     corpus = load_corpus(cfg.data, splits)
@@ -249,5 +264,33 @@ def _from_weights(options_path: PathLike | None, weights_path: PathLike | None, 
             "bias_activation": cfg.model.output.bias_activation,
             "configured_bias_activation": base.model.output.bias_activation}
     # The parent of the new run: the weights file (no run directory, no checkpoint name or step).
+    parent = ParentConfig(run=str(weights_path.resolve()), sha256=file_sha256(weights_path))
+    return bundle, dataclasses.replace(cfg, parent=parent), source, info
+
+
+def _bilm_from_weights(options: Any, options_path: Path, weights_path: Path, base: RunConfig,
+                       data: PathLike) -> tuple[ModelBundle, RunConfig, dict[str, Any], dict[str, Any]]:
+    """A ``bilm`` bundle holding bilm-tf's char-CNN and both LSTM stacks (its softmax from scratch)."""
+    from polyglot_groc.elmo.bilm import ElmoModel
+    from polyglot_groc.elmo.convert import elmo_bilm_config, install_bilm_weights
+    from polyglot_groc.model.checkpoint import file_sha256
+    from polyglot_groc.training.data import load_corpus
+    from polyglot_groc.training.trainer import build_bundle, seed_everything
+
+    cfg = elmo_bilm_config(options, base)
+    splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
+    corpus = load_corpus(cfg.data, splits)
+    seed_everything(cfg.train.seed)  # the softmax starts from the run's seed
+    bundle = build_bundle(cfg, corpus)
+    elmo = ElmoModel.from_files(options_path, weights_path)
+    install_bilm_weights(bundle, elmo)
+    clipped = elmo.lstm.cell_clip is not None or elmo.lstm.proj_clip is not None
+    source = {"init_from": str(weights_path.resolve()), "init_options": str(options_path.resolve()),
+              "charset": "elmo-bytes", "directions": 2, "clips_dropped": clipped}
+    info = {"source": "weights", "kind": "bilm", "d": cfg.model.d, "charset": "elmo-bytes",
+            "max_word_len": cfg.model.charset.max_word_len, "vocab": len(bundle.vocab), "data": str(data),
+            "directions": 2, "clips_dropped": clipped, "prefix_copied": True, "prefix_reason": None,
+            "bias_activation": cfg.model.output.bias_activation,
+            "configured_bias_activation": cfg.model.output.bias_activation}
     parent = ParentConfig(run=str(weights_path.resolve()), sha256=file_sha256(weights_path))
     return bundle, dataclasses.replace(cfg, parent=parent), source, info

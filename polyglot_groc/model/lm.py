@@ -1,8 +1,15 @@
 """The language model: wires a kind's word-side parts to the prefix, screening and loss. No I/O.
 
-The kinds (untied, tied/lookup, bilinear, deep-residual, adaptive, conv, elmo, groc, groc-lex)
+The kinds (untied, tied/lookup, bilinear, deep-residual, adaptive, conv, elmo, bilm, groc, groc-lex)
 live in :mod:`polyglot_groc.model.kinds`, one module each behind :class:`KindParts`; this class
-never branches on the kind.
+never branches on the kind, only on its traits.
+
+Bidirectional kinds (``bilm``) have a second, backward prefix. Their training loss is the mean of
+the forward next-word NLL and the backward previous-word NLL of the same window, both scored by the
+kind's scorer over the same screened vocabulary; the backward pass reads the window right to left
+from a zero state (the text to its right comes in the *next* window, so no state can be carried).
+``nll_sum`` stays the forward NLL, so perplexities are comparable with the other kinds; the
+backward perplexity is scored with ``direction="backward"`` over reversed streams, state carried.
 
 Every score of a target word goes through the kind's scorer: :meth:`LanguageModel.forward`'s loss,
 and :meth:`LanguageModel.token_logprobs`, the per-token log-probabilities (with the hidden states
@@ -24,6 +31,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from groc_base.errors import ModelError
 from polyglot_groc.config import ModelConfig
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.kinds import build_parts
@@ -45,6 +53,9 @@ class LMOutput:
     #: The prefix's top output after / before its dropout (AWD AR / TAR regularisers).
     hidden: torch.Tensor | None = None  # (B, T, d)
     hidden_raw: torch.Tensor | None = None  # (B, T, d)
+    #: Bidirectional kinds in training (``direction=None``): the backward NLL of the window (summed,
+    #: detached), read right to left from a zero state. None otherwise.
+    nll_sum_backward: torch.Tensor | None = None
 
 
 @dataclass
@@ -84,7 +95,11 @@ class LanguageModel(nn.Module):
             for p in self.input_embedder.parameters():
                 p.requires_grad_(False)
         self.word_drop = cfg.prefix.word_dropout
-        self.prefix = LSTMPrefix(cfg.prefix, d, cfg.init_range)
+        bidirectional = parts.bidirectional
+        self.prefix = LSTMPrefix(cfg.prefix, d, cfg.init_range, project=bidirectional)
+        #: The backward stack of a bidirectional kind (its own weights, the same sizes), else None.
+        self.backward_prefix: LSTMPrefix | None = (
+            LSTMPrefix(cfg.prefix, d, cfg.init_range, project=True) if bidirectional else None)
         self.screen = LanguageScreen(lang_ids, n_words)
         self._cache: dict[object, _Tables] = {}
         self._cache_version: int | None = None
@@ -134,8 +149,22 @@ class LanguageModel(nn.Module):
         # In-place updates (optimizer.step, load_state_dict) bump each tensor's version counter.
         return sum(p._version for p in (module or self).parameters())
 
-    def init_state(self, batch_size: int) -> State:
-        return self.prefix.init_state(batch_size, self._device())
+    @property
+    def bidirectional(self) -> bool:
+        return self.backward_prefix is not None
+
+    def _prefix_for(self, direction: str | None) -> LSTMPrefix:
+        if direction == "backward":
+            if self.backward_prefix is None:
+                raise ModelError(f"a {self.kind} model reads left to right only; direction='backward' needs a "
+                                 "bidirectional kind (--model bilm)")
+            return self.backward_prefix
+        if direction not in (None, "forward"):
+            raise ModelError(f"direction {direction!r} is unknown; use 'forward' or 'backward'")
+        return self.prefix
+
+    def init_state(self, batch_size: int, direction: str | None = None) -> State:
+        return self._prefix_for(direction).init_state(batch_size, self._device())
 
     # ----------------------------------------------------------------------------------------
     def vocab_tables(self, lang: str | None, update_output: bool = True) -> _Tables:
@@ -200,38 +229,71 @@ class LanguageModel(nn.Module):
         keep = table.new_empty(table.shape[0], 1).bernoulli_(1.0 - self.word_drop) / (1.0 - self.word_drop)
         return table * keep
 
-    def _scores(self, inputs: torch.Tensor, lang: str | None, state: State, update_output: bool = True
+    def _scores(self, inputs: torch.Tensor, lang: str | None, state: State, update_output: bool = True,
+                direction: str | None = None, tables: _Tables | None = None,
                 ) -> tuple[torch.Tensor, _Tables, torch.Tensor, torch.Tensor, State]:
         """The kind's scores of the scored vocabulary at every position: ``(logits (B, T, V_l), tables,
         h (B, T, d), h_raw (B, T, d), state)``; the one forward pass behind :meth:`forward` and
-        :meth:`token_logprobs`."""
+        :meth:`token_logprobs`. ``direction="backward"`` runs the backward prefix (``inputs`` already
+        reversed); ``tables`` reuses the vocabulary tables of this step."""
+        prefix = self._prefix_for(direction)
         dev = self._device()
         cast = self.autocast_dtype is not None
         with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast):
-            tables = self.vocab_tables(lang, update_output=update_output)
+            if tables is None:
+                tables = self.vocab_tables(lang, update_output=update_output)
             x = self.embed_inputs(inputs, tables)  # (B, T, d)
         # The prefix runs under autocast on CUDA; oneDNN has no bf16 LSTM with projections, so
         # on CPU it stays fp32 (the encoder, the costly part there, is still autocast).
         with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast and dev.type == "cuda"):
-            h, h_raw, state = self.prefix.forward_with_raw(x.float() if dev.type != "cuda" else x, state)  # (B, T, d)
+            h, h_raw, state = prefix.forward_with_raw(x.float() if dev.type != "cuda" else x, state)  # (B, T, d)
         # The logits' log-softmax and the loss run in fp32 whatever the precision.
         logits = self.scorer(h.float(), tables.ids, tables.e_out.float(), tables.bias.float())  # (B, T, V_l)
         return logits, tables, h, h_raw, state
 
     def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None, lang: str | None,
-                state: State, return_logits: bool = False, update_output: bool = True) -> LMOutput:
-        """inputs/targets: (B, T) global word ids; ``lang`` picks the screen (None = full union)."""
-        logits, tables, h, h_raw, state = self._scores(inputs, lang, state, update_output)
+                state: State, return_logits: bool = False, update_output: bool = True,
+                direction: str | None = None) -> LMOutput:
+        """inputs/targets: (B, T) global word ids; ``lang`` picks the screen (None = full union).
+
+        ``direction``: None (training: a bidirectional kind's loss is the mean of its forward and
+        backward NLL), ``"forward"`` (the forward LM only) or ``"backward"`` (the backward LM on
+        reversed text: ``inputs`` are read in the order given, ``state`` is the backward state).
+        """
+        logits, tables, h, h_raw, state = self._scores(inputs, lang, state, update_output, direction)
         loss = None
         nll_sum, n_tok = torch.zeros((), device=logits.device), 0
+        nll_back = None
         if targets is not None:
-            local = self.screen.local(tables.ids, targets)
-            nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), local.reshape(-1), reduction="sum")
-            n_tok = int(local.numel())
+            nll = self._nll(logits, tables, targets)
+            n_tok = int(targets.numel())
             loss = nll / n_tok
             nll_sum = nll.detach()
+            if direction is None and self.backward_prefix is not None:
+                # The same window right to left: read targets reversed, predict the inputs reversed.
+                back_state = self.init_state(inputs.shape[0], "backward")
+                logits_b, *_ = self._scores(targets.flip(1), lang, back_state, update_output, "backward", tables)
+                nll_b = self._nll(logits_b, tables, inputs.flip(1))
+                loss = (nll + nll_b) / (2 * n_tok)
+                nll_back = nll_b.detach()
         return LMOutput(loss, nll_sum, n_tok, state, logits if return_logits else None,
-                        hidden=h, hidden_raw=h_raw)
+                        hidden=h, hidden_raw=h_raw, nll_sum_backward=nll_back)
+
+    def _nll(self, logits: torch.Tensor, tables: _Tables, targets: torch.Tensor) -> torch.Tensor:
+        """Summed cross-entropy of ``targets`` (B, T) under ``logits`` (B, T, V_l).  -> ()"""
+        local = self.screen.local(tables.ids, targets)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), local.reshape(-1), reduction="sum")
+
+    def layer_outputs(self, inputs: torch.Tensor, direction: str = "forward") -> list[torch.Tensor]:
+        """The contextual layers of ``inputs`` (B, T) read in ``direction`` from a zero state:
+        ``[x (B, T, d), layer 1 (B, T, size_1), ...]``, the input embeddings then each LSTM layer's
+        output (no dropout in eval mode). ``inputs`` are given in reading order (reversed for backward).
+        """
+        prefix = self._prefix_for(direction)
+        uniq, inverse = torch.unique(inputs, return_inverse=True)
+        x = self.input_embedder(uniq)[inverse].float()  # (B, T, d)
+        outs, _ = prefix.layer_outputs(x, prefix.init_state(inputs.shape[0], self._device()))
+        return [x, *outs]
 
     def token_logprobs(self, inputs: torch.Tensor, targets: torch.Tensor, lang: str | None, state: State, *,
                        mass_ids: torch.Tensor | None = None) -> TokenLogProbs:
@@ -298,7 +360,8 @@ def parameter_split(model: LanguageModel) -> dict[str, int]:
                     n += p.numel()
         return n
 
-    split = {"embeddings": count(model.input_embedder, model.output_embedder), "prefix": count(model.prefix),
+    prefixes = [model.prefix] + ([model.backward_prefix] if model.backward_prefix is not None else [])
+    split = {"embeddings": count(model.input_embedder, model.output_embedder), "prefix": count(*prefixes),
              "output": count(model.output_net, model.bias, model.scorer)}
     split["total"] = sum(split.values())
     return split

@@ -1,10 +1,15 @@
-"""Prefix function f: a multi-layer LSTM whose last layer outputs the embedding size d."""
+"""Prefix function f: a multi-layer LSTM whose last layer outputs the embedding size d.
+
+The ``bilm`` kind builds two of these (forward and backward) with ``project=True``: every layer then
+has ``hidden`` cells projected to ``d`` (ELMo's LSTM with projection), so all layers are d wide.
+"""
 
 from __future__ import annotations
 
 import torch
 import torch.nn as nn
 
+from groc_base.errors import ConfigError
 from polyglot_groc.config import PrefixConfig
 
 State = list[tuple[torch.Tensor, torch.Tensor]]
@@ -25,12 +30,22 @@ class LockedDropout(nn.Module):
 
 
 class LSTMPrefix(nn.Module):
-    def __init__(self, cfg: PrefixConfig, d: int, init_range: float = 0.05) -> None:
+    def __init__(self, cfg: PrefixConfig, d: int, init_range: float = 0.05, project: bool = False) -> None:
         super().__init__()
-        sizes = [d] + [cfg.hidden] * (cfg.n_layers - 1) + [d]
-        self.layers = nn.ModuleList(
-            nn.LSTM(sizes[i], sizes[i + 1], batch_first=True) for i in range(cfg.n_layers)
-        )
+        if project:
+            # ELMo: each layer has `hidden` cells and a projection of its output to d (none when hidden == d).
+            if cfg.hidden < d:
+                raise ConfigError(f"model.prefix.hidden={cfg.hidden} is below d={d}; an ELMo-style LSTM projects its "
+                                  "cells down to d, so set hidden >= d")
+            proj = d if cfg.hidden > d else 0
+            self.layers = nn.ModuleList(
+                nn.LSTM(d, cfg.hidden, batch_first=True, proj_size=proj) for _ in range(cfg.n_layers)
+            )
+        else:
+            sizes = [d] + [cfg.hidden] * (cfg.n_layers - 1) + [d]
+            self.layers = nn.ModuleList(
+                nn.LSTM(sizes[i], sizes[i + 1], batch_first=True) for i in range(cfg.n_layers)
+            )
         def place(p: float) -> float:  # a negative per-place value falls back to `dropout`
             return cfg.dropout if p < 0 else p
 
@@ -41,11 +56,18 @@ class LSTMPrefix(nn.Module):
             nn.init.uniform_(p, -init_range, init_range)
 
     def init_state(self, batch_size: int, device: torch.device | None = None) -> State:
-        sizes = [int(layer.hidden_size) for layer in self.layers]  # type: ignore[arg-type]
+        # (h, c): h is the (projected) output, c the cell.
+        sizes = [(int(layer.proj_size or layer.hidden_size), int(layer.hidden_size))  # type: ignore[arg-type]
+                 for layer in self.layers]
         return [
-            (torch.zeros(1, batch_size, h, device=device), torch.zeros(1, batch_size, h, device=device))
-            for h in sizes
+            (torch.zeros(1, batch_size, h, device=device), torch.zeros(1, batch_size, c, device=device))
+            for h, c in sizes
         ]
+
+    @property
+    def output_sizes(self) -> list[int]:
+        """Each layer's output width."""
+        return [int(layer.proj_size or layer.hidden_size) for layer in self.layers]  # type: ignore[arg-type]
 
     def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
         """(B, T, d) -> (B, T, d); dropout on the input, between layers and on the output."""
@@ -57,14 +79,21 @@ class LSTMPrefix(nn.Module):
 
         Returns ``(out (B, T, d), raw (B, T, d), state)``.
         """
+        outs, new_state = self.layer_outputs(x, state)
+        return self.drop_out(outs[-1]), outs[-1], new_state
+
+    def layer_outputs(self, x: torch.Tensor, state: State) -> tuple[list[torch.Tensor], State]:
+        """Every layer's output before the dropout that follows it: ``[(B, T, size_k)]`` and the state."""
         new_state: State = []
+        outs: list[torch.Tensor] = []
         h = self.drop_in(x)
         for i, (layer, s) in enumerate(zip(self.layers, state, strict=True)):
             h, (hn, cn) = layer(h, s)
             new_state.append((hn, cn))
+            outs.append(h)
             if i < len(self.layers) - 1:
                 h = self.drop_between(h)
-        return self.drop_out(h), h, new_state
+        return outs, new_state
 
 
 def detach_state(state: State) -> State:

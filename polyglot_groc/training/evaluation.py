@@ -65,9 +65,11 @@ def split_streams(bundle: ModelBundle, corpus: MultilingualCorpus, split: str, n
 
 
 def evaluate_split(bundle: ModelBundle, corpus: MultilingualCorpus, split: str,
-                   batch_size: int, bptt: int, screen: bool = True) -> dict[str, PerplexityResult]:
+                   batch_size: int, bptt: int, screen: bool = True,
+                   direction: str = "forward") -> dict[str, PerplexityResult]:
     """Per-language perplexity of ``split`` (``batch_size`` parallel streams, windows of ``bptt``),
-    scored over the language's screen (``screen``) or the whole vocabulary."""
+    scored over the language's screen (``screen``) or the whole vocabulary; ``direction="backward"``
+    scores a bidirectional model's backward LM (right to left)."""
     with evaluation_vocab(bundle, corpus, split) as view:
         streams = split_streams(view, corpus, split, batch_size)
-        return evaluate_streams(view.model, streams, bptt, screen=screen)
+        return evaluate_streams(view.model, streams, bptt, screen=screen, direction=direction)

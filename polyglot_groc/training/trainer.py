@@ -568,6 +568,10 @@ class Trainer:
                   "tokens_per_s": state.tokens / max(state.train_time, 1e-9),
                   "elapsed_s": time.monotonic() - loop.started,
                   "lang_batches": dict(state.lang_batches), "improved": improved, "scheduled": scheduled}
+        if self.model.bidirectional:  # bilm: the backward LM too (selection stays on the forward NLL)
+            back = evaluate_split(self.bundle, self.corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen,
+                                  direction="backward")
+            record["valid_perplexity_backward"] = {lang: r.perplexity for lang, r in back.items()}
         if scheduled:
             state.loss_acc, state.loss_n = 0.0, 0
         loop.history.append(record)

@@ -15,6 +15,7 @@ deep-residual  lookup                depth-k residual net of E     per word
 adaptive       adaptive input        tied adaptive softmax (001)   none
 conv           lookup                char-CNN + per-word corr.     per word
 elmo           char-CNN              separate lookup               per word
+bilm           char-CNN (fwd + bwd)  separate lookup (shared)      per word
 groc           char-CNN              the same function             computed
 groc-lex       char-CNN + r + d      the same function             computed
 ============== ===================== ============================= ==========
@@ -54,6 +55,7 @@ REGISTRY: dict[str, Kind] = {
     "adaptive": Kind(adaptive.build),
     "conv": Kind(conv.build),
     "elmo": Kind(compositional.build_elmo),
+    "bilm": Kind(compositional.build_bilm),
     "groc": Kind(compositional.build_groc, composes_output=True),
     "groc-lex": Kind(compositional.build_groc, composes_output=True, uses_lexicon=True),
 }

@@ -44,3 +44,5 @@ class KindParts:
     #: Input / output embeddings are functions of the spelling, so new words can be embedded.
     compositional_input: bool = False
     compositional_output: bool = False
+    #: A forward and a backward LSTM stack (ELMo's biLM, seed 004 ch. 3), each layer projected to d.
+    bidirectional: bool = False

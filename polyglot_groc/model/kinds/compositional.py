@@ -1,6 +1,9 @@
-"""Character-level kinds: ELMo-like (char-CNN input, lookup output) and GroC / GroC+lexicon (seed 000 §3)."""
+"""Character-level kinds: ELMo-like (char-CNN input, lookup output), its bidirectional form (bilm) and
+GroC / GroC+lexicon (seed 000 §3)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from polyglot_groc.config import ModelConfig
 from polyglot_groc.model.embedder import GroundedEmbedder, LookupEmbedder
@@ -14,6 +17,12 @@ def build_elmo(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
                      LookupEmbedder(n_words, cfg.d, cfg.init_range),
                      ResidualOutputNet(cfg.d, o.depth, o.activation, o.dropout), LookupBias(n_words), DotScorer(),
                      compositional_input=True)
+
+
+def build_bilm(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
+    """ELMo's biLM (Peters et al. 2018; seed 004 ch. 3): the elmo kind's word side (char-CNN inputs, one
+    lookup softmax) shared by a forward and a backward LSTM stack with projections."""
+    return dataclasses.replace(build_elmo(cfg, n_chars, n_words), bidirectional=True)
 
 
 def build_groc(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
