@@ -25,6 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from groc_base.errors import InputError
+from polyglot_groc.config import check_ranges, ranged
 from polyglot_groc.contextual.mst import decode_mst
 from polyglot_groc.contextual.treebank import Sentence, universal_relation
 
@@ -37,29 +38,25 @@ __all__ = ["BiaffineParser", "ParserConfig", "ScalarMix", "attachment_scores", "
 class ParserConfig:
     """The probe's sizes and training budget (small: the probe is trained many times on CPU)."""
 
-    lstm_hidden: int = 128  # per direction
-    lstm_layers: int = 1
-    arc_mlp: int = 128
-    label_mlp: int = 64
-    word_dim: int = 100  # the no-LM baseline's embeddings
-    dropout: float = 0.3
-    lr: float = 2e-3
-    epochs: int = 4
-    batch_size: int = 32  # sentences; half source, half target when there is a target
-    clip: float = 5.0
+    lstm_hidden: int = ranged(128, 1, 4096)  # per direction
+    lstm_layers: int = ranged(1, 1, 8)
+    arc_mlp: int = ranged(128, 1, 4096)
+    label_mlp: int = ranged(64, 1, 4096)
+    word_dim: int = ranged(100, 1, 4096)  # the no-LM baseline's embeddings
+    dropout: float = ranged(0.3, 0.0, 1.0, hi_open=True)
+    lr: float = ranged(2e-3, 0.0, 10.0, lo_open=True)
+    epochs: int = ranged(4, 1, 10_000)
+    batch_size: int = ranged(32, 1, 100_000)  # sentences; half source, half target when there is a target
+    clip: float = ranged(5.0, 0.0, 1e6, lo_open=True)
     #: ScalarMix: RMS-normalise each layer before mixing (see :class:`ScalarMix`). Off by default, as
     #: AllenNLP's ``do_layer_norm``: at the benchmark's budget (150 parser steps) the raw states trained
     #: a better probe (es test LAS 13.1 vs 4.7 with 800 EWT + 100 es trees, one seed).
     normalize_layers: bool = False
 
     def check(self) -> ParserConfig:
-        for name in ("lstm_hidden", "lstm_layers", "arc_mlp", "label_mlp", "word_dim", "epochs", "batch_size"):
-            if getattr(self, name) <= 0:
-                raise InputError(f"parser {name}={getattr(self, name)} must be positive")
-        if not 0.0 <= self.dropout < 1.0:
-            raise InputError(f"parser dropout={self.dropout} must be in [0, 1)")
-        if self.lr <= 0 or self.clip <= 0:
-            raise InputError("parser lr and clip must be positive")
+        """``self`` if every value lies in its declared range (config.check_ranges, the one place
+        ranges are checked), else one ConfigError naming ``parser.<key>``."""
+        check_ranges(self, "parser.")
         return self
 
 
