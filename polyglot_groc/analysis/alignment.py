@@ -11,7 +11,6 @@ identical strings or from a wordnet; the maths is :func:`eval.align.align`, the 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from groc_base.fileio import dumps_json, json_safe
 from polyglot_groc.analysis.export import Exported, read_words, vocabulary_vectors
 from polyglot_groc.model.bundle import ModelBundle
 
-__all__ = ["AlignResult", "Vectors", "align", "lexicon_seed", "load_bundle_once", "read_side"]
+__all__ = ["AlignResult", "Vectors", "align", "check_input_files", "lexicon_seed", "load_bundle_once", "read_side"]
 
 #: A side's vectors: a word2vec file (.vec or .bin, plain or .gz/.bz2/.xz), or words and vectors
 #: in memory (:class:`~polyglot_groc.analysis.export.Exported`, e.g. from ``vocabulary_vectors``).
@@ -84,6 +83,20 @@ class AlignResult:
         from polyglot_groc.analysis.alignment_report import summary_lines
 
         return summary_lines(self.eval_dictionary, self.precision, self.baselines)
+
+
+def check_input_files(*given: tuple[str, object]) -> None:
+    """Refuse at once every ``(flag, value)`` whose value is a path but not a regular file.
+
+    A FIFO with no writer would block the reader forever; a missing file or a folder is named by
+    its flag before any work is done. Values that are not paths (vectors or words in memory,
+    None) are skipped.
+    """
+    from groc_base.checks import check_input_file
+
+    for flag, value in given:
+        if isinstance(value, (str, os.PathLike)):
+            check_input_file(value, flag=flag)
 
 
 def load_bundle_once(run: str | os.PathLike[str] | ModelBundle, checkpoint: str,
@@ -213,6 +226,8 @@ def align(
         raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
+    check_input_files(("--src", src), ("--tgt", tgt), ("--train-dict", train_dict), ("--eval-dict", eval_dict),
+                      ("--eval-words", eval_words))
     lower = not keep_case
     bundle = load_bundle_once(run, checkpoint, device) if run is not None else None
     src_words, src_vecs = read_side(src, bundle, src_lang, side, max_vocab, "src", lower)
@@ -262,48 +277,37 @@ def align(
         out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
         target_words=list(tgt_words), mapped=mapped, target=target)
     if out is not None:
-        _write(Path(out), result, src_lang, tgt_lang, export_mapped)
+        _write(Path(out), result, src_lang, tgt_lang, export_mapped, overwrite)
     return result
 
 
-def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool) -> None:
-    """Every output file, all or none: a failed write (disk full, read-only) removes the ones before it."""
+def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool,
+           overwrite: bool) -> None:
+    """Every output file, all or none: built in a temporary folder beside ``out`` and renamed into place.
+
+    A kill, a full disk or any error leaves the previous ``out`` untouched (and a killed run's
+    folder is swept by the next run); a second ``align`` into the same ``out`` at the same time is
+    refused instead of mixing the two results (:func:`groc_base.fileio.atomic_output_dir`).
+    """
     import torch
 
     from eval.vectors import write_vec
-    from groc_base.fileio import atomic_write
+    from groc_base.fileio import atomic_output_dir
 
-    # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
-    outputs: list[tuple[str, Callable[[Path], None]]] = [
-        ("W.npy", lambda p: atomic_write(p, lambda f: np.save(f, result.W))),
-        ("best_mapping.pth", lambda p: atomic_write(p, lambda f: torch.save(np.asarray(result.W), f))),
-        ("src.aligned.vec", lambda p: write_vec(p, result.source_words, result.mapped)),
-        ("tgt.vec", lambda p: write_vec(p, result.target_words, result.target)),
-    ]
-    if export_mapped:
-        src_name, tgt_name = f"vectors-{src_lang or 'src'}.txt", f"vectors-{tgt_lang or 'tgt'}.txt"
-        if src_name == tgt_name:  # one language on both sides: MUSE's names would write one file twice
-            src_name, tgt_name = f"vectors-{src_lang}.src.txt", f"vectors-{tgt_lang}.tgt.txt"
-        outputs += [(src_name, lambda p: write_vec(p, result.source_words, result.mapped)),
-                    (tgt_name, lambda p: write_vec(p, result.target_words, result.target))]
     text = dumps_json(result.to_dict(), indent=2) + "\n"
-    outputs.append(("result.json", lambda p: atomic_write(p, lambda f: f.write(text.encode("utf-8")))))
-    created = not out.exists()
-    written: list[Path] = []
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name, write in outputs:
-            write(out / name)
-            written.append(out / name)
-    except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
-    # overwrite replaces the earlier result whole: its mapped vectors must not outlive it.
-    for stale in set(out.glob("vectors-*.txt")) - set(written):
-        stale.unlink(missing_ok=True)
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        np.save(tmp / "W.npy", result.W)
+        # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
+        torch.save(np.asarray(result.W), tmp / "best_mapping.pth")
+        write_vec(tmp / "src.aligned.vec", result.source_words, result.mapped)
+        write_vec(tmp / "tgt.vec", result.target_words, result.target)
+        if export_mapped:
+            src_name, tgt_name = f"vectors-{src_lang or 'src'}.txt", f"vectors-{tgt_lang or 'tgt'}.txt"
+            if src_name == tgt_name:  # one language on both sides: MUSE's names would write one file twice
+                src_name, tgt_name = f"vectors-{src_lang}.src.txt", f"vectors-{tgt_lang}.tgt.txt"
+            write_vec(tmp / src_name, result.source_words, result.mapped)
+            write_vec(tmp / tgt_name, result.target_words, result.target)
+        (tmp / "result.json").write_text(text, encoding="utf-8")
 
 
 def lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,

@@ -203,7 +203,7 @@ def export(
             ``overwrite``, a bad word list, a language the run lacks, no word embeddable.
     """
     from eval.vectors import write_vec
-    from groc_base.checks import check_output, check_positive
+    from groc_base.checks import check_input_file, check_output, check_positive
     from polyglot_groc.model.bundle import load_bundle
     from polyglot_groc.model.device import use_threads
 
@@ -213,6 +213,7 @@ def export(
         raise InputError("pass exactly one of --words FILE or --vocab")
     check_output(Path(out), overwrite)
     if isinstance(words, (str, os.PathLike)):
+        check_input_file(words, flag="--words")  # a FIFO would block the reader forever
         wanted: list[str] | None = read_words(words, skip_multiword)
     else:
         wanted = list(words) if words is not None else None

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groc_base.checks import check_positive
+from groc_base.checks import check_input_file, check_positive
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe, unique_labels
-from polyglot_groc.analysis.alignment import Vectors, load_bundle_once, read_side
+from polyglot_groc.analysis.alignment import Vectors, check_input_files, load_bundle_once, read_side
 from polyglot_groc.model.bundle import ModelBundle
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,7 @@ def _score_datasets(datasets: Sequence[str | os.PathLike[str]],
     # Keyed by file name, with parent folders where two datasets share one (never one lost).
     for label, ds in zip(unique_labels(list(datasets)), datasets, strict=True):
         try:
+            check_input_file(ds, flag="--dataset")  # a FIFO would block the reader forever
             results[label] = score(Path(ds))
         except InputError as exc:
             results[label] = {"error": str(exc)}
@@ -136,6 +137,7 @@ def similarity(
     from polyglot_groc.model.device import use_threads
 
     check_positive(max_vocab=max_vocab)
+    check_input_files(("--vectors", vectors), ("--src-vectors", src_vectors), ("--tgt-vectors", tgt_vectors))
     use_threads(threads)
     lower = not keep_case
     if src_vectors is not None or tgt_vectors is not None:
