@@ -36,7 +36,7 @@ from groc_base.fileio import atomic_write
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["first_occurrences", "read_vec", "write_vec", "vocabulary_index"]
+__all__ = ["first_occurrences", "nudge_zero_rows", "read_vec", "vocabulary_index", "write_vec"]
 
 # Rows are converted to floats in chunks: one numpy conversion per chunk instead of per row keeps
 # reading fast, and a chunk of 300-d rows is a few MB of strings at most.
@@ -64,6 +64,25 @@ def vocabulary_index(words: Sequence[str], lower: bool = False) -> dict[str, int
     # dict() keeps the last value for a repeated key, so feed it the rows in reverse: the first
     # occurrence is then written last and wins.  Built in C, no Python loop over the vocabulary.
     return dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
+
+
+def nudge_zero_rows(vectors: np.ndarray, where: str) -> int:
+    """MUSE's reading rule for null vectors, in place: an all-zero row gets ``v[0] = 0.01``.
+
+    MUSE (``read_txt_embeddings``: ``if np.linalg.norm(vect) == 0: vect[0] = 0.01``) does it so
+    that normalising never divides by zero; the nudged word then ranks like any vector along the
+    first axis, which changes neighbour lists and P@k.  Every reader here applies it (files, a
+    run's vocabulary, vectors in memory), so all routes score the same numbers as MUSE.  Returns
+    the number of rows nudged (logged as one warning).
+    """
+    if vectors.size == 0:
+        return 0
+    zero = ~vectors.any(axis=1)  # (n,)
+    count = int(zero.sum())
+    if count:
+        vectors[zero, 0] = np.float32(0.01)
+        logger.warning("%s: %d all-zero vector(s) nudged to v[0] = 0.01, as MUSE does", where, count)
+    return count
 
 
 def first_occurrences(
@@ -384,11 +403,7 @@ def read_vec(
             ", ".join(repr(w) for w in rows.examples),
         )
     vectors = np.concatenate(blocks, axis=0) if blocks else np.zeros((0, dim), dtype=np.float32)  # (n, D)
-    zero = int((~vectors.any(axis=1)).sum())
-    if zero:
-        # MUSE nudges null vectors (vect[0] = 0.01); we keep the data and let the cosine code treat
-        # a zero vector as similar to nothing.
-        logger.warning("%s: %d all-zero vector(s); they have cosine 0 with every word", path, zero)
+    nudge_zero_rows(vectors, str(path))
     logger.info("read %d words of dimension %d from %s%s%s", len(rows.words), dim, path,
                 " (binary)" if binary else "", f" ({compression})" if compression else "")
     return rows.words, vectors

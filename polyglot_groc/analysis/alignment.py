@@ -121,21 +121,24 @@ def read_side(vec: Vectors | None, bundle: Callable[[], ModelBundle] | None, lan
     """One side's words and vectors, from a file, from memory or from the run; the same vocabulary rule
     every way.
 
-    MUSE's reading (lowercase, first occurrence wins, ``max_vocab`` distinct words; ``keep_case``
-    is MUSE's full_vocab) applies to a run's vocabulary and to vectors in memory exactly as to a
-    file, so aligning a run scores the words that ``export --vocab`` and aligning the exported
-    files score.
+    MUSE's reading (lowercase, first occurrence wins, ``max_vocab`` distinct words, all-zero rows
+    nudged to ``v[0] = 0.01``; ``lower=False`` keeps the case, which MUSE never does) applies to
+    a run's vocabulary and to vectors in memory exactly as to a file, so aligning a run scores
+    the words that ``export --vocab`` and aligning the exported files score.
     """
-    from eval.vectors import first_occurrences, read_vec
+    from eval.vectors import first_occurrences, nudge_zero_rows, read_vec
 
     if isinstance(vec, (str, os.PathLike)):
         return read_vec(Path(vec), max_vocab=max_vocab, lower=lower)
     if vec is not None:
         kept, rows = first_occurrences(list(vec.words), lower=lower, max_vocab=max_vocab)
-        return kept, np.ascontiguousarray(np.asarray(vec.vectors)[rows])
+        vectors = np.array(np.asarray(vec.vectors)[rows], dtype=np.float32, order="C")  # (n, d) a copy
+        nudge_zero_rows(vectors, f"--{name} vectors")
+        return kept, vectors
     if bundle is None or lang is None:
         raise InputError(f"give --{name} FILE (word2vec .vec or .bin), or --run RUN with --{name}-lang")
     out = vocabulary_vectors(bundle(), lang, side, max_vocab, lower)
+    nudge_zero_rows(out.vectors, f"--run {lang} vocabulary")  # as reading its export would
     return out.words, out.vectors
 
 
@@ -192,7 +195,9 @@ def align(
         dico_max_rank: refinement dictionary rank limit (default 10000 with ``train_dict``, 15000
             otherwise, as MUSE's supervised/unsupervised runs).
         max_vocab: read at most N words per side.
-        keep_case: keep every word as written (MUSE's full_vocab); default lowercases, first wins.
+        keep_case: keep every word as written, dictionaries matched as written; default lowercases
+            with the first (most frequent) casing kept, as MUSE always does for training and
+            evaluation (its ``full_vocab`` only serves the final export).
         knn: CSLS ranking, ``exact`` or ``approximate``.
         eval_words: evaluate only these source words (a file, one a line, or the words).
         export_mapped: also write MUSE's ``vectors-<lang>.txt`` files.
