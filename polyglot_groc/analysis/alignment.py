@@ -24,7 +24,8 @@ from groc_base.fileio import dumps_json, json_safe
 from polyglot_groc.analysis.export import Exported, read_words, vocabulary_vectors
 from polyglot_groc.model.bundle import ModelBundle
 
-__all__ = ["AlignResult", "Vectors", "align", "check_input_files", "lexicon_seed", "load_bundle_once", "read_side"]
+__all__ = ["AlignResult", "Vectors", "align", "check_input_files", "export_full_vocabulary", "lexicon_seed",
+           "load_bundle_once", "read_side"]
 
 #: A side's vectors: a word2vec file (.vec or .bin, plain or .gz/.bz2/.xz), or words and vectors
 #: in memory (:class:`~polyglot_groc.analysis.export.Exported`, e.g. from ``vocabulary_vectors``).
@@ -282,17 +283,21 @@ def align(
         out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
         target_words=list(tgt_words), mapped=mapped, target=target)
     if out is not None:
-        _write(Path(out), result, src_lang, tgt_lang, export_mapped, overwrite)
+        full = {"src": (src, src_vecs), "tgt": (tgt, tgt_vecs)} if export_mapped else {}
+        _write(Path(out), result, src_lang, tgt_lang, export_mapped, overwrite, full)
     return result
 
 
 def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool,
-           overwrite: bool) -> None:
+           overwrite: bool, full: dict[str, tuple[Vectors | None, np.ndarray]] | None = None) -> None:
     """Every output file, all or none: built in a temporary folder beside ``out`` and renamed into place.
 
     A kill, a full disk or any error leaves the previous ``out`` untouched (and a killed run's
     folder is swept by the next run); a second ``align`` into the same ``out`` at the same time is
     refused instead of mixing the two results (:func:`groc_base.fileio.atomic_output_dir`).
+    With ``export_mapped``, a side read from a file is exported whole, as MUSE's export does
+    (:func:`export_full_vocabulary`); ``full`` maps ``"src"``/``"tgt"`` to ``(given side, the
+    training vectors it was read into)``.
     """
     import torch
 
@@ -310,9 +315,67 @@ def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str |
             src_name, tgt_name = f"vectors-{src_lang or 'src'}.txt", f"vectors-{tgt_lang or 'tgt'}.txt"
             if src_name == tgt_name:  # one language on both sides: MUSE's names would write one file twice
                 src_name, tgt_name = f"vectors-{src_lang}.src.txt", f"vectors-{tgt_lang}.tgt.txt"
-            write_vec(tmp / src_name, result.source_words, result.mapped)
-            write_vec(tmp / tgt_name, result.target_words, result.target)
+            full = full or {}
+            for side, name, words, vectors, w in (("src", src_name, result.source_words, result.mapped, result.W),
+                                                  ("tgt", tgt_name, result.target_words, result.target, None)):
+                given, trained = full.get(side, (None, None))
+                if isinstance(given, (str, os.PathLike)) and trained is not None:
+                    export_full_vocabulary(given, tmp / name, normalize=result.normalize, train_vectors=trained, W=w)
+                else:  # vectors from memory or a run: the vocabulary aligned is all there is
+                    write_vec(tmp / name, words, vectors)
         (tmp / "result.json").write_text(text, encoding="utf-8")
+
+
+def export_full_vocabulary(vectors: str | os.PathLike[str], out: str | os.PathLike[str], *, normalize: str,
+                           train_vectors: np.ndarray, W: np.ndarray | None = None,
+                           chunk_rows: int = 4096) -> int:
+    """MUSE's export (``Trainer.export``, ``full_vocab=True``): every word of ``vectors``, mapped, in chunks.
+
+    Every row of the file is read as MUSE reads it for export (case kept, no ``--max-vocab``, a
+    repeated word's first row wins, null vectors nudged), normalised as in training (``center``
+    subtracts the TRAINING vocabulary's mean, ``train_vectors`` ``(n, d)`` as read for
+    alignment, as MUSE's ``normalize_embeddings(..., mean=params.src_mean)``), mapped by ``W``
+    (``x @ W.T``; None for the target side) and written to ``out`` in word2vec text, ``chunk_rows``
+    at a time: memory stays bounded by one chunk whatever the file's size (2.5M x 300 included).
+    Returns the rows written.
+    """
+    from eval.align import NORMALIZATIONS
+    from eval.vectors import iter_vec, vec_shape, write_vec_chunks
+
+    ops = [op for op in normalize.split(",") if op]
+    unknown = [op for op in ops if op not in NORMALIZATIONS]
+    if unknown:
+        raise InputError(f"--export-mapped cannot stream the normalisation {unknown[0]!r} yet; "
+                         "export without --export-mapped, or map the words with W.npy")
+    # Each 'center' subtracts the mean the training vocabulary had at that point of the chain.
+    means: list[np.ndarray] = []
+    if "center" in ops:
+        current = np.array(train_vectors, dtype=np.float32)  # (n, d) one transient copy
+        for op in ops:
+            if op == "center":
+                means.append(current.mean(axis=0, dtype=np.float64).astype(np.float32))
+                current -= means[-1]
+            else:
+                current = _renorm(current)
+        del current
+    dim = vec_shape(vectors)[1]
+    w_t = None if W is None else np.ascontiguousarray(np.asarray(W, dtype=np.float32).T)  # (d, d)
+
+    def mapped() -> Iterable[tuple[list[str], np.ndarray]]:
+        for words, block in iter_vec(vectors, chunk_rows=chunk_rows):  # (k, d)
+            centred = iter(means)
+            for op in ops:
+                block = block - next(centred) if op == "center" else _renorm(block)
+            yield words, block if w_t is None else block @ w_t
+
+    return write_vec_chunks(Path(out), mapped(), dim)
+
+
+def _renorm(x: np.ndarray) -> np.ndarray:
+    """Unit L2 rows (zero rows stay zero), as :func:`eval.align.normalize_embeddings` ``renorm``."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
+    norms[norms == 0] = 1.0
+    return x / norms
 
 
 def lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,
