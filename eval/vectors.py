@@ -459,7 +459,10 @@ def read_vec(
         raise InputError(f"max_vocab={max_vocab} for {path}; pass a positive number or None for all words")
     words: list[str] = []
     with _opened(path, lower, max_vocab, unique, _CHUNK_ROWS) as (count, dim, binary, compression, chunks):
-        out = np.empty((_capacity(path, count, dim, max_vocab, compression), dim), dtype=np.float32)  # (cap, D)
+        try:
+            out = np.empty((_capacity(path, count, dim, max_vocab, compression), dim), dtype=np.float32)  # (cap, D)
+        except MemoryError:  # a compressed file's header may claim any count: grow as rows come instead
+            out = np.empty((min(count, 1 << 16), dim), dtype=np.float32)
         n = 0
         for chunk_words, block in chunks:
             if n + block.shape[0] > out.shape[0]:  # only if the size estimate was short: grow
