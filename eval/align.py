@@ -148,6 +148,13 @@ def normalize_embeddings(X: np.ndarray, ops: Sequence[str] | str) -> np.ndarray:
     return out
 
 
+def _safe_norms(x: np.ndarray) -> np.ndarray:
+    """Row norms ``(n, 1)`` with zeros replaced by 1, to divide rows by in place."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
+    norms[norms == 0] = 1.0
+    return norms
+
+
 def procrustes(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     """Orthogonal ``W`` minimising ``||A W^T - B||_F``: ``W = U V^T`` with ``U S V^T = svd(B^T A)``.
 
@@ -490,12 +497,13 @@ class AlignmentResult:
         return float(self.history[self.best_iteration]["criterion"])
 
     def prepare_target(self, tgt: np.ndarray) -> np.ndarray:
-        """Target vectors in the space ``W`` maps into (``normalize`` applied)."""
-        return normalize_embeddings(tgt, self.normalize)
+        """Target vectors in the space ``W`` maps into (``normalize`` applied; without it ``tgt``
+        itself, not a copy: at 200k x 300 a copy is 229 MiB)."""
+        return normalize_embeddings(tgt, self.normalize) if self.normalize else np.asarray(tgt)
 
     def map_source(self, src: np.ndarray) -> np.ndarray:
         """Source vectors mapped into the target space: ``normalize(src) @ W.T``, ``(n, d)``."""
-        return normalize_embeddings(src, self.normalize) @ self.W.T
+        return (normalize_embeddings(src, self.normalize) if self.normalize else np.asarray(src)) @ self.W.T
 
 
 def align(
@@ -578,7 +586,10 @@ def align(
                 logger.warning("iteration %d: empty induced dictionary, stopping refinement", iteration)
                 break
         w = procrustes(src_m[dico[:, 0]], tgt_m[dico[:, 1]])  # (d, d)
-        mapped_unit = _unit_rows(src_m @ w.T)  # (n_src, d)
+        # Drop the previous mapping's arrays before the next is built: at 200k x 300 each is 229 MiB.
+        mapped_unit = r_tgt = r_src = None
+        mapped_unit = src_m @ w.T  # (n_src, d)
+        mapped_unit /= _safe_norms(mapped_unit)  # unit rows in place (zero rows stay zero)
         # r_S of the targets and r_T of the sources under this mapping, computed where a ranking
         # needs them and shared by the criterion and the next iteration's induction.
         r_tgt = NeighbourhoodMeans(tgt_unit, mapped_unit, knn, batch_size, knn_mode=knn_mode)

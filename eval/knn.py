@@ -147,6 +147,17 @@ def _check_r(name: str, r: np.ndarray | None, n: int) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------
 
 
+def _search(queries: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` inner products of each query row among ``keys`` rows: ``(scores, ids)`` ``(q, k)``.
+
+    :func:`faiss.knn` runs the very kernel ``IndexFlatIP.search`` runs (same blocks, same
+    results) on the caller's array, where an index would first copy every key: at 200k x 300
+    that copy is 229 MiB per index, and a refinement held two.
+    """
+    return faiss.knn(np.ascontiguousarray(queries, dtype=np.float32), keys, k,  # type: ignore[no-any-return]
+                     metric=faiss.METRIC_INNER_PRODUCT)
+
+
 def _topk_inner(
     queries: np.ndarray,
     keys: np.ndarray,
@@ -164,9 +175,7 @@ def _topk_inner(
     """
     if key_bias is not None:
         keys = np.hstack([keys, key_bias.reshape(-1, 1).astype(np.float32)])  # (m, d + 1)
-    index = faiss.IndexFlatIP(keys.shape[1])
-    index.add(np.ascontiguousarray(keys, dtype=np.float32))
-    del keys  # the index holds its own copy; drop the augmented one before searching
+    keys = np.ascontiguousarray(keys, dtype=np.float32)
     n = queries.shape[0]
     scores = np.empty((n, k), dtype=np.float32)
     ids = np.empty((n, k), dtype=np.int64)
@@ -176,26 +185,18 @@ def _topk_inner(
             batch = batch * np.float32(query_scale)
         if key_bias is not None:
             batch = np.hstack([batch, np.full((batch.shape[0], 1), -1.0, dtype=np.float32)])  # (b, d + 1)
-        scores[start : start + batch.shape[0]], ids[start : start + batch.shape[0]] = index.search(
-            np.ascontiguousarray(batch, dtype=np.float32), k
-        )
+        scores[start : start + batch.shape[0]], ids[start : start + batch.shape[0]] = _search(batch, keys, k)
     return scores, ids
 
 
-def _exact_means(queries: np.ndarray, index: faiss.Index, k: int, batch_size: int) -> np.ndarray:
-    """Mean of the ``k`` best inner products of each query row in ``index``; ``(q,)`` float32."""
+def _exact_means(queries: np.ndarray, keys: np.ndarray, k: int, batch_size: int) -> np.ndarray:
+    """Mean of the ``k`` best inner products of each query row among ``keys`` rows; ``(q,)`` float32."""
+    keys = np.ascontiguousarray(keys, dtype=np.float32)
     out = np.empty(queries.shape[0], dtype=np.float32)
     for start in range(0, queries.shape[0], batch_size):
-        batch = np.ascontiguousarray(queries[start : start + batch_size])  # (b, d)
-        found, _ = index.search(batch, k)  # (b, k)
-        out[start : start + batch.shape[0]] = found.mean(axis=1, dtype=np.float64)
+        found, _ = _search(queries[start : start + batch_size], keys, k)  # (b, k)
+        out[start : start + found.shape[0]] = found.mean(axis=1, dtype=np.float64)
     return out
-
-
-def _flat_index(rows: np.ndarray) -> faiss.Index:
-    index = faiss.IndexFlatIP(rows.shape[1])
-    index.add(np.ascontiguousarray(rows, dtype=np.float32))
-    return index
 
 
 def mean_knn_similarity(
@@ -225,7 +226,7 @@ def mean_knn_similarity(
     if not assume_normalized:
         q, kk = _unit_rows(q), _unit_rows(kk)
     started = time.perf_counter()
-    means = _exact_means(q, _flat_index(kk), k, batch_size)
+    means = _exact_means(q, kk, k, batch_size)
     logger.debug(
         "mean %d-nn similarity of %d queries over %d keys in %.1fs", k, q.shape[0], kk.shape[0],
         time.perf_counter() - started,
@@ -291,16 +292,10 @@ class NeighbourhoodMeans:
         # enough keys to pay off.
         wanted = m >= PRUNE_MIN_KEYS and self.sample_size < n // 2 if prune is None else prune
         self.prune = bool(wanted) and self.sample_size < n
-        self._index: faiss.Index | None = None  # all neighbours, built on first exact r
         # (key, queries, scores, ids) of the last topk call; see topk.
         self._memo: tuple[tuple[object, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
         self._bounded = False
         self.exact_computed = 0  # keys whose r this object searched exactly (for the logs and benchmarks)
-
-    def _neighbour_index(self) -> faiss.Index:
-        if self._index is None:
-            self._index = _flat_index(self.neighbours)
-        return self._index
 
     def compute_exact(self, ids: np.ndarray) -> None:
         """Make ``r`` exact for the key rows ``ids`` (any order, repeats allowed)."""
@@ -308,7 +303,7 @@ class NeighbourhoodMeans:
         todo = todo[~self.exact[todo]]
         if todo.size == 0:
             return
-        self.value[todo] = _exact_means(self.keys[todo], self._neighbour_index(), self.knn, self.batch_size)
+        self.value[todo] = _exact_means(self.keys[todo], self.neighbours, self.knn, self.batch_size)
         self.exact[todo] = True
         self.exact_computed += int(todo.size)
 
@@ -327,7 +322,7 @@ class NeighbourhoodMeans:
         stride = max(1, self.neighbours.shape[0] // self.sample_size)
         sample = self.neighbours[::stride][: self.sample_size]  # (s, d) a fixed, deterministic subset
         started = time.perf_counter()
-        bound = _exact_means(self.keys[todo], _flat_index(sample), self.knn, self.batch_size)
+        bound = _exact_means(self.keys[todo], sample, self.knn, self.batch_size)
         # Two faiss searches can round the same inner products differently; the slack keeps the
         # lower bound a bound.
         self.value[todo] = bound - np.float32(BOUND_SLACK)

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from eval.vectors import iter_vec, read_vec, vec_shape, write_vec, write_vec_chunks
 from groc_base.errors import InputError
-from polyglot_groc.analysis.alignment import export_full_vocabulary
+from polyglot_groc.analysis.alignment import export_full_vocabulary, training_means
 from polyglot_groc.cli import app
 
 runner = CliRunner()
@@ -105,8 +105,9 @@ def test_export_full_vocabulary_is_muses_export(tmp_path: Path) -> None:
     write_vec(tmp_path / "s.vec", WORDS, vecs)
     train_words, train = read_vec(tmp_path / "s.vec", lower=True, max_vocab=3)  # the, cat, sat
     w = np.linalg.qr(rng.standard_normal((4, 4)))[0].astype(np.float32)
-    n = export_full_vocabulary(tmp_path / "s.vec", tmp_path / "out.vec", normalize="renorm,center,renorm",
-                               train_vectors=train, W=w, chunk_rows=3)
+    ops = "renorm,center,renorm"
+    n = export_full_vocabulary(tmp_path / "s.vec", tmp_path / "out.vec", normalize=ops,
+                               means=training_means(train, ops), W=w, chunk_rows=3)
     words, got = read_vec(tmp_path / "out.vec")
     assert n == 8 and words == WORDS  # every row, case kept (full_vocab)
     # MUSE: normalize_embeddings(emb, types, mean=<training mean>), then the mapping, row by row
@@ -116,7 +117,7 @@ def test_export_full_vocabulary_is_muses_export(tmp_path: Path) -> None:
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     np.testing.assert_allclose(got, x @ w.T, atol=1e-6)
     with pytest.raises(InputError, match="cannot stream the normalisation"):
-        export_full_vocabulary(tmp_path / "s.vec", tmp_path / "o2.vec", normalize="whiten", train_vectors=train)
+        training_means(train, "whiten")
 
 
 def test_align_export_mapped_writes_every_word_of_the_files(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from polyglot_groc.analysis.export import Exported, read_words, vocabulary_vecto
 from polyglot_groc.model.bundle import ModelBundle
 
 __all__ = ["AlignResult", "Vectors", "align", "check_input_files", "export_full_vocabulary", "lexicon_seed",
-           "load_bundle_once", "read_side"]
+           "load_bundle_once", "read_side", "training_means"]
 
 #: A side's vectors: a word2vec file (.vec or .bin, plain or .gz/.bz2/.xz), or words and vectors
 #: in memory (:class:`~polyglot_groc.analysis.export.Exported`, e.g. from ``vocabulary_vectors``).
@@ -261,7 +261,12 @@ def align(
         dico_max_rank = 10000 if train_dict is not None else 15000
     res = align_spaces(src_vecs, tgt_vecs, train_pairs, n_refinement=refine, normalize=normalize,
                        dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn)  # type: ignore[arg-type]
+    # MUSE's export normalises every word with the training vocabulary's means: keep those, not the vectors.
+    full = {"src": (src, training_means(src_vecs, normalize)),
+            "tgt": (tgt, training_means(tgt_vecs, normalize))} if export_mapped and out is not None else {}
+    dim = int(src_vecs.shape[1])
     mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
+    del src_vecs, tgt_vecs  # 229 MiB each at 200k x 300: only the mapped and target spaces go on
     evaluation: dict[str, Any] = {}
     if eval_dict is not None:
         from polyglot_groc.analysis.alignment_report import evaluate_with_baselines
@@ -276,28 +281,27 @@ def align(
         stats_e["path"] = str(eval_dict)
         evaluation = {"eval_dictionary": stats_e, "precision": precision, "baselines": baselines}
     result = AlignResult(
-        src_words=len(src_words), tgt_words=len(tgt_words), dim=int(src_vecs.shape[1]), train_dictionary=train_info,
+        src_words=len(src_words), tgt_words=len(tgt_words), dim=dim, train_dictionary=train_info,
         dico_max_rank=dico_max_rank, knn_mode=knn, lowercased=lower, best_iteration=res.best_iteration,
         history=res.history, normalize=normalize,
         selection="unsupervised mean CSLS cosine (never the evaluation dictionary)", **evaluation,
         out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
         target_words=list(tgt_words), mapped=mapped, target=target)
     if out is not None:
-        full = {"src": (src, src_vecs), "tgt": (tgt, tgt_vecs)} if export_mapped else {}
         _write(Path(out), result, src_lang, tgt_lang, export_mapped, overwrite, full)
     return result
 
 
 def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool,
-           overwrite: bool, full: dict[str, tuple[Vectors | None, np.ndarray]] | None = None) -> None:
+           overwrite: bool, full: dict[str, tuple[Vectors | None, list[np.ndarray]]] | None = None) -> None:
     """Every output file, all or none: built in a temporary folder beside ``out`` and renamed into place.
 
     A kill, a full disk or any error leaves the previous ``out`` untouched (and a killed run's
     folder is swept by the next run); a second ``align`` into the same ``out`` at the same time is
     refused instead of mixing the two results (:func:`groc_base.fileio.atomic_output_dir`).
     With ``export_mapped``, a side read from a file is exported whole, as MUSE's export does
-    (:func:`export_full_vocabulary`); ``full`` maps ``"src"``/``"tgt"`` to ``(given side, the
-    training vectors it was read into)``.
+    (:func:`export_full_vocabulary`); ``full`` maps ``"src"``/``"tgt"`` to ``(given side, its
+    training vocabulary's means, :func:`training_means`)``.
     """
     import torch
 
@@ -318,36 +322,23 @@ def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str |
             full = full or {}
             for side, name, words, vectors, w in (("src", src_name, result.source_words, result.mapped, result.W),
                                                   ("tgt", tgt_name, result.target_words, result.target, None)):
-                given, trained = full.get(side, (None, None))
-                if isinstance(given, (str, os.PathLike)) and trained is not None:
-                    export_full_vocabulary(given, tmp / name, normalize=result.normalize, train_vectors=trained, W=w)
+                given, means = full.get(side, (None, None))
+                if isinstance(given, (str, os.PathLike)) and means is not None:
+                    export_full_vocabulary(given, tmp / name, normalize=result.normalize, means=means, W=w)
                 else:  # vectors from memory or a run: the vocabulary aligned is all there is
                     write_vec(tmp / name, words, vectors)
         (tmp / "result.json").write_text(text, encoding="utf-8")
 
 
-def export_full_vocabulary(vectors: str | os.PathLike[str], out: str | os.PathLike[str], *, normalize: str,
-                           train_vectors: np.ndarray, W: np.ndarray | None = None,
-                           chunk_rows: int = 4096) -> int:
-    """MUSE's export (``Trainer.export``, ``full_vocab=True``): every word of ``vectors``, mapped, in chunks.
+def training_means(train_vectors: np.ndarray, normalize: str) -> list[np.ndarray]:
+    """The mean each ``center`` of the ``normalize`` chain subtracts from the training vocabulary
+    ``(n, d)``, in chain order (``[]`` without ``center``): what MUSE keeps as ``params.src_mean``
+    to normalise its full-vocabulary export.
 
-    Every row of the file is read as MUSE reads it for export (case kept, no ``--max-vocab``, a
-    repeated word's first row wins, null vectors nudged), normalised as in training (``center``
-    subtracts the TRAINING vocabulary's mean, ``train_vectors`` ``(n, d)`` as read for
-    alignment, as MUSE's ``normalize_embeddings(..., mean=params.src_mean)``), mapped by ``W``
-    (``x @ W.T``; None for the target side) and written to ``out`` in word2vec text, ``chunk_rows``
-    at a time: memory stays bounded by one chunk whatever the file's size (2.5M x 300 included).
-    Returns the rows written.
+    Raises:
+        InputError: a normalisation other than ``center`` and ``renorm``.
     """
-    from eval.align import NORMALIZATIONS
-    from eval.vectors import iter_vec, vec_shape, write_vec_chunks
-
-    ops = [op for op in normalize.split(",") if op]
-    unknown = [op for op in ops if op not in NORMALIZATIONS]
-    if unknown:
-        raise InputError(f"--export-mapped cannot stream the normalisation {unknown[0]!r} yet; "
-                         "export without --export-mapped, or map the words with W.npy")
-    # Each 'center' subtracts the mean the training vocabulary had at that point of the chain.
+    ops = _stream_ops(normalize)
     means: list[np.ndarray] = []
     if "center" in ops:
         current = np.array(train_vectors, dtype=np.float32)  # (n, d) one transient copy
@@ -357,7 +348,27 @@ def export_full_vocabulary(vectors: str | os.PathLike[str], out: str | os.PathLi
                 current -= means[-1]
             else:
                 current = _renorm(current)
-        del current
+    return means
+
+
+def export_full_vocabulary(vectors: str | os.PathLike[str], out: str | os.PathLike[str], *, normalize: str,
+                           means: list[np.ndarray], W: np.ndarray | None = None, chunk_rows: int = 4096) -> int:
+    """MUSE's export (``Trainer.export``, ``full_vocab=True``): every word of ``vectors``, mapped, in chunks.
+
+    Every row of the file is read as MUSE reads it for export (case kept, no ``--max-vocab``, a
+    repeated word's first row wins, null vectors nudged), normalised as in training (each
+    ``center`` subtracts the TRAINING vocabulary's mean, ``means`` from :func:`training_means`,
+    as MUSE's ``normalize_embeddings(..., mean=params.src_mean)``), mapped by ``W`` (``x @ W.T``;
+    None for the target side) and written to ``out`` in word2vec text, ``chunk_rows`` at a time:
+    memory stays bounded by one chunk whatever the file's size (2.5M x 300 included). Returns the
+    rows written.
+    """
+    from eval.vectors import iter_vec, vec_shape, write_vec_chunks
+
+    ops = _stream_ops(normalize)
+    if ops.count("center") != len(means):
+        raise InputError(f"normalize={normalize!r} has {ops.count('center')} center step(s) but {len(means)} "
+                         "means were given; compute them with training_means")
     dim = vec_shape(vectors)[1]
     w_t = None if W is None else np.ascontiguousarray(np.asarray(W, dtype=np.float32).T)  # (d, d)
 
@@ -369,6 +380,18 @@ def export_full_vocabulary(vectors: str | os.PathLike[str], out: str | os.PathLi
             yield words, block if w_t is None else block @ w_t
 
     return write_vec_chunks(Path(out), mapped(), dim)
+
+
+def _stream_ops(normalize: str) -> list[str]:
+    """The ``normalize`` chain as a list, refusing steps a chunked export cannot replay."""
+    from eval.align import NORMALIZATIONS
+
+    ops = [op for op in normalize.split(",") if op]
+    unknown = [op for op in ops if op not in NORMALIZATIONS]
+    if unknown:
+        raise InputError(f"--export-mapped cannot stream the normalisation {unknown[0]!r} yet; "
+                         "export without --export-mapped, or map the words with W.npy")
+    return ops
 
 
 def _renorm(x: np.ndarray) -> np.ndarray:
