@@ -42,6 +42,7 @@ from eval.knn import (  # the k-NN engine; its public names stay importable from
     PRUNE_MIN_KEYS,
     KnnMode,
     NeighbourhoodMeans,
+    Prior,
     _check_knn_mode,
     _means,
     _positive,
@@ -49,6 +50,7 @@ from eval.knn import (  # the k-NN engine; its public names stay importable from
     _two_matrices,
     _unit_rows,
     csls_topk,
+    mapping_change,
     mean_knn_similarity,
     nn_topk,
 )
@@ -84,6 +86,9 @@ Build = Literal["S2T", "T2S", "S2T|T2S", "S2T&T2S"]
 METHODS: tuple[str, ...] = ("csls", "nn")
 BUILDS: tuple[str, ...] = ("S2T", "T2S", "S2T|T2S", "S2T&T2S")
 NORMALIZATIONS: tuple[str, ...] = ("center", "renorm")
+# A refinement reuses the previous mapping's r as bounds only when W moved at most this much
+# (spectral norm): beyond it the intervals are wider than the sampled bounds.
+PRIOR_MAX_CHANGE = 0.1
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,7 +249,7 @@ def build_dictionary(
         """
         if method == "nn":
             return _topk_inner(queries, keys, 1, batch_size)[1][:, 0]
-        return _means(r, name, keys, neighbours, knn, batch_size, knn_mode).topk(queries, 1)[1][:, 0]
+        return _means(r, name, keys, neighbours, knn, batch_size, knn_mode).topk(queries, 1, ids_only=True)[1][:, 0]
 
     n_tgt = tgt_m.shape[0]
     codes: list[np.ndarray] = []  # each pair encoded as src * n_tgt + tgt for set operations
@@ -565,6 +570,7 @@ def align(
     mapped_unit: np.ndarray | None = None
     r_tgt: NeighbourhoodMeans | None = None
     r_src: NeighbourhoodMeans | None = None
+    w_prev: np.ndarray | None = None
     for iteration in range(n_refinement + 1):
         started = time.perf_counter()
         if iteration > 0:
@@ -586,14 +592,25 @@ def align(
                 logger.warning("iteration %d: empty induced dictionary, stopping refinement", iteration)
                 break
         w = procrustes(src_m[dico[:, 0]], tgt_m[dico[:, 1]])  # (d, d)
+        # The r computed under the previous mapping bound this mapping's r within +- the change
+        # of W (eval.knn.Prior): later refinements, where W barely moves, settle most rankings
+        # from those bounds instead of searching again.
+        priors: tuple[Prior | None, Prior | None] = (None, None)
+        if r_tgt is not None and r_src is not None and w_prev is not None and knn_mode == "exact":
+            delta = mapping_change(w_prev, w)
+            if delta <= PRIOR_MAX_CHANGE:
+                priors = (Prior.of(r_tgt, delta), Prior.of(r_src, delta))
+            logger.info("iteration %d: W moved by %.4f (spectral norm)%s", iteration, delta,
+                        "; the previous r bound this mapping's" if priors[0] is not None else "")
         # Drop the previous mapping's arrays before the next is built: at 200k x 300 each is 229 MiB.
         mapped_unit = r_tgt = r_src = None
         mapped_unit = src_m @ w.T  # (n_src, d)
         mapped_unit /= _safe_norms(mapped_unit)  # unit rows in place (zero rows stay zero)
         # r_S of the targets and r_T of the sources under this mapping, computed where a ranking
         # needs them and shared by the criterion and the next iteration's induction.
-        r_tgt = NeighbourhoodMeans(tgt_unit, mapped_unit, knn, batch_size, knn_mode=knn_mode)
-        r_src = NeighbourhoodMeans(mapped_unit, tgt_unit, knn, batch_size, knn_mode=knn_mode)
+        r_tgt = NeighbourhoodMeans(tgt_unit, mapped_unit, knn, batch_size, knn_mode=knn_mode, prior=priors[0])
+        r_src = NeighbourhoodMeans(mapped_unit, tgt_unit, knn, batch_size, knn_mode=knn_mode, prior=priors[1])
+        w_prev = w
         criterion = mean_csls_criterion(
             mapped_unit,
             tgt_unit,
