@@ -42,6 +42,7 @@ from eval.knn import (  # the k-NN engine; its public names stay importable from
     PRUNE_MIN_KEYS,
     KnnMode,
     NeighbourhoodMeans,
+    Prior,
     _check_knn_mode,
     _means,
     _positive,
@@ -49,6 +50,7 @@ from eval.knn import (  # the k-NN engine; its public names stay importable from
     _two_matrices,
     _unit_rows,
     csls_topk,
+    mapping_change,
     mean_knn_similarity,
     nn_topk,
 )
@@ -89,6 +91,9 @@ SelectOn = Literal["criterion", "eval", "last"]
 #: How the refinement iteration is chosen: the unsupervised criterion (default), the evaluation
 #: pairs' P@1 (MUSE's supervised rule, explicit only) or the last iteration.
 SELECT_ON: tuple[str, ...] = ("criterion", "eval", "last")
+# A refinement reuses the previous mapping's r as bounds only when W moved at most this much
+# (spectral norm): beyond it the intervals are wider than the sampled bounds.
+PRIOR_MAX_CHANGE = 0.1
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,6 +129,13 @@ def _check_pairs(pairs: np.ndarray, n_src: int, n_tgt: int, name: str = "pairs")
 # --------------------------------------------------------------------------------------------
 # Procrustes (normalisation: eval.normalize)
 # --------------------------------------------------------------------------------------------
+
+
+def _safe_norms(x: np.ndarray) -> np.ndarray:
+    """Row norms ``(n, 1)`` with zeros replaced by 1, to divide rows by in place."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
+    norms[norms == 0] = 1.0
+    return norms
 
 
 def procrustes(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -215,7 +227,7 @@ def build_dictionary(
         """
         if method == "nn":
             return _topk_inner(queries, keys, 1, batch_size)[1][:, 0]
-        return _means(r, name, keys, neighbours, knn, batch_size, knn_mode).topk(queries, 1)[1][:, 0]
+        return _means(r, name, keys, neighbours, knn, batch_size, knn_mode).topk(queries, 1, ids_only=True)[1][:, 0]
 
     n_tgt = tgt_m.shape[0]
     codes: list[np.ndarray] = []  # each pair encoded as src * n_tgt + tgt for set operations
@@ -473,13 +485,14 @@ class AlignmentResult:
         return float(self.history[self.best_iteration]["criterion"])
 
     def prepare_target(self, tgt: np.ndarray) -> np.ndarray:
-        """Target vectors in the space ``W`` maps into (``normalize`` applied, then ``W_tgt`` if any)."""
-        out = normalize_embeddings(tgt, self.normalize)
+        """Target vectors in the space ``W`` maps into (``normalize`` applied, then ``W_tgt`` if any;
+        without either, ``tgt`` itself, not a copy: at 200k x 300 a copy is 229 MiB)."""
+        out = normalize_embeddings(tgt, self.normalize) if self.normalize else np.asarray(tgt)
         return out if self.W_tgt is None else out @ self.W_tgt.T
 
     def map_source(self, src: np.ndarray) -> np.ndarray:
         """Source vectors mapped into the target space: ``normalize(src) @ W.T``, ``(n, d)``."""
-        return normalize_embeddings(src, self.normalize) @ self.W.T
+        return (normalize_embeddings(src, self.normalize) if self.normalize else np.asarray(src)) @ self.W.T
 
 
 def align(
@@ -553,6 +566,7 @@ def align(
     mapped_unit: np.ndarray | None = None
     r_tgt: NeighbourhoodMeans | None = None
     r_src: NeighbourhoodMeans | None = None
+    w_prev: np.ndarray | None = None
     for iteration in range(n_refinement + 1):
         started = time.perf_counter()
         if iteration > 0:
@@ -574,11 +588,25 @@ def align(
                 logger.warning("iteration %d: empty induced dictionary, stopping refinement", iteration)
                 break
         w = procrustes(src_m[dico[:, 0]], tgt_m[dico[:, 1]])  # (d, d)
-        mapped_unit = _unit_rows(src_m @ w.T)  # (n_src, d)
+        # The r computed under the previous mapping bound this mapping's r within +- the change
+        # of W (eval.knn.Prior): later refinements, where W barely moves, settle most rankings
+        # from those bounds instead of searching again.
+        priors: tuple[Prior | None, Prior | None] = (None, None)
+        if r_tgt is not None and r_src is not None and w_prev is not None and knn_mode == "exact":
+            delta = mapping_change(w_prev, w)
+            if delta <= PRIOR_MAX_CHANGE:
+                priors = (Prior.of(r_tgt, delta), Prior.of(r_src, delta))
+            logger.info("iteration %d: W moved by %.4f (spectral norm)%s", iteration, delta,
+                        "; the previous r bound this mapping's" if priors[0] is not None else "")
+        # Drop the previous mapping's arrays before the next is built: at 200k x 300 each is 229 MiB.
+        mapped_unit = r_tgt = r_src = None
+        mapped_unit = src_m @ w.T  # (n_src, d)
+        mapped_unit /= _safe_norms(mapped_unit)  # unit rows in place (zero rows stay zero)
         # r_S of the targets and r_T of the sources under this mapping, computed where a ranking
         # needs them and shared by the criterion and the next iteration's induction.
-        r_tgt = NeighbourhoodMeans(tgt_unit, mapped_unit, knn, batch_size, knn_mode=knn_mode)
-        r_src = NeighbourhoodMeans(mapped_unit, tgt_unit, knn, batch_size, knn_mode=knn_mode)
+        r_tgt = NeighbourhoodMeans(tgt_unit, mapped_unit, knn, batch_size, knn_mode=knn_mode, prior=priors[0])
+        r_src = NeighbourhoodMeans(mapped_unit, tgt_unit, knn, batch_size, knn_mode=knn_mode, prior=priors[1])
+        w_prev = w
         criterion = mean_csls_criterion(
             mapped_unit,
             tgt_unit,

@@ -23,7 +23,7 @@ import logging
 import math
 import time
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import faiss
 import numpy as np
@@ -40,7 +40,9 @@ __all__ = [
     "KnnMode",
     "NeighbourhoodMeans",
     "PRUNE_MIN_KEYS",
+    "Prior",
     "csls_topk",
+    "mapping_change",
     "mean_knn_similarity",
     "nn_topk",
 ]
@@ -61,6 +63,33 @@ RESCORE_FLOATS = 1 << 24  # floats per (pairs, d) gather when rescoring candidat
 # Queries per faiss call.  faiss itself works in 4096 x 1024 blocks, so memory per call is
 # batch x (d + k) floats; 4096 rows keep the BLAS blocks full while staying a few MB.
 DEFAULT_BATCH_SIZE = 4096
+
+
+class Prior(NamedTuple):
+    """What the previous mapping's :class:`NeighbourhoodMeans` knew, for the next mapping of the same words.
+
+    ``lower`` and ``upper`` ``(m,)`` bound each key's ``r`` under the previous mapping (equal where
+    it was exact, ``upper`` infinite where unknown); ``delta`` bounds how far any cosine between
+    the two sides can move between the mappings: for orthogonal maps ``W1`` and ``W2``,
+    ``|cos(W2 x, y) - cos(W1 x, y)| <= ||W2 - W1||_2`` for unit ``x``, ``y``, and a mean of the
+    top ``knn`` values moves no more than each value.  So the new ``r`` lies in
+    ``[lower - delta, upper + delta]``, and the bounds carry from refinement to refinement.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    delta: float
+
+    @classmethod
+    def of(cls, means: NeighbourhoodMeans, delta: float) -> Prior:
+        """The bounds ``means`` holds, moved by at most ``delta``."""
+        return cls(means.value.copy(), means.upper.copy(), float(delta))
+
+
+def mapping_change(w_old: np.ndarray, w_new: np.ndarray) -> float:
+    """``||w_new - w_old||_2`` (spectral norm, in float64): the most any unit vector's image moves,
+    hence the most a cosine between a mapped source word and a target word can change."""
+    return float(np.linalg.norm(np.asarray(w_new, np.float64) - np.asarray(w_old, np.float64), 2))
 
 
 # --------------------------------------------------------------------------------------------
@@ -147,6 +176,17 @@ def _check_r(name: str, r: np.ndarray | None, n: int) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------
 
 
+def _search(queries: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` inner products of each query row among ``keys`` rows: ``(scores, ids)`` ``(q, k)``.
+
+    :func:`faiss.knn` runs the very kernel ``IndexFlatIP.search`` runs (same blocks, same
+    results) on the caller's array, where an index would first copy every key: at 200k x 300
+    that copy is 229 MiB per index, and a refinement held two.
+    """
+    return faiss.knn(np.ascontiguousarray(queries, dtype=np.float32), keys, k,  # type: ignore[no-any-return]
+                     metric=faiss.METRIC_INNER_PRODUCT)
+
+
 def _topk_inner(
     queries: np.ndarray,
     keys: np.ndarray,
@@ -164,9 +204,7 @@ def _topk_inner(
     """
     if key_bias is not None:
         keys = np.hstack([keys, key_bias.reshape(-1, 1).astype(np.float32)])  # (m, d + 1)
-    index = faiss.IndexFlatIP(keys.shape[1])
-    index.add(np.ascontiguousarray(keys, dtype=np.float32))
-    del keys  # the index holds its own copy; drop the augmented one before searching
+    keys = np.ascontiguousarray(keys, dtype=np.float32)
     n = queries.shape[0]
     scores = np.empty((n, k), dtype=np.float32)
     ids = np.empty((n, k), dtype=np.int64)
@@ -176,26 +214,18 @@ def _topk_inner(
             batch = batch * np.float32(query_scale)
         if key_bias is not None:
             batch = np.hstack([batch, np.full((batch.shape[0], 1), -1.0, dtype=np.float32)])  # (b, d + 1)
-        scores[start : start + batch.shape[0]], ids[start : start + batch.shape[0]] = index.search(
-            np.ascontiguousarray(batch, dtype=np.float32), k
-        )
+        scores[start : start + batch.shape[0]], ids[start : start + batch.shape[0]] = _search(batch, keys, k)
     return scores, ids
 
 
-def _exact_means(queries: np.ndarray, index: faiss.Index, k: int, batch_size: int) -> np.ndarray:
-    """Mean of the ``k`` best inner products of each query row in ``index``; ``(q,)`` float32."""
+def _exact_means(queries: np.ndarray, keys: np.ndarray, k: int, batch_size: int) -> np.ndarray:
+    """Mean of the ``k`` best inner products of each query row among ``keys`` rows; ``(q,)`` float32."""
+    keys = np.ascontiguousarray(keys, dtype=np.float32)
     out = np.empty(queries.shape[0], dtype=np.float32)
     for start in range(0, queries.shape[0], batch_size):
-        batch = np.ascontiguousarray(queries[start : start + batch_size])  # (b, d)
-        found, _ = index.search(batch, k)  # (b, k)
-        out[start : start + batch.shape[0]] = found.mean(axis=1, dtype=np.float64)
+        found, _ = _search(queries[start : start + batch_size], keys, k)  # (b, k)
+        out[start : start + found.shape[0]] = found.mean(axis=1, dtype=np.float64)
     return out
-
-
-def _flat_index(rows: np.ndarray) -> faiss.Index:
-    index = faiss.IndexFlatIP(rows.shape[1])
-    index.add(np.ascontiguousarray(rows, dtype=np.float32))
-    return index
 
 
 def mean_knn_similarity(
@@ -225,7 +255,7 @@ def mean_knn_similarity(
     if not assume_normalized:
         q, kk = _unit_rows(q), _unit_rows(kk)
     started = time.perf_counter()
-    means = _exact_means(q, _flat_index(kk), k, batch_size)
+    means = _exact_means(q, kk, k, batch_size)
     logger.debug(
         "mean %d-nn similarity of %d queries over %d keys in %.1fs", k, q.shape[0], kk.shape[0],
         time.perf_counter() - started,
@@ -266,6 +296,7 @@ class NeighbourhoodMeans:
         knn_mode: KnnMode = "exact",
         values: np.ndarray | None = None,
         prune: bool | None = None,
+        prior: Prior | None = None,
     ) -> None:
         _check_knn_mode(knn_mode)
         self.keys = _matrix("keys", keys)  # (m, d)
@@ -280,27 +311,30 @@ class NeighbourhoodMeans:
         self.batch_size = _positive("batch_size", batch_size)
         self.knn_mode: KnnMode = knn_mode
         self.value = np.zeros(m, dtype=np.float32)  # (m,) exact r where self.exact, else a lower bound
+        self.upper = np.full(m, np.inf, dtype=np.float32)  # (m,) an upper bound of r (exact r where exact)
         self.exact = np.zeros(m, dtype=bool)  # (m,)
         if values is not None:
             given = _check_r("values", values, m)
             assert given is not None
-            self.value[:], self.exact[:] = given, True
+            self.value[:], self.upper[:], self.exact[:] = given, given, True
+        self._bounded = False
+        if prior is not None and values is None:
+            lower, upper = np.asarray(prior.lower, np.float32), np.asarray(prior.upper, np.float32)
+            if lower.shape != (m,) or upper.shape != (m,):
+                raise InputError(f"prior is for {lower.shape[0]} keys but there are {m}; pass the previous "
+                                 "mapping's NeighbourhoodMeans of the same words")
+            width = np.float32(prior.delta + 2 * BOUND_SLACK)
+            self.value[:], self.upper[:] = lower - width, upper + width  # every key bounded: no sample search
+            self._bounded = True
         fraction = BOUND_FRACTION if knn_mode == "exact" else APPROX_BOUND_FRACTION
         self.sample_size = max(self.knn, math.ceil(fraction * n))
         # Pruning needs a sample smaller than the neighbours; by default also much smaller, and
         # enough keys to pay off.
         wanted = m >= PRUNE_MIN_KEYS and self.sample_size < n // 2 if prune is None else prune
         self.prune = bool(wanted) and self.sample_size < n
-        self._index: faiss.Index | None = None  # all neighbours, built on first exact r
         # (key, queries, scores, ids) of the last topk call; see topk.
         self._memo: tuple[tuple[object, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._bounded = False
         self.exact_computed = 0  # keys whose r this object searched exactly (for the logs and benchmarks)
-
-    def _neighbour_index(self) -> faiss.Index:
-        if self._index is None:
-            self._index = _flat_index(self.neighbours)
-        return self._index
 
     def compute_exact(self, ids: np.ndarray) -> None:
         """Make ``r`` exact for the key rows ``ids`` (any order, repeats allowed)."""
@@ -308,7 +342,8 @@ class NeighbourhoodMeans:
         todo = todo[~self.exact[todo]]
         if todo.size == 0:
             return
-        self.value[todo] = _exact_means(self.keys[todo], self._neighbour_index(), self.knn, self.batch_size)
+        self.value[todo] = _exact_means(self.keys[todo], self.neighbours, self.knn, self.batch_size)
+        self.upper[todo] = self.value[todo]
         self.exact[todo] = True
         self.exact_computed += int(todo.size)
 
@@ -327,7 +362,7 @@ class NeighbourhoodMeans:
         stride = max(1, self.neighbours.shape[0] // self.sample_size)
         sample = self.neighbours[::stride][: self.sample_size]  # (s, d) a fixed, deterministic subset
         started = time.perf_counter()
-        bound = _exact_means(self.keys[todo], _flat_index(sample), self.knn, self.batch_size)
+        bound = _exact_means(self.keys[todo], sample, self.knn, self.batch_size)
         # Two faiss searches can round the same inner products differently; the slack keeps the
         # lower bound a bound.
         self.value[todo] = bound - np.float32(BOUND_SLACK)
@@ -387,7 +422,8 @@ class NeighbourhoodMeans:
         out_ids[rows[keep], rank[keep]] = keys[keep]
         return out_scores, out_ids
 
-    def topk(self, queries: np.ndarray, k: int, query_scale: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+    def topk(self, queries: np.ndarray, k: int, query_scale: float = 2.0, *,
+             ids_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` keys by ``query_scale * <q, key> - r(key)`` per query row (unit rows ``(q, d)``).
 
         Returns ``(scores (q, k) float32, ids (q, k) int64)``, best first, with exact ``r`` in
@@ -399,16 +435,23 @@ class NeighbourhoodMeans:
         them.  Approximate mode: one round of depth ``k + max(5, k // 2)`` by bound, re-ranked
         with exact ``r``.  The last answer is memoised: the refinement's criterion and the next
         induction ask the same question of one mapping (``queries`` must not change in place).
+
+        ``ids_only`` (for ``k == 1``: dictionary induction needs the best key, not its score) lets
+        a row be settled without any exact ``r`` when the bounds alone prove its best key: with
+        ``r`` known within an interval (a ``prior`` from the previous mapping), the first key by
+        upper bound wins outright when its LOWER bound beats the second key's upper bound (every
+        other key is bounded below that).  Those rows' scores are then upper bounds.
         """
         m = self.keys.shape[0]
         k = min(k, m)
-        key = (queries.__array_interface__["data"][0], queries.shape, queries.strides, k, query_scale)
+        ids_only = ids_only and k == 1
+        key = (queries.__array_interface__["data"][0], queries.shape, queries.strides, k, query_scale, ids_only)
         if self._memo is not None and self._memo[0] == key:
             return self._memo[2].copy(), self._memo[3].copy()
         if not self.prune:
             scores, ids = self._full_topk(queries, k, query_scale)
         else:
-            scores, ids = self._pruned_topk(queries, k, query_scale)
+            scores, ids = self._pruned_topk(queries, k, query_scale, ids_only)
         # The memo holds `queries` itself, so its memory cannot be reused by another array.
         self._memo = (key, queries, scores.copy(), ids.copy())
         return scores, ids
@@ -417,7 +460,8 @@ class NeighbourhoodMeans:
         """Plain ranking: exact ``r`` of every key (one full search of those not yet exact)."""
         return _topk_inner(queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale)
 
-    def _pruned_topk(self, queries: np.ndarray, k: int, query_scale: float) -> tuple[np.ndarray, np.ndarray]:
+    def _pruned_topk(self, queries: np.ndarray, k: int, query_scale: float,
+                     ids_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
         m = self.keys.shape[0]
         self._ensure_bounds()
         started, exact_before = time.perf_counter(), self.exact_computed
@@ -427,6 +471,19 @@ class NeighbourhoodMeans:
         bounds, found = _topk_inner(
             queries, self.keys, depth, self.batch_size, key_bias=self.value, query_scale=query_scale
         )  # (q, depth) upper bounds, best first
+        if ids_only and self.knn_mode == "exact" and depth >= 2:
+            # score(first) >= its upper bound - (upper r - lower r); every other key <= bounds[:, 1].
+            first = found[:, 0]
+            lower_first = bounds[:, 0] - (self.upper[first] - self.value[first])  # (q,) -inf without an upper r
+            settled = lower_first - np.float32(BOUND_SLACK) >= bounds[:, 1]  # (q,)
+            if settled.any():
+                rest = np.flatnonzero(~settled)
+                out_scores, out_ids = bounds[:, :1].copy(), found[:, :1].copy()
+                if rest.size:
+                    out_scores[rest], out_ids[rest] = self._pruned_topk(queries[rest], k, query_scale)
+                logger.info("CSLS exact top-1: %d of %d rows settled by the bounds alone (no exact r)",
+                            int(settled.sum()), queries.shape[0])
+                return out_scores, out_ids
         self.compute_exact(found)
         rows = np.repeat(np.arange(queries.shape[0]), depth)  # (q * depth,)
         scores, ids = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)  # exact, in the list

@@ -179,12 +179,14 @@ def word_similarity(
     if n_found < 2:
         logger.warning("word similarity: only %d of %d pairs found, rho is undefined", n_found, len(triples))
         return SimilarityResult(rho=float("nan"), found=n_found, not_found=n_missing)
-    u = matrix[ids[found, 0]].astype(np.float64)  # (found, d)
-    v = other[ids[found, 1]].astype(np.float64)  # (found, d)
+    # float32 as MUSE (its embeddings are float32 arrays: u.dot(v) / (|u| |v|) in float32): a cosine
+    # computed in float64 can break or make a tie, which moves Spearman's ranks.
+    u = matrix[ids[found, 0]].astype(np.float32)  # (found, d)
+    v = other[ids[found, 1]].astype(np.float32)  # (found, d)
     if not (np.isfinite(u).all() and np.isfinite(v).all()):
         raise InputError("the vectors of some evaluated words contain nan or inf; fix the vectors")
-    norms = np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)  # (found,)
-    cosine = np.einsum("ij,ij->i", u, v) / np.where(norms == 0, 1.0, norms)
+    norms = np.linalg.norm(u, axis=1) * np.linalg.norm(v, axis=1)  # (found,) float32
+    cosine = np.einsum("ij,ij->i", u, v) / np.where(norms == 0, np.float32(1.0), norms)  # (found,) float32
     rho = spearman(gold[found], cosine)
     logger.info("word similarity: rho %.4f over %d pairs (%d not found)", rho, n_found, n_missing)
     return SimilarityResult(rho=rho, found=n_found, not_found=n_missing)

@@ -25,7 +25,8 @@ import logging
 import lzma
 import os
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, cast
 
@@ -36,7 +37,8 @@ from groc_base.fileio import atomic_write
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["first_occurrences", "read_vec", "write_vec", "vocabulary_index"]
+__all__ = ["first_occurrences", "iter_vec", "nudge_zero_rows", "read_vec", "vec_shape", "vocabulary_index",
+           "write_vec", "write_vec_chunks"]
 
 # Rows are converted to floats in chunks: one numpy conversion per chunk instead of per row keeps
 # reading fast, and a chunk of 300-d rows is a few MB of strings at most.
@@ -64,6 +66,25 @@ def vocabulary_index(words: Sequence[str], lower: bool = False) -> dict[str, int
     # dict() keeps the last value for a repeated key, so feed it the rows in reverse: the first
     # occurrence is then written last and wins.  Built in C, no Python loop over the vocabulary.
     return dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
+
+
+def nudge_zero_rows(vectors: np.ndarray, where: str) -> int:
+    """MUSE's reading rule for null vectors, in place: an all-zero row gets ``v[0] = 0.01``.
+
+    MUSE (``read_txt_embeddings``: ``if np.linalg.norm(vect) == 0: vect[0] = 0.01``) does it so
+    that normalising never divides by zero; the nudged word then ranks like any vector along the
+    first axis, which changes neighbour lists and P@k.  Every reader here applies it (files, a
+    run's vocabulary, vectors in memory), so all routes score the same numbers as MUSE.  Returns
+    the number of rows nudged (logged as one warning).
+    """
+    if vectors.size == 0:
+        return 0
+    zero = ~vectors.any(axis=1)  # (n,)
+    count = int(zero.sum())
+    if count:
+        vectors[zero, 0] = np.float32(0.01)
+        logger.warning("%s: %d all-zero vector(s) nudged to v[0] = 0.01, as MUSE does", where, count)
+    return count
 
 
 def first_occurrences(
@@ -190,13 +211,13 @@ class _Rows:
 
     def __init__(self, path: Path, lower: bool, max_vocab: int | None, unique: bool) -> None:
         self.path, self.lower, self.max_vocab, self.unique = path, lower, max_vocab, unique
-        self.words: list[str] = []
+        self.kept = 0
         self.seen: set[str] = set()
         self.duplicates = 0
         self.examples: list[str] = []
 
-    def keep(self, word: str, where: str) -> bool:
-        """Whether this row's vector is kept; records the word."""
+    def keep(self, word: str, where: str) -> str | None:
+        """The word as kept (lowercased with ``lower``), or None when this row is a later duplicate."""
         if self.unique and word in self.seen:
             raise InputError(f"{self.path}: {where} repeats the word {word[:40]!r}; this use needs one "
                                  "vector per word: deduplicate the file (or regenerate it)")
@@ -206,19 +227,29 @@ class _Rows:
             self.duplicates += 1
             if len(self.examples) < 5:
                 self.examples.append(word)
-            return False
+            return None
         self.seen.add(word)
-        self.words.append(word)
-        return True
+        self.kept += 1
+        return word
 
     @property
     def full(self) -> bool:
-        return self.max_vocab is not None and len(self.words) >= self.max_vocab
+        return self.max_vocab is not None and self.kept >= self.max_vocab
+
+    def log_duplicates(self) -> None:
+        if self.duplicates:
+            logger.warning("%s: %d duplicate word(s) skipped, first occurrence kept (e.g. %s)", self.path,
+                           self.duplicates, ", ".join(repr(w) for w in self.examples))
 
 
-def _read_text(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows) -> list[np.ndarray]:
-    blocks: list[np.ndarray] = []
+#: One chunk of a vector file: the kept words and their vectors ``(len(words), D)`` float32.
+Chunk = tuple[list[str], np.ndarray]
+
+
+def _text_chunks(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows,
+                 chunk_rows: int) -> Iterator[Chunk]:
     fields: list[str] = []
+    words: list[str] = []
     pending_lines: list[int] = []
     n_rows = 0
     first_blank: int | None = None
@@ -253,13 +284,15 @@ def _read_text(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows)
             raise InputError(
                 f"{path}: line {lineno} is row {n_rows} but the header declares {count} words; fix the header count"
             )
-        if not rows.keep(word, f"line {lineno}"):
+        kept = rows.keep(word, f"line {lineno}")
+        if kept is None:
             continue
+        words.append(kept)
         fields.extend(values)
         pending_lines.append(lineno)
-        if len(pending_lines) == _CHUNK_ROWS:
-            blocks.append(_convert_chunk(path, fields, pending_lines, dim))
-            fields, pending_lines = [], []
+        if len(pending_lines) == chunk_rows:
+            yield words, _convert_chunk(path, fields, pending_lines, dim)
+            fields, words, pending_lines = [], [], []
         if rows.full:
             break
     else:
@@ -269,8 +302,7 @@ def _read_text(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows)
                 f"fix the header to '{n_rows} {dim}' or re-export the file"
             )
     if pending_lines:
-        blocks.append(_convert_chunk(path, fields, pending_lines, dim))
-    return blocks
+        yield words, _convert_chunk(path, fields, pending_lines, dim)
 
 
 def _binary_rows(path: Path, handle: IO[bytes], count: int, dim: int) -> Iterator[tuple[int, bytes, bytes]]:
@@ -318,8 +350,20 @@ def _binary_rows(path: Path, handle: IO[bytes], count: int, dim: int) -> Iterato
                              "fix the header count or re-export the file")
 
 
-def _read_binary(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows) -> list[np.ndarray]:
+def _binary_block(path: Path, kept: list[bytes], row_numbers: list[int], words: list[str], dim: int) -> np.ndarray:
+    block = np.frombuffer(b"".join(kept), dtype="<f4").astype(np.float32).reshape(len(kept), dim)  # (n, D)
+    finite = np.isfinite(block).all(axis=1)  # (n,)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        raise InputError(f"{path}: binary row {row_numbers[i]} (word {words[i][:40]!r}) contains nan "
+                             "or inf; remove or retrain that vector")
+    return block
+
+
+def _binary_chunks(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows,
+                   chunk_rows: int) -> Iterator[Chunk]:
     kept: list[bytes] = []
+    words: list[str] = []
     row_numbers: list[int] = []
     for n_rows, raw_word, values in _binary_rows(path, handle, count, dim):
         try:
@@ -330,19 +374,70 @@ def _read_binary(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Row
         if not word or word.split() != [word]:
             raise InputError(f"{path}: the word of binary row {n_rows} ({word[:40]!r}) is empty or holds "
                                  f"whitespace; {path.name} {_NOT_WORD2VEC}")
-        if not rows.keep(word, f"binary row {n_rows}"):
+        kept_word = rows.keep(word, f"binary row {n_rows}")
+        if kept_word is None:
             continue
+        words.append(kept_word)
         kept.append(values)
         row_numbers.append(n_rows)
+        if len(kept) == chunk_rows:
+            yield words, _binary_block(path, kept, row_numbers, words, dim)
+            kept, words, row_numbers = [], [], []
         if rows.full:
             break
-    block = np.frombuffer(b"".join(kept), dtype="<f4").astype(np.float32).reshape(len(kept), dim)  # (n, D)
-    finite = np.isfinite(block).all(axis=1)  # (n,)
-    if not finite.all():
-        i = int(np.argmin(finite))
-        raise InputError(f"{path}: binary row {row_numbers[i]} (word {rows.words[i][:40]!r}) contains nan "
-                             "or inf; remove or retrain that vector")
-    return [block]
+    if kept:
+        yield words, _binary_block(path, kept, row_numbers, words, dim)
+
+
+_READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
+
+
+def _decompress_error(path: Path, compression: str, exc: BaseException) -> InputError:
+    return InputError(f"{path}: cannot decompress its {compression} data ({exc}); the file is damaged "
+                      "or truncated: download or export it again")
+
+
+def _guarded(chunks: Iterator[Chunk], path: Path, compression: str | None) -> Iterator[Chunk]:
+    """``chunks``, a damaged compressed stream turned into one :class:`InputError`."""
+    try:
+        yield from chunks
+    except _READ_ERRORS as exc:
+        if compression is None:
+            raise
+        raise _decompress_error(path, compression, exc) from exc
+
+
+@contextmanager
+def _opened(path: Path, lower: bool, max_vocab: int | None, unique: bool,
+            chunk_rows: int) -> Iterator[tuple[int, int, bool, str | None, Iterator[Chunk]]]:
+    """``path`` open: ``(count, dim, binary, compression, chunks)``; duplicates are logged on exit."""
+    handle, compression = _open(path)
+    rows = _Rows(path, lower, max_vocab, unique)
+    with handle:
+        try:
+            header = handle.readline(_MAX_HEADER)
+            if not header:
+                raise InputError(f"{path} is empty; expected a word2vec file with an 'N D' header")
+            count, dim = _parse_header(path, header)
+            binary = _looks_binary(path, handle, dim)
+        except _READ_ERRORS as exc:
+            if compression is None:
+                raise
+            raise _decompress_error(path, compression, exc) from exc
+        read = _binary_chunks if binary else _text_chunks
+        yield count, dim, binary, compression, _guarded(read(path, handle, count, dim, rows, chunk_rows),
+                                                       path, compression)
+    rows.log_duplicates()
+
+
+def _capacity(path: Path, count: int, dim: int, max_vocab: int | None, compression: str | None) -> int:
+    """Rows to preallocate: the header's count, capped by ``max_vocab`` and, for a plain file, by
+    what its size can hold (a text row needs at least ``2 * dim`` bytes), so a lying header cannot
+    make the reader reserve more than the file could fill."""
+    rows = count if max_vocab is None else min(count, max_vocab)
+    if compression is None:
+        rows = min(rows, path.stat().st_size // (2 * dim) + 1)
+    return max(rows, 0)
 
 
 def read_vec(
@@ -353,45 +448,61 @@ def read_vec(
 
     ``max_vocab`` keeps the first ``max_vocab`` distinct words (files are frequency-sorted, so these
     are the most frequent ones) and stops reading there, like MUSE's ``--max_vocab``.  ``lower``
-    lowercases words before the duplicate check, like MUSE without ``full_vocab``; ``unique``
-    makes a repeated word an error (for uses that need one vector per word).  The header count is
-    checked against the rows only when the file is read to its end.
+    lowercases words before the duplicate check, like MUSE's training and evaluation reading;
+    ``unique`` makes a repeated word an error (for uses that need one vector per word).  The
+    header count is checked against the rows only when the file is read to its end.  Memory: the
+    float32 matrix is allocated once (``min(N, max_vocab)`` rows) and filled chunk by chunk, never
+    a list of rows; :func:`iter_vec` reads a file of any size in bounded memory.
     """
     path = Path(path)
     if max_vocab is not None and max_vocab < 1:
         raise InputError(f"max_vocab={max_vocab} for {path}; pass a positive number or None for all words")
-    handle, compression = _open(path)
-    rows = _Rows(path, lower, max_vocab, unique)
-    try:
-        with handle:
-            header = handle.readline(_MAX_HEADER)
-            if not header:
-                raise InputError(f"{path} is empty; expected a word2vec file with an 'N D' header")
-            count, dim = _parse_header(path, header)
-            binary = _looks_binary(path, handle, dim)
-            read = _read_binary if binary else _read_text
-            blocks = read(path, handle, count, dim, rows)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError) as exc:
-        if compression is None:
-            raise
-        raise InputError(f"{path}: cannot decompress its {compression} data ({exc}); the file is damaged "
-                             "or truncated: download or export it again") from exc
-    if rows.duplicates:
-        logger.warning(
-            "%s: %d duplicate word(s) skipped, first occurrence kept (e.g. %s)",
-            path,
-            rows.duplicates,
-            ", ".join(repr(w) for w in rows.examples),
-        )
-    vectors = np.concatenate(blocks, axis=0) if blocks else np.zeros((0, dim), dtype=np.float32)  # (n, D)
-    zero = int((~vectors.any(axis=1)).sum())
-    if zero:
-        # MUSE nudges null vectors (vect[0] = 0.01); we keep the data and let the cosine code treat
-        # a zero vector as similar to nothing.
-        logger.warning("%s: %d all-zero vector(s); they have cosine 0 with every word", path, zero)
-    logger.info("read %d words of dimension %d from %s%s%s", len(rows.words), dim, path,
+    words: list[str] = []
+    with _opened(path, lower, max_vocab, unique, _CHUNK_ROWS) as (count, dim, binary, compression, chunks):
+        try:
+            out = np.empty((_capacity(path, count, dim, max_vocab, compression), dim), dtype=np.float32)  # (cap, D)
+        except MemoryError:  # a compressed file's header may claim any count: grow as rows come instead
+            out = np.empty((min(count, 1 << 16), dim), dtype=np.float32)
+        n = 0
+        for chunk_words, block in chunks:
+            if n + block.shape[0] > out.shape[0]:  # only if the size estimate was short: grow
+                out = np.resize(out, (max(n + block.shape[0], 2 * out.shape[0]), dim))
+            out[n : n + block.shape[0]] = block
+            words.extend(chunk_words)
+            n += block.shape[0]
+    vectors = out[:n]  # (n, D) a view: n is the capacity unless duplicates or the file came up short
+    nudge_zero_rows(vectors, str(path))
+    logger.info("read %d words of dimension %d from %s%s%s", len(words), dim, path,
                 " (binary)" if binary else "", f" ({compression})" if compression else "")
-    return rows.words, vectors
+    return words, vectors
+
+
+def vec_shape(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """The ``(N, D)`` a word2vec file's header declares (only the header is read)."""
+    path = Path(path)
+    with _opened(path, False, None, False, _CHUNK_ROWS) as (count, dim, *_):
+        return count, dim
+
+
+def iter_vec(
+    path: str | os.PathLike[str], *, lower: bool = False, max_vocab: int | None = None,
+    chunk_rows: int = _CHUNK_ROWS,
+) -> Iterator[Chunk]:
+    """The rows of a word2vec file as ``(words, vectors (k, D) float32)`` chunks of at most ``chunk_rows``.
+
+    The rules of :func:`read_vec` (``lower``, first occurrence wins, ``max_vocab`` distinct words,
+    null rows nudged), but only one chunk is in memory at a time (plus the set of words seen, for
+    duplicates): a 2.5M x 300 file streams through in a few MB of vectors.  This is how MUSE's
+    ``full_vocab`` export reads (``lower=False``, no ``max_vocab``).
+    """
+    path = Path(path)
+    if max_vocab is not None and max_vocab < 1:
+        raise InputError(f"max_vocab={max_vocab} for {path}; pass a positive number or None for all words")
+    chunk_rows = max(1, int(chunk_rows))
+    with _opened(path, lower, max_vocab, False, chunk_rows) as (*_, chunks):
+        for words, block in chunks:
+            nudge_zero_rows(block, str(path))
+            yield words, block
 
 
 def write_vec(
@@ -457,3 +568,59 @@ def write_vec(
     # Temp file beside path, fsync, rename; the file gets open()'s permissions (0666 minus the umask).
     atomic_write(path, write)
     logger.info("wrote %d vectors of dimension %d to %s", matrix.shape[0], matrix.shape[1], path)
+
+
+def write_vec_chunks(
+    path: str | os.PathLike[str],
+    chunks: Iterable[Chunk],
+    dim: int,
+    *,
+    digits: int = _FLOAT32_DIGITS,
+) -> int:
+    """Write ``(words, vectors (k, D))`` chunks as one word2vec text file, atomically; returns the rows written.
+
+    For outputs larger than memory (a 2.5M-word export): only one chunk is held at a time.  The
+    row count is known only at the end, so the header is written as a fixed-width placeholder
+    and filled in before the rename: ``N D`` followed by spaces, which MUSE, fastText, gensim and
+    :func:`read_vec` read as any header.  Plain text only (a ``.gz`` cannot be patched in place:
+    use :func:`write_vec`).  Each chunk is checked as :func:`write_vec` checks its input.
+    """
+    path = Path(path)
+    if path.suffix.lower() in _COMPRESSED_SUFFIXES:
+        raise InputError(f"{path}: a streamed export is written as plain text; drop the {path.suffix} suffix")
+    if not 1 <= digits <= 17:
+        raise InputError(f"digits={digits}; pass a precision between 1 and 17 (9 keeps float32 exact)")
+    row_format = " ".join([f"%.{digits}g"] * dim)
+    placeholder = f"{'0':<20} {dim}\n"
+    written = 0
+
+    def write(raw: IO[bytes]) -> None:
+        nonlocal written
+        out = io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
+        out.write(placeholder)
+        for words, vectors in chunks:
+            block = np.asarray(vectors)
+            if block.ndim != 2 or block.shape != (len(words), dim):
+                raise InputError(f"a chunk for {path} has {len(words)} words and vectors of shape {block.shape}; "
+                                 f"pass one row of dimension {dim} per word")
+            if not np.isfinite(block).all():
+                raise InputError(f"vectors for {path} contain nan or inf; fix them before writing")
+            bad = next((w for w in words if not isinstance(w, str) or w.split() != [w]), None)
+            if bad is not None:
+                raise InputError(f"word {bad!r} is empty or contains whitespace and cannot be written to {path}; "
+                                 "replace the whitespace (e.g. with '_') or drop the word")
+            rows = block.tolist()  # python floats print exactly
+            out.write("".join(f"{word} {row_format % tuple(row)}\n" for word, row in zip(words, rows, strict=True)))
+            written += len(words)
+        if written == 0:
+            raise InputError(f"nothing to write to {path}; pass at least one word")
+        out.flush()
+        header = f"{written} {dim}"
+        out.seek(0)
+        out.write(header.ljust(len(placeholder) - 1) + "\n")  # same length: the rows stay where they are
+        out.flush()
+        out.detach()  # raw belongs to atomic_write
+
+    atomic_write(path, write)
+    logger.info("wrote %d vectors of dimension %d to %s (streamed)", written, dim, path)
+    return written

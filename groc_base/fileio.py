@@ -28,7 +28,8 @@ def write_then_rename(directory: Path, prefix: str, fill: Callable[[Path], Path]
     ``open()`` would give it (0666 minus the umask), since mkstemp creates 0600 files.
     """
     directory.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{prefix}.", suffix=".tmp", dir=directory)
+    # The pid in the name lets sweep_stale_temporaries remove a killed writer's file at once.
+    fd, name = tempfile.mkstemp(prefix=f".{prefix}.tmp-{os.getpid()}-", suffix=".tmp", dir=directory)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -41,13 +42,36 @@ def write_then_rename(directory: Path, prefix: str, fill: Callable[[Path], Path]
         tmp.unlink(missing_ok=True)
         # A write() that fails (full disk) names no file, an open() names the hidden temp file: the
         # message should name the user's output instead.
-        if exc.filename is None or str(exc.filename) == str(tmp):
-            raise type(exc)(exc.errno, exc.strerror or str(exc), str(directory / prefix)) from exc
-        raise
+        renamed = _renamed(exc, {tmp: directory / prefix})
+        if renamed is exc:
+            raise
+        raise renamed from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return final
+
+
+def _renamed(exc: OSError, names: dict[Path, Path]) -> OSError:
+    """``exc`` naming the user's path instead of a temporary one (a path under a key becomes the same
+    path under its value; no path at all becomes the first value)."""
+    if exc.errno is None:
+        return exc
+    given = exc.filename
+    target: Path | None = None
+    if given is None:
+        target = next(iter(names.values()))
+    else:
+        for tmp, user in names.items():
+            try:
+                rel = Path(os.fsdecode(given)).relative_to(tmp)
+            except ValueError:
+                continue
+            target = user / rel if rel.parts else user
+            break
+    if target is None:
+        return exc
+    return OSError(exc.errno, exc.strerror or os.strerror(exc.errno), str(target))
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], object], mode: int | None = None) -> None:
@@ -60,6 +84,8 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], object], mode: int | N
             write(fh)
         return path
 
+    if path.parent.is_dir():
+        sweep_stale_temporaries(path)  # what killed writers of this file left beside it
     write_then_rename(path.parent, path.name, fill, mode)
 
 
@@ -138,19 +164,13 @@ def unique_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
 
 
 def named_for_user(exc: OSError, tmp: Path, final: Path) -> OSError:
-    """``exc`` with a path inside the temporary ``tmp`` renamed to the same place under ``final``.
+    """``exc`` with a path inside the temporary ``tmp`` renamed to the same place under ``final``
+    (no path at all becomes ``final``); ``exc`` itself when it names something else.
 
     Outputs are built under hidden temporary names and renamed into place; an error met while
     writing them (a full disk) should name the output the user asked for, not the temporary.
     """
-    name = exc.filename
-    if name is None:
-        return type(exc)(exc.errno, exc.strerror or str(exc), str(final))
-    try:
-        rel = Path(name).relative_to(tmp)
-    except ValueError:
-        return exc
-    return type(exc)(exc.errno, exc.strerror or str(exc), str(final / rel))
+    return _renamed(exc, {tmp: final})
 
 
 def _pid_alive(pid: int) -> bool:
@@ -180,9 +200,10 @@ def sweep_stale_temporaries(out: Path) -> list[Path]:
     """Remove what killed writers of ``out`` left beside it; return the paths removed.
 
     A writer's temporaries are named ``.<name>.tmp-<pid>-*`` (directories from
-    :func:`atomic_output_dir`) and ``.<name>.*.tmp`` (files from :func:`write_then_rename`,
-    which carry no pid: they are removed only when older than an hour, so a live writer's file is
-    never taken). A directory whose pid is alive belongs to a running writer and is kept.
+    :func:`atomic_output_dir`, files from :func:`write_then_rename`): those of a dead pid are
+    removed. Files ``.<name>.*.tmp`` of older versions carry no pid: they are removed only when
+    older than an hour, so a live writer's file is never taken. A temporary whose pid is alive
+    belongs to a running writer and is kept.
     A ``.<name>.old-<pid>-*`` left by a kill between the two renames of a replacement is put back
     in place when ``out`` is missing, else removed.
     """
@@ -249,7 +270,8 @@ def atomic_output_dir(out: Path, *, overwrite: bool, flag: str = "--out") -> Ite
         _publish(tmp, out, overwrite=overwrite, flag=flag)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        renamed = named_for_user(exc, tmp, out)
+        # Name the user's --out (and the file in it), never the hidden temp folder.
+        renamed = _renamed(exc, {tmp: out})
         if renamed is exc:
             raise
         raise renamed from exc

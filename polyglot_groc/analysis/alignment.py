@@ -11,8 +11,7 @@ identical strings or from a wordnet; the maths is :func:`eval.align.align`, the 
 from __future__ import annotations
 
 import os
-import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,8 @@ from groc_base.fileio import dumps_json, json_safe
 from polyglot_groc.analysis.export import Exported, read_words, vocabulary_vectors
 from polyglot_groc.model.bundle import ModelBundle
 
-__all__ = ["AlignResult", "Vectors", "align", "lexicon_seed", "load_bundle_once", "read_side"]
+__all__ = ["AlignResult", "Vectors", "align", "check_input_files", "export_full_vocabulary", "lexicon_seed",
+           "load_bundle_once", "read_side", "training_means"]
 
 #: A side's vectors: a word2vec file (.vec or .bin, plain or .gz/.bz2/.xz), or words and vectors
 #: in memory (:class:`~polyglot_groc.analysis.export.Exported`, e.g. from ``vocabulary_vectors``).
@@ -89,6 +89,20 @@ class AlignResult:
         return summary_lines(self.eval_dictionary, self.precision, self.baselines) + protocol_lines(self.protocols)
 
 
+def check_input_files(*given: tuple[str, object]) -> None:
+    """Refuse at once every ``(flag, value)`` whose value is a path but not a regular file.
+
+    A FIFO with no writer would block the reader forever; a missing file or a folder is named by
+    its flag before any work is done. Values that are not paths (vectors or words in memory,
+    None) are skipped.
+    """
+    from groc_base.checks import check_input_file
+
+    for flag, value in given:
+        if isinstance(value, (str, os.PathLike)):
+            check_input_file(value, flag=flag)
+
+
 def load_bundle_once(run: str | os.PathLike[str] | ModelBundle, checkpoint: str,
                      device: str) -> Callable[[], ModelBundle]:
     """A function returning the run's bundle, loaded on first call only (or ``run`` itself when it
@@ -111,21 +125,24 @@ def read_side(vec: Vectors | None, bundle: Callable[[], ModelBundle] | None, lan
     """One side's words and vectors, from a file, from memory or from the run; the same vocabulary rule
     every way.
 
-    MUSE's reading (lowercase, first occurrence wins, ``max_vocab`` distinct words; ``keep_case``
-    is MUSE's full_vocab) applies to a run's vocabulary and to vectors in memory exactly as to a
-    file, so aligning a run scores the words that ``export --vocab`` and aligning the exported
-    files score.
+    MUSE's reading (lowercase, first occurrence wins, ``max_vocab`` distinct words, all-zero rows
+    nudged to ``v[0] = 0.01``; ``lower=False`` keeps the case, which MUSE never does) applies to
+    a run's vocabulary and to vectors in memory exactly as to a file, so aligning a run scores
+    the words that ``export --vocab`` and aligning the exported files score.
     """
-    from eval.vectors import first_occurrences, read_vec
+    from eval.vectors import first_occurrences, nudge_zero_rows, read_vec
 
     if isinstance(vec, (str, os.PathLike)):
         return read_vec(Path(vec), max_vocab=max_vocab, lower=lower)
     if vec is not None:
         kept, rows = first_occurrences(list(vec.words), lower=lower, max_vocab=max_vocab)
-        return kept, np.ascontiguousarray(np.asarray(vec.vectors)[rows])
+        vectors = np.array(np.asarray(vec.vectors)[rows], dtype=np.float32, order="C")  # (n, d) a copy
+        nudge_zero_rows(vectors, f"--{name} vectors")
+        return kept, vectors
     if bundle is None or lang is None:
         raise InputError(f"give --{name} FILE (word2vec .vec or .bin), or --run RUN with --{name}-lang")
     out = vocabulary_vectors(bundle(), lang, side, max_vocab, lower)
+    nudge_zero_rows(out.vectors, f"--run {lang} vocabulary")  # as reading its export would
     return out.words, out.vectors
 
 
@@ -198,7 +215,9 @@ def align(
         dico_max_rank: refinement dictionary rank limit (default 10000 with ``train_dict``, 15000
             otherwise, as MUSE's supervised/unsupervised runs).
         max_vocab: read at most N words per side.
-        keep_case: keep every word as written (MUSE's full_vocab); default lowercases, first wins.
+        keep_case: keep every word as written, dictionaries matched as written; default lowercases
+            with the first (most frequent) casing kept, as MUSE always does for training and
+            evaluation (its ``full_vocab`` only serves the final export).
         knn: CSLS ranking, ``exact`` or ``approximate``.
         eval_words: evaluate only these source words (a file, one a line, or the words).
         export_mapped: also write MUSE's ``vectors-<lang>.txt`` files.
@@ -245,6 +264,8 @@ def align(
     parse_normalize(normalize)
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
+    check_input_files(("--src", src), ("--tgt", tgt), ("--train-dict", train_dict), ("--eval-dict", eval_dict),
+                      ("--eval-words", eval_words))
     lower = not keep_case
     bundle = load_bundle_once(run, checkpoint, device) if run is not None else None
     src_words, src_vecs = read_side(src, bundle, src_lang, side, max_vocab, "src", lower)
@@ -279,11 +300,20 @@ def align(
             restrict = set(read_words(eval_words) if isinstance(eval_words, (str, os.PathLike)) else eval_words)
         if select_on == "eval":
             select_pairs = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)[0]
+    # MUSE's export normalises every word with the training vocabulary's means: keep those, not the
+    # vectors (computed before the fit, so a chain that cannot be streamed is refused before any work).
+    means = {"src": training_means(src_vecs, normalize), "tgt": training_means(tgt_vecs, normalize)} \
+        if export_mapped and out is not None else {}
     res = fit_mapping(src_vecs, tgt_vecs, train_pairs, method=method, refine=refine,  # type: ignore[arg-type]
                       normalize=normalize, select_on=select_on, select_pairs=select_pairs,  # type: ignore[arg-type]
                       dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn,  # type: ignore[arg-type]
                       rcsls_config=RcslsConfig(spectral=spectral))
+    full = {"src": (src, means["src"], np.asarray(res.W)), "tgt": (tgt, means["tgt"], res.W_tgt)} if means else {}
+    dim = int(src_vecs.shape[1])
     mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
+    compose = bundle is not None and (src is None or tgt is None) and pairs is not None
+    if not compose:
+        del src_vecs, tgt_vecs  # 229 MiB each at 200k x 300: only the mapped and target spaces go on
     evaluation: dict[str, Any] = {}
     if pairs is not None:
         from polyglot_groc.analysis.alignment_report import evaluate_with_baselines, protocols_table
@@ -293,21 +323,22 @@ def align(
             knn_mode=knn)  # type: ignore[arg-type]
         stats_e["path"] = str(eval_dict)
         composed = None
-        if bundle is not None and (src is None or tgt is None):
+        if compose:
+            assert bundle is not None  # compose implies a run
             composed = _composed_precision(pairs, restrict, lower, bundle, side, res, knn,
                                            (src_lang if src is None else None, src_words, src_vecs, mapped),
                                            (tgt_lang if tgt is None else None, tgt_words, tgt_vecs, target))
         evaluation = {"eval_dictionary": stats_e, "precision": precision, "baselines": baselines,
                       "protocols": protocols_table(stats_e, precision, composed)}
     result = AlignResult(
-        src_words=len(src_words), tgt_words=len(tgt_words), dim=int(src_vecs.shape[1]), train_dictionary=train_info,
+        src_words=len(src_words), tgt_words=len(tgt_words), dim=dim, train_dictionary=train_info,
         dico_max_rank=dico_max_rank, knn_mode=knn, lowercased=lower, best_iteration=res.best_iteration,
         history=res.history, normalize=",".join(res.normalize), method=method, selection=_SELECTION[select_on]
         if method == "procrustes" else f"none ({method} has no refinement rounds)", **evaluation,
         out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
         target_words=list(tgt_words), mapped=mapped, target=target)
     if out is not None:
-        _write(Path(out), result, src_lang, tgt_lang, export_mapped)
+        _write(Path(out), result, src_lang, tgt_lang, export_mapped, overwrite, full)
     return result
 
 
@@ -367,44 +398,115 @@ def _composed_precision(pairs: list[tuple[str, str]], restrict: set[str] | None,
     return out
 
 
-def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool) -> None:
-    """Every output file, all or none: a failed write (disk full, read-only) removes the ones before it."""
+def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool,
+           overwrite: bool,
+           full: dict[str, tuple[Vectors | None, list[np.ndarray], np.ndarray | None]] | None = None) -> None:
+    """Every output file, all or none: built in a temporary folder beside ``out`` and renamed into place.
+
+    A kill, a full disk or any error leaves the previous ``out`` untouched (and a killed run's
+    folder is swept by the next run); a second ``align`` into the same ``out`` at the same time is
+    refused instead of mixing the two results (:func:`groc_base.fileio.atomic_output_dir`).
+    With ``export_mapped``, a side read from a file is exported whole, as MUSE's export does
+    (:func:`export_full_vocabulary`); ``full`` maps ``"src"``/``"tgt"`` to ``(given side, its
+    training vocabulary's means (:func:`training_means`), the side's map or None)``.
+    """
     import torch
 
     from eval.vectors import write_vec
-    from groc_base.fileio import atomic_write
+    from groc_base.fileio import atomic_output_dir
 
-    # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
-    outputs: list[tuple[str, Callable[[Path], None]]] = [
-        ("W.npy", lambda p: atomic_write(p, lambda f: np.save(f, result.W))),
-        ("best_mapping.pth", lambda p: atomic_write(p, lambda f: torch.save(np.asarray(result.W), f))),
-        ("src.aligned.vec", lambda p: write_vec(p, result.source_words, result.mapped)),
-        ("tgt.vec", lambda p: write_vec(p, result.target_words, result.target)),
-    ]
-    if export_mapped:
-        src_name, tgt_name = f"vectors-{src_lang or 'src'}.txt", f"vectors-{tgt_lang or 'tgt'}.txt"
-        if src_name == tgt_name:  # one language on both sides: MUSE's names would write one file twice
-            src_name, tgt_name = f"vectors-{src_lang}.src.txt", f"vectors-{tgt_lang}.tgt.txt"
-        outputs += [(src_name, lambda p: write_vec(p, result.source_words, result.mapped)),
-                    (tgt_name, lambda p: write_vec(p, result.target_words, result.target))]
     text = dumps_json(result.to_dict(), indent=2) + "\n"
-    outputs.append(("result.json", lambda p: atomic_write(p, lambda f: f.write(text.encode("utf-8")))))
-    created = not out.exists()
-    written: list[Path] = []
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name, write in outputs:
-            write(out / name)
-            written.append(out / name)
-    except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
-    # overwrite replaces the earlier result whole: its mapped vectors must not outlive it.
-    for stale in set(out.glob("vectors-*.txt")) - set(written):
-        stale.unlink(missing_ok=True)
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        np.save(tmp / "W.npy", result.W)
+        # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
+        torch.save(np.asarray(result.W), tmp / "best_mapping.pth")
+        write_vec(tmp / "src.aligned.vec", result.source_words, result.mapped)
+        write_vec(tmp / "tgt.vec", result.target_words, result.target)
+        if export_mapped:
+            src_name, tgt_name = f"vectors-{src_lang or 'src'}.txt", f"vectors-{tgt_lang or 'tgt'}.txt"
+            if src_name == tgt_name:  # one language on both sides: MUSE's names would write one file twice
+                src_name, tgt_name = f"vectors-{src_lang}.src.txt", f"vectors-{tgt_lang}.tgt.txt"
+            full = full or {}
+            for side, name, words, vectors in (("src", src_name, result.source_words, result.mapped),
+                                               ("tgt", tgt_name, result.target_words, result.target)):
+                given, means, w = full.get(side, (None, None, None))
+                if isinstance(given, (str, os.PathLike)) and means is not None:
+                    export_full_vocabulary(given, tmp / name, normalize=result.normalize, means=means, W=w)
+                else:  # vectors from memory or a run: the vocabulary aligned is all there is
+                    write_vec(tmp / name, words, vectors)
+        (tmp / "result.json").write_text(text, encoding="utf-8")
+
+
+def training_means(train_vectors: np.ndarray, normalize: str | Sequence[str]) -> list[np.ndarray]:
+    """The mean each ``center`` of the ``normalize`` chain subtracts from the training vocabulary
+    ``(n, d)``, in chain order (``[]`` without ``center``): what MUSE keeps as ``params.src_mean``
+    to normalise its full-vocabulary export.
+
+    Raises:
+        InputError: a normalisation other than ``center`` and ``renorm``.
+    """
+    ops = _stream_ops(normalize)
+    means: list[np.ndarray] = []
+    if "center" in ops:
+        current = np.array(train_vectors, dtype=np.float32)  # (n, d) one transient copy
+        for op in ops:
+            if op == "center":
+                means.append(current.mean(axis=0, dtype=np.float64).astype(np.float32))
+                current -= means[-1]
+            else:
+                current = _renorm(current)
+    return means
+
+
+def export_full_vocabulary(vectors: str | os.PathLike[str], out: str | os.PathLike[str], *, normalize: str,
+                           means: list[np.ndarray], W: np.ndarray | None = None, chunk_rows: int = 4096) -> int:
+    """MUSE's export (``Trainer.export``, ``full_vocab=True``): every word of ``vectors``, mapped, in chunks.
+
+    Every row of the file is read as MUSE reads it for export (case kept, no ``--max-vocab``, a
+    repeated word's first row wins, null vectors nudged), normalised as in training (each
+    ``center`` subtracts the TRAINING vocabulary's mean, ``means`` from :func:`training_means`,
+    as MUSE's ``normalize_embeddings(..., mean=params.src_mean)``), mapped by ``W`` (``x @ W.T``;
+    None for the target side) and written to ``out`` in word2vec text, ``chunk_rows`` at a time:
+    memory stays bounded by one chunk whatever the file's size (2.5M x 300 included). Returns the
+    rows written.
+    """
+    from eval.vectors import iter_vec, vec_shape, write_vec_chunks
+
+    ops = _stream_ops(normalize)
+    if ops.count("center") != len(means):
+        raise InputError(f"normalize={normalize!r} has {ops.count('center')} center step(s) but {len(means)} "
+                         "means were given; compute them with training_means")
+    dim = vec_shape(vectors)[1]
+    w_t = None if W is None else np.ascontiguousarray(np.asarray(W, dtype=np.float32).T)  # (d, d)
+
+    def mapped() -> Iterable[tuple[list[str], np.ndarray]]:
+        for words, block in iter_vec(vectors, chunk_rows=chunk_rows):  # (k, d)
+            centred = iter(means)
+            for op in ops:
+                block = block - next(centred) if op == "center" else _renorm(block)
+            yield words, block if w_t is None else block @ w_t
+
+    return write_vec_chunks(Path(out), mapped(), dim)
+
+
+def _stream_ops(normalize: str | Sequence[str]) -> list[str]:
+    """The ``normalize`` chain as a list, refusing steps a chunked export cannot replay (iternorm's
+    statistics are iterated over the training vocabulary, not replayable chunk by chunk)."""
+    from eval.normalize import parse_normalize
+
+    ops = list(parse_normalize(normalize))
+    unknown = [op for op in ops if op not in ("center", "renorm")]
+    if unknown:
+        raise InputError(f"--export-mapped cannot stream the normalisation {unknown[0]!r} yet; "
+                         "export without --export-mapped, or map the words with W.npy")
+    return ops
+
+
+def _renorm(x: np.ndarray) -> np.ndarray:
+    """Unit L2 rows (zero rows stay zero), as :func:`eval.align.normalize_embeddings` ``renorm``."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
+    norms[norms == 0] = 1.0
+    return x / norms
 
 
 def lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,8 @@ class Exported:
     missing: list[str]
     #: How many exported words were outside the training vocabulary (composed from characters).
     composed: int
+    #: Composed words made only of characters the model never saw (see :func:`unknown_script_words`).
+    unknown_characters: list[str] = field(default_factory=list)
 
 
 def vocabulary_words(bundle: ModelBundle, lang: str, max_vocab: int | None = None) -> list[str]:
@@ -105,7 +107,27 @@ def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "inp
     empty = np.zeros((0, model.cfg.d), np.float32)
     vectors = torch.cat(chunks).float().cpu().numpy().astype(np.float32) if chunks else empty
     composed = len(unseen) if compositional else 0
-    return Exported(keep, vectors, missing, composed)
+    blind = unknown_script_words(bundle, unseen) if compositional else []
+    if blind:
+        log.warning("%d of the %d composed words are made only of characters this model never saw (e.g. %s): "
+                    "each is spelled with the one unknown-character symbol, so they collapse to a few vectors "
+                    "that differ only by word length; train on text of that script to embed them",
+                    len(blind), composed, ", ".join(blind[:5]))
+    return Exported(keep, vectors, missing, composed, blind)
+
+
+def unknown_script_words(bundle: ModelBundle, words: Sequence[str]) -> list[str]:
+    """The ``words`` none of whose characters is in the model's character inventory.
+
+    A compositional model spells an unseen character with one shared symbol, so all such words
+    of one length get the same character input (653 Persian words through an English-French
+    model gave 5 distinct vectors); only a lexicon form, where the model has one, tells them
+    apart. Byte-level charsets (ELMo) see every character and return none.
+    """
+    if bundle.charset.scheme != "unicode" or not words:
+        return []
+    known = set(bundle.charset.chars)
+    return [w for w in words if known.isdisjoint(w)]
 
 
 def read_words(path: str | os.PathLike[str], skip_multiword: bool = False) -> list[str]:
@@ -152,6 +174,9 @@ class ExportResult:
     missing_examples: list[str]
     out: str
     dim: int
+    #: Composed words made only of characters the model never saw: they collapse to a few vectors.
+    unknown_characters: int = 0
+    unknown_characters_examples: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``polyglot-groc export`` prints."""
@@ -177,18 +202,22 @@ def export(
 
     Words are written unchanged (no lowercasing); ``vocab=True`` writes the language's vocabulary
     most frequent first, so MUSE's lowercase first-occurrence rule keeps each word's most
-    frequent casing. A compositional side (GroC) embeds any word; a lookup table only its
-    vocabulary (the others are counted in ``missing``). The file is written atomically.
+    frequent casing. ``vocab`` and ``words`` together write the vocabulary, then the listed words
+    it lacks (e.g. a test dictionary's unseen words, composed by GroC). A compositional side
+    (GroC) embeds any word; a lookup table only its vocabulary (the others are counted in
+    ``missing``). Composed words made only of characters the model never saw are counted in
+    ``unknown_characters`` (with a warning): they collapse to a few vectors. The file is written
+    atomically.
 
     Args:
         run: run directory.
         lang: the language whose words to embed.
         out: the ``.vec`` path (``.gz`` is written compressed).
-        words: a file with one word per line, or the words themselves (a list); exactly one of
-            ``words`` and ``vocab``.
-        vocab: export the language's vocabulary.
+        words: a file with one word per line, or the words themselves (a list).
+        vocab: export the language's vocabulary (at least one of ``words`` and ``vocab``).
         side: ``input`` or ``output`` embeddings.
-        max_vocab: keep the first N words (the N most frequent with ``vocab``).
+        max_vocab: keep the first N words (with ``vocab``: the N most frequent of the vocabulary,
+            the listed ``words`` it lacks then follow).
         checkpoint: ``best`` or ``last``.
         skip_multiword: with a ``words`` file, leave out lines with several tokens instead of failing.
         overwrite: replace an existing ``out``.
@@ -199,31 +228,37 @@ def export(
         An :class:`ExportResult`; its ``to_dict()`` is the JSON ``polyglot-groc export`` prints.
 
     Raises:
-        InputError: both or neither of ``words`` and ``vocab``, an existing ``out`` without
+        InputError: neither ``words`` nor ``vocab``, an existing ``out`` without
             ``overwrite``, a bad word list, a language the run lacks, no word embeddable.
     """
     from eval.vectors import write_vec
-    from groc_base.checks import check_output, check_positive
+    from groc_base.checks import check_input_file, check_output, check_positive
     from polyglot_groc.model.bundle import load_bundle
     from polyglot_groc.model.device import use_threads
 
     check_positive(max_vocab=max_vocab)
     use_threads(threads)
-    if (words is None) == (not vocab):
-        raise InputError("pass exactly one of --words FILE or --vocab")
+    if words is None and not vocab:
+        raise InputError("pass --words FILE, --vocab, or both (the vocabulary, then the listed words it lacks)")
     check_output(Path(out), overwrite)
     if isinstance(words, (str, os.PathLike)):
+        check_input_file(words, flag="--words")  # a FIFO would block the reader forever
         wanted: list[str] | None = read_words(words, skip_multiword)
     else:
         wanted = list(words) if words is not None else None
-    if wanted is not None and max_vocab:
+    if wanted is not None and max_vocab and not vocab:
         wanted = wanted[:max_vocab]
     bundle, _ = load_bundle(Path(run), checkpoint, device)
-    asked = wanted if wanted is not None else vocabulary_words(bundle, lang, max_vocab)
+    asked = vocabulary_words(bundle, lang, max_vocab) if vocab else []
+    if wanted is not None:
+        have = set(asked)
+        asked += [w for w in dict.fromkeys(wanted) if w not in have]
     got = embed(bundle, lang, asked, side=side)
     if not got.words:
         raise InputError(f"none of the requested words can be embedded by this {bundle.model.kind} model")
     write_vec(Path(out), got.words, got.vectors)
     return ExportResult(model=bundle.model.kind, lang=lang, side=side, requested=len(asked),
                         exported=len(got.words), composed_unseen=got.composed, missing=len(got.missing),
-                        missing_examples=got.missing[:10], out=str(out), dim=int(got.vectors.shape[1]))
+                        missing_examples=got.missing[:10], out=str(out), dim=int(got.vectors.shape[1]),
+                        unknown_characters=len(got.unknown_characters),
+                        unknown_characters_examples=got.unknown_characters[:10])

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groc_base.checks import check_positive
+from groc_base.checks import check_input_file, check_positive
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe, unique_labels
-from polyglot_groc.analysis.alignment import Vectors, load_bundle_once, read_side
+from polyglot_groc.analysis.alignment import Vectors, check_input_files, load_bundle_once, read_side
 from polyglot_groc.model.bundle import ModelBundle
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,7 @@ def _score_datasets(datasets: Sequence[str | os.PathLike[str]],
     # Keyed by file name, with parent folders where two datasets share one (never one lost).
     for label, ds in zip(unique_labels(list(datasets)), datasets, strict=True):
         try:
+            check_input_file(ds, flag="--dataset")  # a FIFO would block the reader forever
             results[label] = score(Path(ds))
         except InputError as exc:
             results[label] = {"error": str(exc)}
@@ -93,7 +94,7 @@ def similarity(
     run: str | os.PathLike[str] | ModelBundle | None = None,
     lang: str | None = None,
     side: str = "input",
-    max_vocab: int | None = None,
+    max_vocab: int | None = 200_000,
     keep_case: bool = False,
     src_vectors: Vectors | None = None,
     tgt_vectors: Vectors | None = None,
@@ -117,8 +118,11 @@ def similarity(
         run: a run directory (or a loaded bundle).
         lang: the run's language to score.
         side: ``input`` or ``output`` embeddings of ``run``.
-        max_vocab: read at most N words.
-        keep_case: keep the vocabulary's case and look words up lowercase, Capitalized, Title.
+        max_vocab: read at most N distinct words (default 200,000 as MUSE's ``evaluate.py``: a
+            pair whose word sits past that row is not found); None: every row.
+        keep_case: keep the vocabulary's case and look the (lowercased) pair words up lowercase,
+            then Capitalized, then Title. Not a MUSE mode: MUSE's evaluator always reads the
+            vocabulary lowercased (its ``full_vocab`` only serves the final export).
         src_vectors: cross-lingual: the (mapped) source vectors, first word of each pair.
         tgt_vectors: cross-lingual: the target vectors, second word of each pair.
         checkpoint: ``best`` or ``last`` of ``run``.
@@ -136,6 +140,7 @@ def similarity(
     from polyglot_groc.model.device import use_threads
 
     check_positive(max_vocab=max_vocab)
+    check_input_files(("--vectors", vectors), ("--src-vectors", src_vectors), ("--tgt-vectors", tgt_vectors))
     use_threads(threads)
     lower = not keep_case
     if src_vectors is not None or tgt_vectors is not None:
@@ -185,17 +190,48 @@ def similarity(
         entry: dict[str, Any] = {"in_vocabulary": {"rho": r.rho, "found": r.found, "not_found": r.not_found},
                                  "multiword_skipped": multi}
         if composed:
-            # A separate figure: a compositional model also embeds the unseen words (100% coverage).
-            # Only the lowercase forms are composed, so the lookup order cannot prefer a capitalised form.
-            pair_words = sorted({w.lower() for a, b, _ in triples for w in (a, b)})
-            everything = embed(bundle, lang, pair_words, side=side)
-            ra = word_similarity(triples, everything.words, everything.vectors, lower=True)
+            # A separate figure: a compositional model also embeds the words the vocabulary lacks
+            # (100% coverage). Words the in-vocabulary figure found keep exactly its vectors; only
+            # the others are embedded, each under the spelling the model knows (German nouns are
+            # capitalised), composed from the lowercase spelling when it knows none.
+            words_all, vecs_all, n_composed = _with_unseen(bundle, lang, side, triples, vocab_words, vocab_vecs,
+                                                           lower, embed)
+            ra = word_similarity(triples, words_all, vecs_all, lower=lower)
             entry["all_pairs_composed"] = {"rho": ra.rho, "found": ra.found, "not_found": ra.not_found,
-                                           "composed_unseen": everything.composed}
+                                           "composed_unseen": n_composed}
         return entry
 
     return WordSimilarityResult(datasets=_score_datasets(datasets, run_score), run=_name(run), lang=lang, side=side,
                                 model=model.kind)
+
+
+def _with_unseen(bundle: ModelBundle, lang: str, side: str, triples: Sequence[tuple[str, str, float]],
+                 words: list[str], vectors: Any, lower: bool, embed: Callable[..., Any]) -> tuple[list[str], Any, int]:
+    """The vocabulary plus a vector for every pair word it lacks: ``(words, vectors (n, d), composed)``.
+
+    A missing word (looked up as :func:`eval.similarity.word_similarity` does) is embedded under
+    the first of its lowercase, Capitalized and Title spellings in the model's vocabulary of
+    ``lang``, else composed from the lowercase spelling; it is appended under its lowercase key,
+    so the vocabulary's own words keep their vectors.
+    """
+    import numpy as np
+
+    from eval.similarity import _lookup
+    from eval.vectors import vocabulary_index
+    from polyglot_groc.analysis.export import vocabulary_words
+
+    index = vocabulary_index(words, lower)
+    missing = sorted({w.lower() for a, b, _ in triples for w in (a, b) if _lookup(w, index, lower) < 0})
+    if not missing:
+        return words, vectors, 0
+    known = set(vocabulary_words(bundle, lang))
+    forms = [next((f for f in (w, w.capitalize(), w.title()) if f in known), w) for w in missing]
+    got = embed(bundle, lang, forms, side=side)
+    if got.words != list(dict.fromkeys(forms)):
+        raise InputError(f"{len(got.missing)} words could not be embedded by this model")
+    row = {f: i for i, f in enumerate(got.words)}
+    extra = np.asarray(got.vectors)[[row[f] for f in forms]]  # (missing, d)
+    return [*words, *missing], np.vstack([np.asarray(vectors), extra]).astype(np.float32), int(got.composed)
 
 
 def _name(source: object) -> str | None:

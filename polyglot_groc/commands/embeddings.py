@@ -26,7 +26,8 @@ def export_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
     lang: Annotated[str, typer.Option("--lang", help="Language whose words to export")],
     out: Annotated[Path, typer.Option("--out", help="Output .vec (word2vec text format)")],
-    words: Annotated[Path | None, typer.Option("--words", help="File with one word per line (any word)")] = None,
+    words: Annotated[Path | None, typer.Option(
+        "--words", help="File with one word per line (any word); with --vocab: added after the vocabulary")] = None,
     vocab: Annotated[bool, typer.Option("--vocab", help="Export the language's vocabulary")] = False,
     side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Keep the N most frequent words")] = None,
@@ -41,7 +42,8 @@ def export_command(
     """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
 
     Words are written unchanged (no lowercasing); --vocab writes them most frequent first, so
-    MUSE's lowercase first-occurrence rule keeps each word's most frequent casing.
+    MUSE's lowercase first-occurrence rule keeps each word's most frequent casing. --vocab with
+    --words writes the vocabulary, then the listed words it lacks.
     """
     _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device, threads,
             overwrite)
@@ -60,6 +62,9 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     if res.missing:
         err_console.print(f"{res.missing} words cannot be embedded by this {res.model} model "
                           f"(e.g. {', '.join(res.missing_examples[:5])})")
+    if res.unknown_characters:
+        err_console.print(f"{res.unknown_characters} composed words use only characters the model never saw "
+                          f"(e.g. {', '.join(res.unknown_characters_examples[:5])}); they collapse to a few vectors")
     print_json(res.to_dict())
 
 
@@ -96,7 +101,8 @@ def align_command(
                                 "--dictionary-mode, as MUSE's supervised/unsupervised dico_max_rank)")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per side")] = 200000,
     keep_case: Annotated[bool, typer.Option(
-        "--keep-case", help="Keep every word as written (MUSE's full_vocab); default lowercases, first wins")] = False,
+        "--keep-case", help="Keep every word as written and match dictionaries as written (not a MUSE mode: MUSE "
+                            "always lowercases for training and evaluation); default lowercases, first wins")] = False,
     knn: Annotated[str, typer.Option("--knn", help=(
         "CSLS ranking: exact (faiss exact search; the full ranking, certified) | approximate (from 20000 words "
         "on: neighbourhood means bounded from a 5% sample, one re-ranked candidate round; faster, not "
@@ -214,9 +220,11 @@ def similarity_command(
     run: Annotated[Path | None, typer.Option("--run", help="Run directory")] = None,
     lang: Annotated[str | None, typer.Option("--lang")] = None,
     side: Annotated[str, typer.Option("--side", help="input | output (with --run)")] = "input",
-    max_vocab: Annotated[int | None, typer.Option("--max-vocab")] = None,
+    max_vocab: Annotated[int | None, typer.Option(
+        "--max-vocab", help="Read at most N distinct words, as MUSE's evaluate.py (its default 200000)")] = 200000,
     keep_case: Annotated[bool, typer.Option(
-        "--keep-case", help="Keep the vocabulary's case; look words up lowercase, Capitalized, Title")] = False,
+        "--keep-case", help="Keep the vocabulary's case; look words up lowercase, Capitalized, Title (not a MUSE "
+                            "mode: MUSE's evaluator always lowercases the vocabulary)")] = False,
     src_vectors: Annotated[Path | None, typer.Option(
         "--src-vectors", help="Cross-lingual: source vectors (already mapped), first word of each pair")] = None,
     tgt_vectors: Annotated[Path | None, typer.Option(
