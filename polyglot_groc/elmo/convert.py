@@ -217,6 +217,18 @@ def elmo_groc_config(options: ElmoOptions, base: RunConfig) -> tuple[RunConfig, 
     return cfg, ElmoImport(d, "elmo-bytes", options.max_characters_per_token, copied, reason, act, a)
 
 
+def _copy_char_encoder(model: Any, elmo: ElmoModel, builder: str) -> None:
+    """Load ELMo's char-CNN into the model's surface encoder (the input embedder of groc and bilm
+    runs alike); a mismatch is one ModelError naming the config ``builder`` that makes them fit."""
+    emb = model.input_embedder
+    assert isinstance(emb, GroundedEmbedder)
+    try:
+        emb.surface.load_state_dict(elmo.char_encoder.state_dict())
+    except RuntimeError as exc:
+        raise ModelError(f"the elmo char encoder does not fit the model's surface encoder ({exc}); "
+                         f"build the config with {builder}") from exc
+
+
 def install_elmo_weights(bundle: ModelBundle, elmo: ElmoModel, info: ElmoImport) -> None:
     """Copy ELMo's char-CNN (and forward LSTM when ``info.prefix_copied``) into a GroC bundle
     built from :func:`elmo_groc_config`'s config; make the output net identity and the bias neutral."""
@@ -224,13 +236,7 @@ def install_elmo_weights(bundle: ModelBundle, elmo: ElmoModel, info: ElmoImport)
     if model.kind != "groc" or bundle.charset.scheme != "elmo-bytes":
         raise ModelError(f"elmo weights go into a groc model with the elmo-bytes charset, not a {model.kind} model "
                          f"with {bundle.charset.scheme}; build it from elmo_groc_config")
-    emb = model.input_embedder
-    assert isinstance(emb, GroundedEmbedder)
-    try:
-        emb.surface.load_state_dict(elmo.char_encoder.state_dict())
-    except RuntimeError as exc:
-        raise ModelError(f"the elmo char encoder does not fit the model's surface encoder ({exc}); "
-                         "build the config with elmo_groc_config") from exc
+    _copy_char_encoder(model, elmo, "elmo_groc_config")
     if info.prefix_copied:
         copy_forward_lstm_into(list(model.prefix.layers), elmo.lstm)  # type: ignore[arg-type]
     else:
@@ -270,13 +276,7 @@ def install_bilm_weights(bundle: ModelBundle, elmo: ElmoModel) -> None:
                          f"model with {bundle.charset.scheme}; build it from elmo_bilm_config")
     if elmo.backward is None:
         raise ModelError("these elmo weights hold no backward LSTM (RNN_1); a bilm run needs both directions")
-    emb = model.input_embedder
-    assert isinstance(emb, GroundedEmbedder)
-    try:
-        emb.surface.load_state_dict(elmo.char_encoder.state_dict())
-    except RuntimeError as exc:
-        raise ModelError(f"the elmo char encoder does not fit the model's surface encoder ({exc}); "
-                         "build the config with elmo_bilm_config") from exc
+    _copy_char_encoder(model, elmo, "elmo_bilm_config")
     copy_forward_lstm_into(list(model.prefix.layers), elmo.lstm)  # type: ignore[arg-type]
     copy_forward_lstm_into(list(model.backward_prefix.layers), elmo.backward)  # type: ignore[arg-type]
     model.invalidate_cache()
