@@ -54,7 +54,7 @@ from eval.knn import (  # the k-NN engine; its public names stay importable from
     mean_knn_similarity,
     nn_topk,
 )
-from eval.normalize import normalize_embeddings
+from eval.normalize import normalize_embeddings, safe_row_norms
 from eval.vectors import vocabulary_index
 from groc_base.errors import InputError
 
@@ -129,13 +129,6 @@ def _check_pairs(pairs: np.ndarray, n_src: int, n_tgt: int, name: str = "pairs")
 # --------------------------------------------------------------------------------------------
 # Procrustes (normalisation: eval.normalize)
 # --------------------------------------------------------------------------------------------
-
-
-def _safe_norms(x: np.ndarray) -> np.ndarray:
-    """Row norms ``(n, 1)`` with zeros replaced by 1, to divide rows by in place."""
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
-    norms[norms == 0] = 1.0
-    return norms
 
 
 def procrustes(A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -601,7 +594,7 @@ def align(
         # Drop the previous mapping's arrays before the next is built: at 200k x 300 each is 229 MiB.
         mapped_unit = r_tgt = r_src = None
         mapped_unit = src_m @ w.T  # (n_src, d)
-        mapped_unit /= _safe_norms(mapped_unit)  # unit rows in place (zero rows stay zero)
+        mapped_unit /= safe_row_norms(mapped_unit)  # unit rows in place (zero rows stay zero)
         # r_S of the targets and r_T of the sources under this mapping, computed where a ranking
         # needs them and shared by the criterion and the next iteration's induction.
         r_tgt = NeighbourhoodMeans(tgt_unit, mapped_unit, knn, batch_size, knn_mode=knn_mode, prior=priors[0])

@@ -28,6 +28,7 @@ from typing import Literal, NamedTuple
 import faiss
 import numpy as np
 
+from eval.normalize import safe_row_norms
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -125,9 +126,7 @@ def _two_matrices(src: np.ndarray, tgt: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 def _unit_rows(x: np.ndarray) -> np.ndarray:
     """L2-normalise rows into a new float32 array; all-zero rows stay zero (cosine 0, not NaN)."""
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(x / norms, dtype=np.float32)
+    return np.ascontiguousarray(x / safe_row_norms(x), dtype=np.float32)
 
 
 def _positive(name: str, value: int) -> int:

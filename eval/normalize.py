@@ -35,10 +35,16 @@ def parse_normalize(ops: Sequence[str] | str) -> tuple[str, ...]:
     return tuple(op_list)
 
 
+def safe_row_norms(x: np.ndarray) -> np.ndarray:
+    """Row L2 norms ``(n, 1)`` with zeros replaced by 1: dividing by them makes unit rows and leaves
+    all-zero rows zero (cosine 0, not NaN). The one place every renorm of the package divides by."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
+    norms[norms == 0] = 1.0
+    return norms
+
+
 def _renorm(out: np.ndarray) -> None:
-    norms = np.linalg.norm(out, axis=1, keepdims=True)  # (n, 1)
-    norms[norms == 0] = 1.0  # zero rows stay zero instead of NaN
-    out /= norms
+    out /= safe_row_norms(out)
 
 
 def _center(out: np.ndarray) -> None:

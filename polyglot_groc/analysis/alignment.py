@@ -503,10 +503,10 @@ def _stream_ops(normalize: str | Sequence[str]) -> list[str]:
 
 
 def _renorm(x: np.ndarray) -> np.ndarray:
-    """Unit L2 rows (zero rows stay zero), as :func:`eval.align.normalize_embeddings` ``renorm``."""
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
-    norms[norms == 0] = 1.0
-    return x / norms
+    """Unit L2 rows in a new array (zero rows stay zero), as ``normalize_embeddings``' ``renorm``."""
+    from eval.normalize import safe_row_norms
+
+    return x / safe_row_norms(x)
 
 
 def lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,
