@@ -10,7 +10,6 @@ import typer
 from polyglot_groc.commands._common import (
     OVERWRITE_HELP,
     check_output,
-    check_positive,
     cli_errors,
     print_json,
     setup_logging,
@@ -40,18 +39,12 @@ def pretrain_vectors_command(
 @cli_errors
 def _pretrain(data: Path, out: Path, langs: str, algorithm: str, dim: int, epochs: int, extra: list[Path],
               seed: int, verbose: bool, overwrite: bool = False, languages: Path | None = None) -> None:
-    from groc_base.checks import check_input_file, check_seed
-    from groc_base.errors import ConfigError, InputError
+    from groc_base.checks import check_input_file
+    from groc_base.errors import InputError
     from langpairs.registry import load_registry, parse_lang_spec
-    from polyglot_groc.config import D_MAX
     from polyglot_groc.training.pretrain import pretrain_vectors
 
     setup_logging(verbose)
-    check_positive(dim=dim, epochs=epochs)
-    if dim > D_MAX:
-        raise ConfigError(f"--dim={dim} is out of range: vectors for train --init-input have model.d's size, at "
-                          f"most {D_MAX}")
-    check_seed(seed=seed)
     extra = [check_input_file(path, flag="--extra") for path in extra]
     codes = parse_lang_spec(langs, registry=load_registry(languages, env=False))
     check_output(out, overwrite)

@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from eval.vectors import write_vec
-from groc_base.errors import InputError, ResourceMissingError
+from groc_base.checks import check_positive, check_seed
+from groc_base.errors import ConfigError, InputError, ResourceMissingError
+from polyglot_groc.config import D_MAX
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +39,12 @@ def pretrain_vectors(texts: Sequence[Path], out: Path, algorithm: str = "word2ve
     """Train skip-gram vectors (word2vec or fastText) and write them as a .vec file; returns #words."""
     if algorithm not in ALGORITHMS:
         raise InputError(f"unknown algorithm {algorithm!r}; use word2vec or fasttext")
-    if dim < 1 or epochs < 1:
-        raise InputError(f"--dim {dim} and --epochs {epochs} must be positive")
+    # Checked here, not in the command, so the benchmarks calling this get the same one-line errors.
+    check_positive(dim=dim, epochs=epochs)
+    if dim > D_MAX:
+        raise ConfigError(f"--dim={dim} is out of range: vectors for train --init-input have model.d's size, at "
+                          f"most {D_MAX}")
+    check_seed(seed=seed)
     sentences = read_sentences(texts)
     if not sentences:
         raise InputError(f"no text in {', '.join(map(str, texts))}; give a corpus with a train split")
