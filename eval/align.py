@@ -53,6 +53,7 @@ from eval.knn import (  # the k-NN engine; its public names stay importable from
     mapping_change,
     mean_knn_similarity,
     nn_topk,
+    sweep,
 )
 from eval.normalize import normalize_embeddings, safe_row_norms
 from eval.vectors import vocabulary_index
@@ -220,9 +221,20 @@ def build_dictionary(
         """
         if method == "nn":
             return _topk_inner(queries, keys, 1, batch_size)[1][:, 0]
-        return _means(r, name, keys, neighbours, knn, batch_size, knn_mode).topk(queries, 1, ids_only=True)[1][:, 0]
+        return means[name].topk(queries, 1, ids_only=True)[1][:, 0]
 
     n_tgt = tgt_m.shape[0]
+    means: dict[str, NeighbourhoodMeans] = {}
+    if method == "csls":
+        # Both sides' means, so that one sweep per direction ranks its queries and gives the
+        # other direction the exact r of these same words (eval.knn.sweep).
+        means["r_tgt"] = _means(r_tgt, "r_tgt", tgt_m, src, knn, batch_size, knn_mode)
+        means["r_src"] = _means(r_src, "r_src", src, tgt_m, knn, batch_size, knn_mode)
+        # Both directions are swept even for one build: the other sweep's rows are the exact r of
+        # the top words of the keys' side, which settle most rankings outright (a top-1 whose
+        # lower bound beats the runner-up), and a mapping's next induction reuses its first round.
+        sweep(means["r_src"], means["r_tgt"], min(limit, src.shape[0]))
+        sweep(means["r_tgt"], means["r_src"], min(limit, n_tgt))
     codes: list[np.ndarray] = []  # each pair encoded as src * n_tgt + tgt for set operations
     sizes: dict[str, int] = {}
     if "S2T" in build:
@@ -268,6 +280,7 @@ def mean_csls_criterion(
     batch_size: int = DEFAULT_BATCH_SIZE,
     assume_normalized: bool = False,
     r_tgt: np.ndarray | NeighbourhoodMeans | None = None,
+    r_src: np.ndarray | NeighbourhoodMeans | None = None,
     knn_mode: KnnMode = "exact",
 ) -> float:
     """MUSE's unsupervised model-selection criterion ``mean_cosine-csls_knn_10-S2T-10000``.
@@ -275,7 +288,9 @@ def mean_csls_criterion(
     Induce the S2T CSLS dictionary of the top ``n_src`` source words (targets also limited to
     the top ``n_src``) and return the mean cosine of its pairs.  It uses no gold dictionary, so
     it can pick the best refinement iteration without peeking at evaluation data.  Returns
-    ``-inf`` when the dictionary is empty (MUSE: ``-1e9``).
+    ``-inf`` when the dictionary is empty (MUSE: ``-1e9``).  ``r_tgt``/``r_src`` share the
+    mapping's neighbourhood means with the next dictionary induction (see
+    :func:`build_dictionary`).
     """
     src, tgt_m = _two_matrices(src_mapped, tgt)
     n_src = _positive("n_src", n_src)
@@ -291,6 +306,7 @@ def mean_csls_criterion(
         batch_size=batch_size,
         assume_normalized=True,
         r_tgt=r_tgt,
+        r_src=r_src,
         knn_mode=knn_mode,
     )
     if dico.shape[0] == 0:
@@ -608,6 +624,7 @@ def align(
             batch_size=batch_size,
             assume_normalized=True,
             r_tgt=r_tgt,
+            r_src=r_src,
             knn_mode=knn_mode,
         )
         history.append({"iteration": iteration, "dictionary_size": int(dico.shape[0]), "criterion": criterion})

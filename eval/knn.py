@@ -3,17 +3,20 @@
 Split from :mod:`eval.align` (Procrustes, dictionary induction, P@k), which ranks through it:
 
 * :func:`nn_topk` and :func:`csls_topk`: the best targets of each query by plain cosine or by
-  CSLS, from faiss ``IndexFlatIP`` searches in query batches (never a full score matrix);
+  CSLS, from one exact kernel (:func:`_search`: NumPy GEMM per key block merged into faiss's
+  top-k heaps; never a full score matrix);
 * :func:`mean_knn_similarity`: the CSLS neighbourhood means ``r`` (MUSE's ``get_nn_avg_dist``);
 * :class:`NeighbourhoodMeans`: ``r`` computed only where it can change a top list, with certified
   lower bounds elsewhere (``knn_mode="exact"``), or one re-ranked candidate round
   (``"approximate"``);
-* the faiss index helpers and the input checks the package shares.
+* :func:`sweep`: dictionary induction's queries scored once against every key, giving their own
+  exact ``r``, bounds of every key's ``r`` and the first candidate round together;
+* the input checks the package shares.
 
 CSLS (Conneau et al. 2018): ``CSLS(x, y) = 2 cos(x, y) - r_T(x) - r_S(y)``. For a fixed query
 ``x``, ``r_T(x)`` is a constant, so the ranking of targets is that of ``<[2x, -1], [y, r_S(y)]>``,
-an inner product of augmented vectors: faiss ranks by CSLS exactly, and ``r_T(x)`` is subtracted
-from the k best scores afterwards.  Rows are L2-normalised (zero rows stay zero), so inner
+so each key block's scores are ``2 <x, y>`` less ``r_S(y)``, ranked exactly, and ``r_T(x)`` is
+subtracted from the k best scores afterwards.  Rows are L2-normalised (zero rows stay zero), so inner
 products are cosines.
 """
 
@@ -22,7 +25,8 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal, NamedTuple
 
 import faiss
@@ -46,6 +50,7 @@ __all__ = [
     "mapping_change",
     "mean_knn_similarity",
     "nn_topk",
+    "sweep",
 ]
 
 KnnMode = Literal["exact", "approximate"]
@@ -175,15 +180,70 @@ def _check_r(name: str, r: np.ndarray | None, n: int) -> np.ndarray | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _search(queries: np.ndarray, keys: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Exact top-``k`` inner products of each query row among ``keys`` rows: ``(scores, ids)`` ``(q, k)``.
+# Keys per GEMM block of the blocked kernels: a (batch, KEY_BLOCK) float32 score slab is
+# reused for every block (4096 x 8192: 128 MiB), small enough to stay in memory bounds and
+# large enough for full-speed GEMM (measured 150-160 GFLOPS on 2 cores at 4096 x 8192 x 300).
+KEY_BLOCK = 8192
 
-    :func:`faiss.knn` runs the very kernel ``IndexFlatIP.search`` runs (same blocks, same
-    results) on the caller's array, where an index would first copy every key: at 200k x 300
-    that copy is 229 MiB per index, and a refinement held two.
+
+def _score_blocks(
+    queries: np.ndarray,
+    keys: np.ndarray,
+    *,
+    key_bias: np.ndarray | None = None,
+    query_scale: float = 1.0,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(start, scores)``: ``query_scale * <q, key> - key_bias[key]`` for ``keys[start:start + b]``.
+
+    ``queries`` ``(q, d)`` and ``keys`` ``(m, d)`` float32; ``scores`` ``(q, b)`` lives in one
+    reused buffer, valid until the next block.  The GEMM is NumPy's (its BLAS picks this CPU's
+    kernels), the bias one in-place subtraction per block: no ``(m, d + 1)`` augmented copy.
     """
-    return faiss.knn(np.ascontiguousarray(queries, dtype=np.float32), keys, k,  # type: ignore[no-any-return]
-                     metric=faiss.METRIC_INNER_PRODUCT)
+    if query_scale != 1.0:
+        queries = queries * np.float32(query_scale)  # (q, d) scaled once, not per block
+    width = min(KEY_BLOCK, keys.shape[0])
+    buffer = np.empty((queries.shape[0], width), dtype=np.float32)  # (q, KEY_BLOCK)
+    for start in range(0, keys.shape[0], width):
+        block = keys[start : start + width]  # (b, d)
+        scores = buffer[:, : block.shape[0]]  # (q, b) a view; C-contiguous only at full width
+        if block.shape[0] == width:
+            np.matmul(queries, block.T, out=scores)
+        else:
+            scores = np.ascontiguousarray(queries @ block.T)  # (q, b) the short last block
+        if key_bias is not None:
+            scores -= key_bias[start : start + block.shape[0]]
+        yield start, scores
+
+
+def _search(
+    queries: np.ndarray,
+    keys: np.ndarray,
+    k: int,
+    *,
+    key_bias: np.ndarray | None = None,
+    query_scale: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact top-``k`` of ``query_scale * <q, key> - key_bias[key]`` among ``keys`` rows: ``(scores, ids)`` ``(q, k)``.
+
+    Blocked NumPy GEMM (:func:`_score_blocks`) merged block by block into faiss's own top-``k``
+    heaps (``float_minheap_array_t.addn``, the merge ``faiss.knn`` runs), best first.  Why not
+    ``faiss.knn`` itself: the faiss-cpu wheel bundles OpenBLAS 0.3.15, which does not know
+    CPUs newer than it (Sapphire Rapids here) and falls back to its generic "Prescott" SSE3
+    kernels: 4096 x 200k x 300 took 13.3 s in ``faiss.knn`` (37 GFLOPS) against 3.2 s here
+    (153 GFLOPS; 2 cores, 2026-11-27), the same ids, scores within 1e-6.  On CPUs the old
+    OpenBLAS knows, faiss's kernel is at most ~20% faster (187 GFLOPS with SkylakeX kernels
+    forced), so one path serves every machine.
+    """
+    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    n = queries.shape[0]
+    scores = np.empty((n, k), dtype=np.float32)
+    ids = np.empty((n, k), dtype=np.int64)
+    heaps = _heaps(scores, ids)
+    for start, block in _score_blocks(queries, keys, key_bias=key_bias, query_scale=query_scale):
+        block = np.ascontiguousarray(block)  # (q, b) the heap reads rows of exactly b values
+        heaps.addn(block.shape[1], faiss.swig_ptr(block), start, 0, n)  # type: ignore[call-arg]  # faiss's stub omits j0, i0, ni
+    heaps.reorder()  # best first
+    return scores, ids
 
 
 def _topk_inner(
@@ -197,23 +257,18 @@ def _topk_inner(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact top-``k`` of ``query_scale * <q, key> - key_bias[key]`` over all keys, per query.
 
-    ``queries`` ``(q, d)``, ``keys`` ``(m, d)`` float32.  The bias rides along as an extra
-    coordinate (``[scale*q, -1] . [key, bias]``) so faiss ranks by the biased score directly.
+    ``queries`` ``(q, d)``, ``keys`` ``(m, d)`` float32, queries in batches of ``batch_size``.
     Returns ``(scores (q, k) float32, ids (q, k) int64)``, best first.
     """
-    if key_bias is not None:
-        keys = np.hstack([keys, key_bias.reshape(-1, 1).astype(np.float32)])  # (m, d + 1)
     keys = np.ascontiguousarray(keys, dtype=np.float32)
+    bias = None if key_bias is None else np.ascontiguousarray(key_bias, dtype=np.float32).reshape(-1)
     n = queries.shape[0]
     scores = np.empty((n, k), dtype=np.float32)
     ids = np.empty((n, k), dtype=np.int64)
     for start in range(0, n, batch_size):
-        batch = queries[start : start + batch_size]  # (b, d)
-        if query_scale != 1.0:
-            batch = batch * np.float32(query_scale)
-        if key_bias is not None:
-            batch = np.hstack([batch, np.full((batch.shape[0], 1), -1.0, dtype=np.float32)])  # (b, d + 1)
-        scores[start : start + batch.shape[0]], ids[start : start + batch.shape[0]] = _search(batch, keys, k)
+        stop = min(n, start + batch_size)
+        scores[start:stop], ids[start:stop] = _search(queries[start:stop], keys, k, key_bias=bias,
+                                                      query_scale=query_scale)
     return scores, ids
 
 
@@ -237,9 +292,9 @@ def mean_knn_similarity(
 ) -> np.ndarray:
     """Mean cosine of each query row to its ``k`` nearest key rows: ``r`` in CSLS, ``(n_queries,)``.
 
-    MUSE's ``get_nn_avg_dist(emb=keys, query=queries, knn=k)``: exact search with faiss
-    ``IndexFlatIP`` on L2-normalised rows, queries in batches of ``batch_size`` so memory stays
-    ``O(batch_size * k)`` beyond the two matrices and the index.  Set ``assume_normalized`` when
+    MUSE's ``get_nn_avg_dist(emb=keys, query=queries, knn=k)``: exact search (:func:`_search`)
+    on L2-normalised rows, queries in batches of ``batch_size`` so memory stays one
+    ``(batch_size, KEY_BLOCK)`` score slab beyond the two matrices.  Set ``assume_normalized`` when
     both inputs already have unit rows to skip the normalised copies.  This is the full search;
     CSLS retrieval itself computes ``r`` only where it can matter (:class:`NeighbourhoodMeans`).
     """
@@ -333,6 +388,8 @@ class NeighbourhoodMeans:
         self.prune = bool(wanted) and self.sample_size < n
         # (key, queries, scores, ids) of the last topk call; see topk.
         self._memo: tuple[tuple[object, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
+        # (query key, bounds, found, scaled) of the first round a sweep ranked; see _first_round.
+        self._swept: tuple[tuple[object, ...], np.ndarray, np.ndarray, np.ndarray] | None = None
         self.exact_computed = 0  # keys whose r this object searched exactly (for the logs and benchmarks)
 
     def compute_exact(self, ids: np.ndarray) -> None:
@@ -371,34 +428,26 @@ class NeighbourhoodMeans:
             time.perf_counter() - started,
         )
 
-    def _augmented_keys(self) -> np.ndarray:
-        """``[key, r(key), 1]`` rows ``(m, d + 2)``: one inner product gives a biased, thresholded score."""
-        return np.hstack([self.keys, self.value[:, None], np.ones((self.keys.shape[0], 1), dtype=np.float32)])
-
     def _candidates(
         self, queries: np.ndarray, threshold: np.ndarray, query_scale: float
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every (query row, key) whose current score bound reaches the query's ``threshold``.
 
-        ``[s q, -1, -t] . [key, r, 1] = s <q, key> - r - t``, so one faiss range search with
-        radius 0 finds them all.  Returns ``(rows (P,), keys (P,))`` int64.
+        The bound ``s <q, key> - r(key)`` of every key, block by block (:func:`_score_blocks`),
+        compared with the row's threshold (less a float32 slack: two GEMMs may round one inner
+        product differently, and the threshold's own keys must stay in).  Returns
+        ``(rows (P,), keys (P,))`` int64.
         """
-        index = faiss.IndexFlatIP(self.keys.shape[1] + 2)
-        index.add(self._augmented_keys())
         rows: list[np.ndarray] = []
         keys: list[np.ndarray] = []
         for start in range(0, queries.shape[0], self.batch_size):
             batch = queries[start : start + self.batch_size]  # (b, d)
-            augmented = np.hstack([
-                np.float32(query_scale) * batch,
-                np.full((batch.shape[0], 1), -1.0, dtype=np.float32),
-                -threshold[start : start + batch.shape[0], None],
-            ]).astype(np.float32)  # (b, d + 2)
-            # faiss keeps scores strictly above the radius; the slack keeps the threshold's own keys.
-            lims, _, found = index.range_search(augmented, -BOUND_SLACK)
-            rows.append(start + np.repeat(np.arange(batch.shape[0]), np.diff(lims).astype(np.int64)))
-            keys.append(found.astype(np.int64))
-        return np.concatenate(rows), np.concatenate(keys)
+            floor = threshold[start : start + batch.shape[0], None] - np.float32(BOUND_SLACK)  # (b, 1)
+            for key_start, scores in _score_blocks(batch, self.keys, key_bias=self.value, query_scale=query_scale):
+                row, col = np.nonzero(scores >= floor)  # (p,), (p,) row-major: rows ascending
+                rows.append(start + row)
+                keys.append(key_start + col)
+        return np.concatenate(rows).astype(np.int64), np.concatenate(keys).astype(np.int64)
 
     def _best_of_pairs(
         self, queries: np.ndarray, rows: np.ndarray, keys: np.ndarray, k: int, query_scale: float
@@ -459,30 +508,61 @@ class NeighbourhoodMeans:
         """Plain ranking: exact ``r`` of every key (one full search of those not yet exact)."""
         return _topk_inner(queries, self.keys, k, self.batch_size, key_bias=self.full(), query_scale=query_scale)
 
-    def _pruned_topk(self, queries: np.ndarray, k: int, query_scale: float,
-                     ids_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def _depth(self, k: int) -> int:
+        """Keys per query of the first round: exact mode ``2k`` (nearly always holds the true
+        ``k`` best; a floor of ``k`` alone drew ~25% more candidates at 200k x 200k),
+        approximate mode ``k + max(5, k // 2)``."""
         m = self.keys.shape[0]
+        return min(m, k + max(5, k // 2)) if self.knn_mode == "approximate" else min(m, 2 * k)
+
+    @staticmethod
+    def _query_key(queries: np.ndarray, query_scale: float) -> tuple[object, ...]:
+        return (queries.__array_interface__["data"][0], queries.shape, queries.strides, query_scale)
+
+    def _first_round(self, queries: np.ndarray, depth: int,
+                     query_scale: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(bounds, found, scaled)`` ``(q, depth)``: the ``depth`` best keys by score bound.
+
+        ``bounds`` are the bounds the list was ranked by (every key outside the list is bounded
+        by ``bounds[:, -1]``, and r only tightens later, so that stays true); ``scaled`` is
+        ``query_scale * <q, key>`` of each listed key.  A :func:`sweep` over these very
+        queries stored its list already: it is used instead of a search.
+        """
+        stored = self._swept
+        if stored is not None and stored[0] == self._query_key(queries, query_scale) and stored[1].shape[1] >= depth:
+            return stored[1][:, :depth], stored[2][:, :depth], stored[3][:, :depth]
         self._ensure_bounds()
-        started, exact_before = time.perf_counter(), self.exact_computed
-        # Exact mode: the first round's depth sets the floor; 2k by bound nearly always holds the
-        # true k best (a floor of k alone drew ~25% more candidates at 200k x 200k).
-        depth = min(m, k + max(5, k // 2)) if self.knn_mode == "approximate" else min(m, 2 * k)
         bounds, found = _topk_inner(
             queries, self.keys, depth, self.batch_size, key_bias=self.value, query_scale=query_scale
         )  # (q, depth) upper bounds, best first
+        return bounds, found, bounds + self.value[found]
+
+    def _pruned_topk(self, queries: np.ndarray, k: int, query_scale: float,
+                     ids_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        depth = self._depth(k)
+        bounds, found, scaled = self._first_round(queries, depth, query_scale)
         if ids_only and self.knn_mode == "exact" and depth >= 2:
-            # score(first) >= its upper bound - (upper r - lower r); every other key <= bounds[:, 1].
+            # score(first) >= scaled - upper r; every other key <= bounds[:, 1].
             first = found[:, 0]
-            lower_first = bounds[:, 0] - (self.upper[first] - self.value[first])  # (q,) -inf without an upper r
+            lower_first = scaled[:, 0] - self.upper[first]  # (q,) -inf without an upper r
             settled = lower_first - np.float32(BOUND_SLACK) >= bounds[:, 1]  # (q,)
             if settled.any():
                 rest = np.flatnonzero(~settled)
                 out_scores, out_ids = bounds[:, :1].copy(), found[:, :1].copy()
                 if rest.size:
-                    out_scores[rest], out_ids[rest] = self._pruned_topk(queries[rest], k, query_scale)
+                    out_scores[rest], out_ids[rest] = self._certify(queries[rest], k, query_scale,
+                                                                    bounds[rest], found[rest])
                 logger.info("CSLS exact top-1: %d of %d rows settled by the bounds alone (no exact r)",
                             int(settled.sum()), queries.shape[0])
                 return out_scores, out_ids
+        return self._certify(queries, k, query_scale, bounds, found)
+
+    def _certify(self, queries: np.ndarray, k: int, query_scale: float, bounds: np.ndarray,
+                 found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exact top-``k`` from a first round (``bounds``, ``found`` ``(q, depth)``): exact r for
+        the listed keys, then a range search for the rows a key outside the list may beat."""
+        m, depth = self.keys.shape[0], found.shape[1]
+        started, exact_before = time.perf_counter(), self.exact_computed
         self.compute_exact(found)
         rows = np.repeat(np.arange(queries.shape[0]), depth)  # (q * depth,)
         scores, ids = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)  # exact, in the list
@@ -511,6 +591,150 @@ class NeighbourhoodMeans:
             self.knn_mode, k, n_queries, self.keys.shape[0], pairs, self.exact_computed - exact_before,
             int(self.exact.sum()), self.keys.shape[0], time.perf_counter() - started,
         )
+
+
+SWEEP_GROUP = 16  # query rows per group maximum in a sweep's neighbourhood bounds
+SWEEP_FLOATS = 1 << 25  # floats in a sweep's (queries, key block) score slab (128 MiB)
+
+
+def sweep(rows: NeighbourhoodMeans, cols: NeighbourhoodMeans, n_rows: int, k: int = 1,
+          query_scale: float = 2.0) -> bool:
+    """One pass that serves three searches at once, for CSLS ranking of ``cols.neighbours[:n_rows]``.
+
+    ``rows`` and ``cols`` are the two sides' means of one mapping: ``rows.keys`` is
+    ``cols.neighbours`` (say the mapped sources) and ``rows.neighbours`` is ``cols.keys`` (the
+    targets).  The queries ``Q = rows.keys[:n_rows]`` (dictionary induction's top words) are
+    scored against every key of ``cols`` once, key block by key block, and from each block:
+
+    * ``rows`` gets the exact ``r`` of the ``n_rows`` queries (each row's best ``knn`` over all
+      keys): the other direction's induction ranks these very words as keys;
+    * ``cols`` gets a lower bound of ``r`` for each key of the block: the mean of its ``knn``
+      best group maxima over the queries (groups of ``SWEEP_GROUP`` rows; each maximum is the
+      cosine of a distinct neighbour, so the mean of any ``knn`` of them cannot exceed the mean
+      of the ``knn`` best over all neighbours).  The block's bounds are final once its scores
+      for every query are in, so they rank the block at once:
+    * ``cols`` stores each query's first round, its ``2k`` (exact mode) best keys by bound, for
+      the :meth:`NeighbourhoodMeans.topk` call on ``Q`` that follows.
+
+    Without it that call costs a bound search over a 10% sample of the neighbours (keys x
+    n/10), the first round (n_rows x keys) and exact ``r`` for every listed key (2 n_rows
+    searches over all neighbours); with it, one pass of n_rows x keys.  Returns False (and
+    does nothing) where ``cols`` does not prune or that ranking is already answered.
+    """
+    if (rows.keys.__array_interface__["data"][0] != cols.neighbours.__array_interface__["data"][0]
+            or rows.neighbours.__array_interface__["data"][0] != cols.keys.__array_interface__["data"][0]):
+        raise ValueError("sweep needs the two sides of one mapping: rows.keys must be cols.neighbours "
+                         "and rows.neighbours cols.keys")
+    n_rows = min(_positive("n_rows", n_rows), rows.keys.shape[0])
+    queries = cols.neighbours[:n_rows]  # (L, d)
+    key = NeighbourhoodMeans._query_key(queries, query_scale)
+    if not cols.prune or (cols._swept is not None and cols._swept[0] == key) or (
+            cols._memo is not None and cols._memo[0][:3] == key[:3]):
+        return False
+    started = time.perf_counter()
+    m, knn, depth = cols.keys.shape[0], cols.knn, cols._depth(k)
+    # Scores come out already scaled (x2 is exact in binary floating point): one pass less per block.
+    scaled_queries = queries * np.float32(query_scale)  # (L, d)
+    width = max(SWEEP_GROUP, min(m, SWEEP_FLOATS // n_rows))
+    buffer = np.empty((n_rows, width), dtype=np.float32)  # (L, block)
+    row_top = np.empty((n_rows, rows.knn), dtype=np.float32)
+    row_ids = np.empty((n_rows, rows.knn), dtype=np.int64)
+    bounds = np.empty((n_rows, depth), dtype=np.float32)
+    found = np.empty((n_rows, depth), dtype=np.int64)
+    row_heaps, rank_heaps = _heaps(row_top, row_ids), _heaps(bounds, found)
+    full = n_rows - n_rows % SWEEP_GROUP  # rows in whole groups; the rest form one last group
+    for start in range(0, m, width):
+        block = cols.keys[start : start + width]  # (b, d)
+        b = block.shape[0]
+        scores = buffer[:, :b] if b == width else np.empty((n_rows, b), dtype=np.float32)  # (L, b)
+        np.matmul(scaled_queries, block.T, out=scores)  # query_scale * <q, key>
+        row_heaps.addn(b, faiss.swig_ptr(scores), start, 0, n_rows)  # type: ignore[call-arg]  # faiss's stub omits j0, i0, ni
+        group_max = _group_max(scores, full)  # (G, b)
+        top = np.empty((b, knn), dtype=np.float32)
+        top_ids = np.empty((b, knn), dtype=np.int64)
+        col_heaps = _heaps(top, top_ids)
+        by_key = np.ascontiguousarray(group_max.T)  # (b, G); held while faiss reads it
+        col_heaps.addn(by_key.shape[1], faiss.swig_ptr(by_key), 0, 0, b)  # type: ignore[call-arg]  # faiss's stub omits j0, i0, ni
+        # Missing neighbours (fewer groups than knn) count as cosine -1: still a lower bound.
+        lower = np.maximum(top, -query_scale).mean(axis=1, dtype=np.float64) / query_scale  # (b,)
+        keys = slice(start, start + b)
+        loose = ~cols.exact[keys]
+        cols.value[keys][loose] = np.maximum(cols.value[keys][loose], lower[loose] - np.float32(BOUND_SLACK))
+        _in_parallel(_subtract_rows(scores, cols.value[keys]), n_rows)
+        rank_heaps.addn(b, faiss.swig_ptr(scores), start, 0, n_rows)  # type: ignore[call-arg]  # faiss's stub omits j0, i0, ni
+    row_heaps.reorder()
+    rank_heaps.reorder()
+    cols._bounded = True  # every key has its bound now: no sample search
+    todo = ~rows.exact[:n_rows]
+    rows.value[:n_rows][todo] = row_top[todo].mean(axis=1, dtype=np.float64) / query_scale
+    rows.upper[:n_rows][todo] = rows.value[:n_rows][todo]
+    rows.exact[:n_rows] = True
+    rows.exact_computed += int(todo.sum())
+    cols._swept = (key, bounds, found, bounds + cols.value[found])
+    logger.info("CSLS sweep of %d queries over %d keys: exact r of the queries, r bounds of the keys and "
+                "a first round of %d in %.1fs", n_rows, m, depth, time.perf_counter() - started)
+    return True
+
+
+def _in_parallel(fn: Callable[[slice], object], n_rows: int, step: int = 1) -> None:
+    """``fn(rows)`` over ``n_rows`` rows split in one contiguous part per thread (parts a multiple of
+    ``step`` rows).  NumPy's elementwise passes run on one core and release the GIL, so the
+    sweep's passes over its score slab run this way on every core faiss may use (2 here: one
+    pass over a 10k x 3355 slab took 27 ms on one thread)."""
+    parts = max(1, min(faiss.omp_get_max_threads(), n_rows // max(step, 1024)))
+    if parts == 1:
+        fn(slice(0, n_rows))
+        return
+    size = -(-n_rows // parts)
+    size += -size % step
+    slices = [slice(start, min(n_rows, start + size)) for start in range(0, n_rows, size)]
+    list(_pool().map(fn, slices))
+
+
+def _subtract_rows(scores: np.ndarray, bias: np.ndarray) -> Callable[[slice], object]:
+    """``scores[rows] -= bias`` as a part for :func:`_in_parallel`."""
+    def part(rows: slice) -> object:
+        return np.subtract(scores[rows], bias, out=scores[rows])
+    return part
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(1, faiss.omp_get_max_threads()), thread_name_prefix="knn")
+    return _POOL
+
+
+def _group_max(scores: np.ndarray, full: int) -> np.ndarray:
+    """Maximum of each ``SWEEP_GROUP`` consecutive rows of ``scores`` ``(L, b)`` (the rows past
+    ``full`` form one last group): ``(G, b)``, one value per group and column."""
+    n_rows, b = scores.shape
+    groups = full // SWEEP_GROUP + (full < n_rows)
+    out = np.empty((groups, b), dtype=np.float32)
+
+    def part(rows: slice) -> None:
+        stop = min(rows.stop, full)
+        if rows.start < stop:
+            g0 = rows.start // SWEEP_GROUP
+            block = scores[rows.start : stop].reshape(-1, SWEEP_GROUP, b)
+            np.max(block, axis=1, out=out[g0 : g0 + block.shape[0]])
+        if rows.stop > full:  # the last, short group
+            out[-1] = scores[full:].max(axis=0)
+
+    _in_parallel(part, n_rows, step=SWEEP_GROUP)
+    return out
+
+
+def _heaps(values: np.ndarray, ids: np.ndarray) -> faiss.float_minheap_array_t:
+    """faiss top-k heaps (the LARGEST values kept) over ``values``/``ids`` ``(n, k)``, emptied."""
+    heaps = faiss.float_minheap_array_t()
+    heaps.nh, heaps.k = values.shape
+    heaps.val, heaps.ids = faiss.swig_ptr(values), faiss.swig_ptr(ids)
+    heaps.heapify()
+    return heaps
 
 
 def _means(

@@ -13,9 +13,9 @@ values of ``R`` are clipped to [0, 1] after every step.  This is fastText's
 ``alignment/align.py`` (read as the reference, not copied) with two differences on purpose:
 
 * memory: the reference builds two dense ``(n, max_neg)`` score matrices (float64 by NumPy's
-  promotion; ~17 GB at n=5000, 200k, d=300).  Here the top-``k`` of each row is taken from one
-  ``(batch_size, max_neg)`` float32 score slab at a time (256 x 200k: 0.2 GB), so memory stays
-  bounded and the objective is the same;
+  promotion; ~17 GB at n=5000, 200k, d=300).  Here the top-``k`` of each row comes from the
+  blocked exact kernel of :mod:`eval.knn` (one ``(4096, 8192)`` float32 score slab at a time:
+  128 MiB), so memory stays bounded and the objective is the same;
 * the undo: the reference's ``R -= lr * df`` updates ``R`` in place, so its saved ``Rold``
   aliases ``R`` and a rising step is not really undone (without ``spectral``); here the
   previous map is restored and the smaller step retried from it.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eval.knn import _positive, _two_matrices, _unit_rows
+from eval.knn import _positive, _search, _two_matrices, _unit_rows
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class RcslsConfig:
     n_iter: int = 10
     lr: float = 1.0
     spectral: bool = False
-    batch_size: int = 256  # query rows per score slab: bounds the (block, max_neg) float32 matrix (200 MB)
+    batch_size: int = 256  # query rows per candidate rescoring: a (batch, keep, d) float32 gather (20 MB)
 
     def __post_init__(self) -> None:
         for name in ("knn", "max_neg", "batch_size"):
@@ -71,6 +71,10 @@ def spectral_projection(R: np.ndarray) -> np.ndarray:
     return np.asarray((u * np.clip(s, 0.0, 1.0)) @ vt, dtype=R.dtype)
 
 
+# Query rows per full search: the kernel's score slab is (rows, eval.knn.KEY_BLOCK) float32.
+SEARCH_ROWS = 4096
+
+
 class _TopK:
     """Exact top-``k`` of queries against FIXED unit-norm keys, reusing the last full search when it is certified.
 
@@ -88,9 +92,7 @@ class _TopK:
     MARGIN = 1e-4
 
     def __init__(self, keys: np.ndarray, gather: np.ndarray, k: int, batch_size: int, keep: int = 64) -> None:
-        import torch
-
-        self.keys = torch.from_numpy(np.ascontiguousarray(keys, dtype=np.float32))  # (m, d), shares memory
+        self.keys = np.ascontiguousarray(keys, dtype=np.float32)  # (m, d)
         self.gather = gather  # (m, d): the rows whose k-mean the gradient needs
         self.k = min(k, keys.shape[0])
         self.keep = min(max(keep, self.k), keys.shape[0])
@@ -102,17 +104,15 @@ class _TopK:
         self.check_next = True
 
     def _full(self, queries: np.ndarray, rows: np.ndarray) -> None:
-        import torch
-
+        """Search ``rows`` of ``queries`` over every key with the blocked exact kernel (eval.knn)."""
         assert self.anchor is not None and self.cand is not None and self.floor is not None
-        with torch.no_grad():
-            for start in range(0, rows.shape[0], self.batch_size):
-                idx = rows[start : start + self.batch_size]
-                block = torch.from_numpy(np.ascontiguousarray(queries[idx]))  # (b, d)
-                scores, ids = torch.topk(block @ self.keys.T, self.keep, dim=1)  # (b, keep), sorted
-                self.cand[idx] = ids.numpy()
-                self.floor[idx] = scores[:, -1].numpy()
-                self.anchor[idx] = queries[idx]
+        step = max(self.batch_size, SEARCH_ROWS)
+        for start in range(0, rows.shape[0], step):
+            idx = rows[start : start + step]
+            scores, ids = _search(queries[idx], self.keys, self.keep)  # (b, keep), best first
+            self.cand[idx] = ids
+            self.floor[idx] = scores[:, -1]
+            self.anchor[idx] = queries[idx]
         self.full_rows += int(rows.shape[0])
 
     def search(self, queries: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
@@ -133,7 +133,7 @@ class _TopK:
             self._full(queries, np.arange(q))
             self.check_next = True
         assert self.cand is not None
-        keys = self.keys.numpy()
+        keys = self.keys
         total = 0.0
         means = np.empty((q, self.gather.shape[1]), dtype=np.float32)  # (q, d)
         for start in range(0, q, self.batch_size):
@@ -149,7 +149,7 @@ class _TopK:
     def _uncertified(self, queries: np.ndarray) -> np.ndarray:
         """Rows whose kept candidates cannot prove their top-k at the new query."""
         assert self.cand is not None and self.floor is not None and self.anchor is not None
-        keys = self.keys.numpy()
+        keys = self.keys
         bad = []
         for start in range(0, queries.shape[0], self.batch_size):
             sl = slice(start, start + self.batch_size)
