@@ -415,9 +415,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.threads > 0:
         import faiss
         import torch
+        from threadpoolctl import threadpool_limits
 
         torch.set_num_threads(args.threads)
-        faiss.omp_set_num_threads(args.threads)
+        faiss.omp_set_num_threads(args.threads)  # faiss's heaps
+        threadpool_limits(limits=args.threads, user_api="blas")  # NumPy's BLAS: the k-NN GEMMs
     runs = resolve_runs(args)
     files, notes = wordsim_files(args, root)
     notes += [f"no {k} run: groc_vs_lookup has no comparison" for k in ("groc", "lookup") if k not in runs]

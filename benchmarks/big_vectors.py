@@ -97,10 +97,12 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
     args = parser.parse_args(argv)
 
     import faiss
+    from threadpoolctl import threadpool_limits
 
     from polyglot_groc.api import align
 
-    faiss.omp_set_num_threads(args.threads)
+    faiss.omp_set_num_threads(args.threads)  # faiss's heaps
+    threadpool_limits(limits=args.threads, user_api="blas")  # NumPy's BLAS: the k-NN GEMMs
     cache = args.cache / f"n{args.n}-t{args.tgt_n}-d{args.dim}-s{args.seed}"
     files = {"src": cache / "src.vec", "tgt": cache / "tgt.vec", "train": cache / "train.txt",
              "test": cache / "test.txt"}

@@ -135,3 +135,20 @@ def test_swept_ranking_is_not_stale_after_the_other_sweep() -> None:
     dense = 2 * cos - _dense_r(tgt, src)[None, :]
     np.testing.assert_array_equal(ids[:, 0], np.argmax(dense, axis=1))
     np.testing.assert_allclose(scores[:, 0], dense.max(axis=1), atol=1e-5)
+
+
+def test_threads_setting_limits_the_blas_the_kernel_runs_on() -> None:
+    """``--threads``/``threads=`` reaches NumPy's BLAS (the kernel's GEMMs), not only torch."""
+    import torch
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from polyglot_groc.model.device import set_threads
+
+    before = torch.get_num_threads()
+    with threadpool_limits():  # restores every pool's setting on exit
+        try:
+            set_threads(1)
+            blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+            assert blas and all(p["num_threads"] == 1 for p in blas)
+        finally:
+            torch.set_num_threads(before)

@@ -112,18 +112,23 @@ def maybe_compile(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch
 
 
 def set_threads(threads: int) -> None:
-    """Use ``threads`` CPU threads for torch's intra-op work; ``0`` keeps torch's default.
+    """Use ``threads`` CPU threads for torch's intra-op work and for the BLAS and OpenMP pools
+    (NumPy's GEMMs in alignment's k-NN kernel, faiss's heaps); ``0`` keeps the defaults.
 
-    torch's default is ``$OMP_NUM_THREADS`` when that is set, else the number of cores; a positive
-    ``threads`` wins over it (``torch.set_num_threads``). On a shared or loaded machine, fewer
-    threads than cores is often much faster (no oversubscription).
+    The default is ``$OMP_NUM_THREADS`` when that is set, else the number of cores; a positive
+    ``threads`` wins over it (``torch.set_num_threads``, and ``threadpoolctl`` for the native
+    pools). On a shared or loaded machine, fewer threads than cores is often much faster (no
+    oversubscription).
     """
     top = THREADS_MAX  # train.threads' upper bound
     if not 0 <= threads <= top:
         raise ConfigError(f"--threads={threads} must lie in [0, {top}] (0: torch's default, $OMP_NUM_THREADS or "
                           "all cores)")
     if threads > 0:
+        from threadpoolctl import threadpool_limits
+
         torch.set_num_threads(threads)
+        threadpool_limits(limits=threads)  # process-wide, as torch's setting; pools loaded by now
         log.info("using %d CPU thread(s)", threads)
 
 
