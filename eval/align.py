@@ -212,12 +212,11 @@ def build_dictionary(
         src, tgt_m = _unit_rows(src), _unit_rows(tgt_m)
     started = time.perf_counter()
 
-    def best(queries: np.ndarray, keys: np.ndarray, neighbours: np.ndarray,
-             r: np.ndarray | NeighbourhoodMeans | None, name: str) -> np.ndarray:
+    def best(queries: np.ndarray, keys: np.ndarray, name: str) -> np.ndarray:
         """Row of the best key for each query, ``(q,)``; the query's own r cannot change an argmax.
 
-        ``r`` of a key is its mean similarity to its nearest ``neighbours`` (all words of the
-        queries' side).
+        ``means[name]`` holds the keys' r: their mean similarity to their nearest neighbours (all
+        words of the queries' side).
         """
         if method == "nn":
             return _topk_inner(queries, keys, 1, batch_size)[1][:, 0]
@@ -239,13 +238,13 @@ def build_dictionary(
     sizes: dict[str, int] = {}
     if "S2T" in build:
         n_q = min(limit, src.shape[0])
-        targets = best(src[:n_q], tgt_m, src, r_tgt, "r_tgt")  # (n_q,)
+        targets = best(src[:n_q], tgt_m, "r_tgt")  # (n_q,)
         keep = targets < limit
         codes.append(np.arange(n_q, dtype=np.int64)[keep] * n_tgt + targets[keep])
         sizes["S2T"] = int(keep.sum())
     if "T2S" in build:
         n_q = min(limit, n_tgt)
-        sources = best(tgt_m[:n_q], src, tgt_m, r_src, "r_src")  # (n_q,) source rows
+        sources = best(tgt_m[:n_q], src, "r_src")  # (n_q,) source rows
         keep = sources < limit
         codes.append(sources[keep] * n_tgt + np.arange(n_q, dtype=np.int64)[keep])
         sizes["T2S"] = int(keep.sum())
