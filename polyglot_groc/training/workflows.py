@@ -234,7 +234,7 @@ def resume(
         raise InputError(f"{run} is not a run directory (no config.toml and last.pt to resume from); "
                          "train it first without --resume")
     try:
-        cfg = load_config(run / "config.toml")
+        cfg = load_config(run / "config.toml", stored=True)
     except ConfigError as exc:
         raise ConfigError(f"run {run}: its config.toml is not a valid config ({exc}); put back the value the run "
                           "was trained with") from exc
