@@ -290,6 +290,12 @@ class DataConfig:
     tokenize: str = "whitespace"
     #: "closed": vocabulary from train+valid+test (seeds' PTB setup); "open": train only.
     vocab_mode: str = "closed"
+    #: Open vocabulary of a lookup-output kind (every kind but groc/groc-lex): training words seen
+    #: fewer times than this (summed over the languages) are left out, so their tokens train the
+    #: ``<unk>`` row that unseen validation and test words are scored with (1: keep every word, and
+    #: ``<unk>`` is never a training target). No effect on closed vocabularies or on groc/groc-lex,
+    #: which score any word. Runs stored without the key had no cutoff (:data:`STORED_BEFORE`).
+    min_count: int = ranged(2, 1, 10**9)
     #: "proportional" (default), "round_robin" or "temperature".
     schedule: str = "proportional"
     temperature: float = ranged(1.0, 0.0, 1000.0, lo_open=True)
@@ -504,6 +510,27 @@ def from_dict(values: Mapping[str, Any]) -> RunConfig:
     return _build(RunConfig, values, "").validate()
 
 
+#: Config keys added after runs were first stored, each with the value that says what a run stored
+#: without it did (which may differ from today's default): a run whose config.toml or checkpoint
+#: lacks ``data.min_count`` built its vocabulary without a cutoff. Resume compares config.toml with
+#: last.pt and finetuning keeps the run's data settings, so both must read the run as it was.
+STORED_BEFORE: dict[str, Any] = {"data.min_count": 1}
+
+
+def stored_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's stored config values (config.toml, a checkpoint's config) with each key of
+    :data:`STORED_BEFORE` that they lack set to the value describing that run (a copy)."""
+    out = _deepcopy(values)
+    for key, val in STORED_BEFORE.items():
+        *path, name = key.split(".")
+        node: Any = out
+        for part in path:
+            node = node.setdefault(part, {}) if isinstance(node, dict) else None
+        if isinstance(node, dict):  # a malformed table is left for validation to name
+            node.setdefault(name, val)
+    return out
+
+
 def parse_overrides(texts: Iterable[str]) -> dict[str, Any]:
     """The command line's ``--set section.key=value`` options as an overrides mapping for :func:`load_config`.
 
@@ -586,7 +613,8 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def load_config(path: str | os.PathLike[str] | None = None, overrides: Mapping[str, Any] | None = None, *,
-                base: Mapping[str, Any] | None = None, kind_map: Mapping[str, str] | None = None) -> RunConfig:
+                base: Mapping[str, Any] | None = None, kind_map: Mapping[str, str] | None = None,
+                stored: bool = False) -> RunConfig:
     """Load a TOML config (optional), apply ``overrides``, and validate the result once.
 
     ``overrides`` maps dotted keys to Python values, applied in order: ``{"model.d": 128,
@@ -596,11 +624,14 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: Mapping[s
     dataclass defaults < the kind's defaults < the file < the overrides. ``base`` (a plain dict such
     as :func:`to_dict` gives) replaces the first two. ``kind_map`` turns the chosen kind into another
     before its defaults are looked up (``train``'s untie: ``{"tied": "untied", "lookup": "untied"}``).
+    ``stored``: ``path`` is a run's config.toml, read as the run it describes (:func:`stored_values`).
 
     Raises :class:`ConfigError` for a missing or invalid file, an unknown key or a bad value, and
     ``TypeError`` when ``overrides`` is not a mapping.
     """
-    layers: list[Mapping[str, Any]] = [read_config_file(path)] if path is not None else []
+    layers: list[Mapping[str, Any]] = []
+    if path is not None:
+        layers.append(stored_values(read_config_file(path)) if stored else read_config_file(path))
     parsed = _override_paths(overrides)
 
     def merged(start: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ def summarize_run(run: Path) -> dict[str, Any]:
     if not (run / "config.toml").is_file():
         raise InputError(f"{run} is not a run directory (no config.toml); give a folder written by train")
     try:
-        cfg = load_config(run / "config.toml")
+        cfg = load_config(run / "config.toml", stored=True)
     except ConfigError as exc:
         raise ConfigError(f"{run / 'config.toml'}: {exc}") from exc
     records = read_metrics(run / "metrics.jsonl") if (run / "metrics.jsonl").is_file() else []

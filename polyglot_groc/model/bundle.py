@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from groc_base.errors import CheckpointError, ConfigError, ModelError
-from polyglot_groc.config import ModelConfig, RunConfig, from_dict, to_dict
+from polyglot_groc.config import ModelConfig, RunConfig, from_dict, stored_values, to_dict
 from polyglot_groc.model.charset import Charset, check_word_lengths
 from polyglot_groc.model.checkpoint import load_checkpoint
 from polyglot_groc.model.embedder import LexiconForms
@@ -139,7 +139,7 @@ class ModelBundle:
                 do not fit the model its config describes (missing, unexpected, other shapes).
         """
         try:
-            cfg = from_dict(state["config"])
+            cfg = from_dict(stored_values(state["config"]))  # a run stored before a key: as it was
         except KeyError as exc:
             raise CheckpointError(f"{source} lacks the entry {exc.args[0]!r}; it is incomplete: use the run's other "
                                   "checkpoint (best.pt or last.pt) or train again") from exc

@@ -39,20 +39,35 @@ class Vocab:
             raise InputError("vocabulary has duplicate words; build it with Vocab.build")
 
     @classmethod
-    def build(cls, lang_counts: Mapping[str, Counter[str]], add_unk: bool = False) -> Vocab:
-        """Union of per-language counts, sorted by total frequency then string (deterministic)."""
+    def build(cls, lang_counts: Mapping[str, Counter[str]], add_unk: bool = False, min_count: int = 1) -> Vocab:
+        """Union of per-language counts, sorted by total frequency then string (deterministic).
+
+        ``min_count`` (needs ``add_unk``): words whose total count over the languages is lower are
+        left out, so their tokens encode as ``<unk>``. ``<unk>`` then takes its rank from the
+        tokens it stands for (ids are frequency ranks: the adaptive kind's bands rely on it), while
+        its recorded count stays the corpus's own (0 unless the corpus writes ``<unk>``).
+        """
+        if min_count > 1 and not add_unk:
+            raise ValueError("Vocab.build: min_count > 1 leaves words out, which then need add_unk=True")
         langs = tuple(lang_counts)
         total: Counter[str] = Counter()
-        for c in lang_counts.values():
-            total.update(c)
+        for counts in lang_counts.values():
+            total.update(counts)
+        rare = {w for w, n in total.items() if n < min_count and w != UNK} if min_count > 1 else set()
+        n_rare = sum(total.pop(w) for w in rare)
         if add_unk and UNK not in total:
             total[UNK] = 0
-        words = sorted(total, key=lambda w: (-total[w], w))
+        rank = dict(total)  # training targets per word: <unk> also stands for every rare token
+        if add_unk:
+            rank[UNK] += n_rare
+        words = sorted(total, key=lambda w: (-rank[w], w))
         membership = np.zeros((len(words), len(langs)), dtype=bool)
         per_lang = np.zeros((len(words), len(langs)), dtype=np.int64)
         index = {w: i for i, w in enumerate(words)}
         for j, lang in enumerate(langs):
             c = lang_counts[lang]
+            if rare:
+                c = Counter({w: n for w, n in c.items() if w not in rare})
             ids = np.fromiter(map(index.__getitem__, c), dtype=np.int64, count=len(c))
             membership[ids, j] = True
             per_lang[ids, j] = np.fromiter(c.values(), dtype=np.int64, count=len(c))

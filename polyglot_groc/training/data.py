@@ -14,7 +14,7 @@ from langpairs.batching import batchify
 from langpairs.corpus import MultilingualCorpus
 from langpairs.registry import LanguageRegistry, default_registry
 from polyglot_groc.config import DataConfig
-from polyglot_groc.model.vocab import Vocab
+from polyglot_groc.model.vocab import UNK, Vocab
 
 log = logging.getLogger(__name__)
 
@@ -38,11 +38,39 @@ def vocab_splits(mode: str, available: Sequence[str]) -> tuple[str, ...]:
     return tuple(s for s in wanted if s in available)
 
 
-def build_vocab(corpus: MultilingualCorpus, mode: str, add_unk: bool) -> Vocab:
+def vocab_policy(data: DataConfig, composes_output: bool) -> tuple[bool, int]:
+    """``(add_unk, min_count)`` of a new vocabulary for the data settings ``data``.
+
+    An open vocabulary of a lookup-output kind gets ``<unk>`` for the words it lacks, and
+    ``data.min_count``: were every training word in it, ``<unk>`` would never be a training target
+    and unseen words would be scored with an untrained (ever less likely) row. A closed vocabulary
+    covers every split and a compositional kind scores any word, so neither drops words.
+    """
+    add_unk = not composes_output and data.vocab_mode == "open"
+    return add_unk, data.min_count if add_unk else 1
+
+
+def build_vocab(corpus: MultilingualCorpus, mode: str, add_unk: bool, min_count: int = 1) -> Vocab:
+    """The vocabulary of ``corpus``'s splits for ``mode``; ``min_count`` as in :meth:`Vocab.build`."""
     counts: dict[str, Counter[str]] = {}
     for lang in corpus.langs:
         counts[lang] = corpus.counts(lang, vocab_splits(mode, tuple(corpus.splits[lang])))
-    return Vocab.build(counts, add_unk=add_unk)
+    return Vocab.build(counts, add_unk=add_unk, min_count=min_count)
+
+
+def unk_report(vocab: Vocab, corpus: MultilingualCorpus, streams: Mapping[str, np.ndarray],
+               min_count: int) -> dict[str, Any]:
+    """What ``<unk>`` stands for in training (``streams``: the encoded training split per language).
+
+    ``dropped_words``: training word types outside the vocabulary (the ``min_count`` cutoff's);
+    ``unk_tokens``/``unk_share``: training targets that are ``<unk>``, those the corpus writes included.
+    """
+    uid = vocab.id(UNK)
+    dropped = {w for lang in corpus.langs for w in set(corpus.splits[lang]["train"]) if w not in vocab}
+    n_unk = sum(int(np.count_nonzero(s == uid)) for s in streams.values())
+    n_all = sum(int(s.size) for s in streams.values())
+    return {"min_count": min_count, "dropped_words": len(dropped), "unk_tokens": n_unk,
+            "unk_share": round(n_unk / max(n_all, 1), 6)}
 
 
 def encode_stream(vocab: Vocab, tokens: Sequence[str], n_streams: int, unk: bool) -> np.ndarray:

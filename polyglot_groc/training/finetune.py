@@ -1,9 +1,10 @@
 """Finetuning a trained run on a new domain (seed 000 §5, low-resource setting).
 
 The vocabulary is extended with the new domain's training words (a new :class:`Vocab`; the old
-one is immutable). Parameters indexed by word (lookup input/output tables, lookup biases) keep
-their trained rows and get freshly initialised rows for the new words, as the seed did; a GroC
-model has no such parameters for its output side and composes the new words from characters.
+one is immutable; a lookup model with ``<unk>`` leaves words rarer than ``data.min_count`` to it).
+Parameters indexed by word (lookup input/output tables, lookup biases) keep their trained rows
+and get freshly initialised rows for the new words, as the seed did; a GroC model has no such
+parameters for its output side and composes the new words from characters.
 
 The optimizer starts fresh unless asked (``resume_optimizer``): then the run's Adam state is
 carried over. Adam keeps per-parameter moments (``exp_avg``, ``exp_avg_sq``) and a step count;
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,16 +29,18 @@ from typing import Any
 import torch
 
 from groc_base.errors import CheckpointError, ConfigError, InputError
+from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import ParentConfig, RunConfig, load_config, merge_overrides, to_dict
 from polyglot_groc.model.bundle import ModelBundle, load_bundle, run_checkpoint_path
 from polyglot_groc.model.checkpoint import file_sha256
+from polyglot_groc.model.vocab import UNK
 from polyglot_groc.training.data import load_corpus, unseen_words
 from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, trainable_named_parameters
 
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_EPOCHS", "FinetuneLanguageError", "FinetunedRun", "extend_bundle", "extend_optimizer_state",
-           "finetune_config", "finetune_run", "finetune_trainer", "parent_record"]
+           "finetune_config", "finetune_run", "finetune_trainer", "finetune_words", "parent_record"]
 
 
 class FinetuneLanguageError(InputError):
@@ -69,6 +73,26 @@ def extend_bundle(bundle: ModelBundle, new_words: dict[str, list[str]], seed: in
     out.model.load_state_dict(new)
     log.info("vocabulary extended by %d words (%s model)", n_new, bundle.model.kind)
     return out
+
+
+def finetune_words(bundle: ModelBundle, corpus: MultilingualCorpus, min_count: int) -> dict[str, list[str]]:
+    """Per language, the new domain's training words the finetuned vocabulary adds (``unseen_words``).
+
+    A lookup-output model with ``<unk>`` adds only new words seen ``min_count`` times or more over
+    the languages (``data.min_count``, as when it was trained): the rarer ones train ``<unk>``, which
+    the new domain's unseen words are scored with. Words the vocabulary already has (from another
+    language) always join the language, and a model without ``<unk>`` (or a GroC one) takes every word.
+    """
+    words = unseen_words(bundle.vocab, corpus, "train")
+    if bundle.model.compositional_output or UNK not in bundle.vocab or min_count <= 1:
+        return words
+    total: Counter[str] = Counter()
+    for lang in corpus.langs:
+        total.update(corpus.counts(lang, ("train",)))
+    kept = {lang: [w for w in ws if w in bundle.vocab or total[w] >= min_count] for lang, ws in words.items()}
+    log.info("data.min_count=%d: %d new training words of the new domain are left to <unk>", min_count,
+             sum(len(ws) - len(kept[lang]) for lang, ws in words.items()))
+    return kept
 
 
 def extend_optimizer_state(state: Mapping[str, Any], old: ModelBundle, new: ModelBundle) -> dict[str, Any]:
@@ -210,7 +234,7 @@ def finetune_trainer(run_dir: Path, data: Path, out: Path, epochs: int | None = 
     new_cfg = finetune_config(cfg, data, langs, lr, epochs, max_steps, overrides)
     new_cfg = dataclasses.replace(new_cfg, parent=parent_record(run_dir, which, payload))
     corpus = load_corpus(new_cfg.data, ("train", "valid"), cfg.languages)
-    new_words = unseen_words(bundle.vocab, corpus, "train")
+    new_words = finetune_words(bundle, corpus, new_cfg.data.min_count)
     extended = extend_bundle(bundle, new_words, seed=cfg.train.seed)
     opt_state = extend_optimizer_state(payload["optimizer"], bundle, extended) if resume_optimizer else None
     if opt_state is not None:

@@ -45,8 +45,9 @@ from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
 from polyglot_groc.model.prefix import detach_state
 from polyglot_groc.model.scoring import pooled_nll
+from polyglot_groc.model.vocab import UNK
 from polyglot_groc.training import distributed
-from polyglot_groc.training.data import build_vocab, load_corpus
+from polyglot_groc.training.data import build_vocab, load_corpus, unk_report, vocab_policy
 from polyglot_groc.training.distributed import local_device
 from polyglot_groc.training.evaluation import evaluate_split, split_streams
 from polyglot_groc.training.loop import LoopState, RunningLoss
@@ -102,6 +103,10 @@ class TrainResult:
     parent: dict[str, Any] | None = None
     #: The step last.pt holds when training ended (None: none written, or not known); not in result.json.
     checkpoint_step: int | None = None
+    #: What ``<unk>`` stands for in training, for a lookup-output model that has one
+    #: (:func:`~polyglot_groc.training.data.unk_report`: ``min_count``, ``dropped_words``,
+    #: ``unk_tokens``, ``unk_share``); empty for other models.
+    unk: dict[str, Any] = field(default_factory=dict)
 
     @property
     def diverged(self) -> bool:
@@ -144,6 +149,8 @@ class TrainResult:
             out["lexicon"] = dict(self.lexicon)
         if self.parent is not None:
             out["parent"] = dict(self.parent)
+        if self.unk:
+            out["unk"] = dict(self.unk)
         return out
 
 
@@ -158,9 +165,10 @@ class TrainHooks(Protocol):
 
     ``on_start(total_steps, info)``: before the first step; ``info`` holds ``n_params``,
     ``n_params_split``, ``vocab``, ``langs``, ``kind``, ``start_step``, ``steps_per_epoch``, ``config``
-    (the run's :class:`RunConfig`) and what the workflow adds (``changes`` on resume, ``elmo`` for a
-    converted model). ``on_step(StepInfo)``: after every step. ``on_eval(record)``: after every
-    validation, with its metrics.jsonl record. An exception raised by a hook stops training.
+    (the run's :class:`RunConfig`), ``unk`` (as :attr:`TrainResult.unk`) and what the workflow adds
+    (``changes`` on resume, ``elmo`` for a converted model). ``on_step(StepInfo)``: after every step.
+    ``on_eval(record)``: after every validation, with its metrics.jsonl record. An exception raised
+    by a hook stops training.
     """
 
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None: ...
@@ -290,8 +298,8 @@ def seed_everything(seed: int) -> None:
 def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     """Vocabulary, lexicon forms and a freshly initialised model for ``cfg``."""
     traits = kind(cfg.model.kind)
-    add_unk = not traits.composes_output and cfg.data.vocab_mode == "open"
-    vocab = build_vocab(corpus, cfg.data.vocab_mode, add_unk)
+    add_unk, min_count = vocab_policy(cfg.data, traits.composes_output)
+    vocab = build_vocab(corpus, cfg.data.vocab_mode, add_unk, min_count)
     forms: LexiconForms | None = None
     extra: tuple[str, ...] = ()
     info: dict[str, Any] = {}
@@ -402,7 +410,8 @@ class Trainer:
         stop_reason = self._run(loop, state, loss)
         return TrainResult(self.run_dir, state.step, state.epoch(loop.steps_per_epoch), stop_reason, loop.n_params,
                            state.tokens / max(state.train_time, 1e-9), state.train_time, state.best_valid,
-                           state.last_valid, loop.history, loop.n_params_split, checkpoint_step=self.checkpoint_step)
+                           state.last_valid, loop.history, loop.n_params_split, checkpoint_step=self.checkpoint_step,
+                           unk=loop.unk)
 
     def _open_loop(self) -> _Loop:
         """Write config.toml, batch the training streams, make the optimizer, tell the hooks."""
@@ -417,17 +426,32 @@ class Trainer:
                                       variable_seed=t.seed if t.bptt_mode == "variable" else None)
         loop = _Loop(batcher=batcher, optimizer=self.make_optimizer(), steps_per_epoch=sum(windows.values()),
                      n_params=count_parameters(self.model), n_params_split=parameter_split(self.model),
-                     started=time.monotonic())
+                     started=time.monotonic(), unk=self._unk_report(train_streams))
         split, model = loop.n_params_split, self.model
         total = t.max_steps or loop.steps_per_epoch * t.max_epochs
         self.hooks.on_start(total, {"n_params": loop.n_params, "n_params_split": split, "vocab": len(self.bundle.vocab),
                                     "langs": list(self.corpus.langs), "kind": model.kind,
                                     "start_step": int(self.resume["step"]) if self.resume is not None else 0,
-                                    "steps_per_epoch": loop.steps_per_epoch, "config": cfg, **self.start_info})
+                                    "steps_per_epoch": loop.steps_per_epoch, "config": cfg, "unk": dict(loop.unk),
+                                    **self.start_info})
         log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
                  "%d steps per epoch", model.kind, loop.n_params, split["embeddings"], split["prefix"],
                  split["output"], len(self.bundle.vocab), loop.steps_per_epoch)
         return loop
+
+    def _unk_report(self, train_streams: Mapping[str, np.ndarray]) -> dict[str, Any]:
+        """:func:`unk_report` of a lookup-output model with ``<unk>`` (else empty), logged."""
+        if self.model.compositional_output or UNK not in self.bundle.vocab:
+            return {}
+        composes = kind(self.cfg.model.kind).composes_output
+        report = unk_report(self.bundle.vocab, self.corpus, train_streams, vocab_policy(self.cfg.data, composes)[1])
+        log.info("data.min_count=%d: %d training word types are outside the vocabulary; %.2f%% of the training "
+                 "tokens are <unk>", report["min_count"], report["dropped_words"], 100 * report["unk_share"])
+        if not report["unk_tokens"] and self.cfg.data.vocab_mode == "open":
+            # Unseen validation words are scored with <unk>, whose row training then only pushes down.
+            log.warning("no training token is <unk>, so <unk> is not trained and words outside the vocabulary "
+                        "get ever lower probability; set data.min_count to 2 or more")
+        return report
 
     def _restore(self, loop: _Loop) -> LoopState:
         """The loop as ``last.pt`` left it: its state, the optimizer, the batcher, the RNGs, the metrics."""
@@ -616,3 +640,5 @@ class _Loop:
     started: float
     #: Every validation record of the run (metrics.jsonl), the resumed ones included.
     history: list[dict[str, Any]] = field(default_factory=list)
+    #: What <unk> stands for in the training streams (:meth:`Trainer._unk_report`).
+    unk: dict[str, Any] = field(default_factory=dict)

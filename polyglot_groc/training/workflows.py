@@ -234,7 +234,7 @@ def resume(
         raise InputError(f"{run} is not a run directory (no config.toml and last.pt to resume from); "
                          "train it first without --resume")
     try:
-        cfg = load_config(run / "config.toml")
+        cfg = load_config(run / "config.toml", stored=True)
     except ConfigError as exc:
         raise ConfigError(f"run {run}: its config.toml is not a valid config ({exc}); put back the value the run "
                           "was trained with") from exc
@@ -409,7 +409,7 @@ def load_result(*, run: PathLike) -> TrainResult:
             return TrainResult(run, int(r["steps"]), float(r["epochs"]), r["stop_reason"], int(r["n_params"]),
                                float(r["tokens_per_s"]), float(r["train_seconds"]), dict(r["best_valid_perplexity"]),
                                dict(r["last_valid_perplexity"]), history, dict(r.get("n_params_split") or {}),
-                               dict(r.get("lexicon") or {}), r.get("parent"))
+                               dict(r.get("lexicon") or {}), r.get("parent"), unk=dict(r.get("unk") or {}))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"{run / 'result.json'} is not a run's result ({type(exc).__name__}: {exc}); it is "
                              "damaged: move it away (the run then reads as interrupted) or train it again") from exc
