@@ -25,8 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from typing import Literal, NamedTuple
 
 import faiss
@@ -192,20 +191,22 @@ def _score_blocks(
     *,
     key_bias: np.ndarray | None = None,
     query_scale: float = 1.0,
+    width: int = KEY_BLOCK,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(start, scores)``: ``query_scale * <q, key> - key_bias[key]`` for ``keys[start:start + b]``.
 
-    ``queries`` ``(q, d)`` and ``keys`` ``(m, d)`` float32; ``scores`` ``(q, b)`` lives in one
-    reused buffer, valid until the next block.  The GEMM is NumPy's (its BLAS picks this CPU's
-    kernels), the bias one in-place subtraction per block: no ``(m, d + 1)`` augmented copy.
+    ``queries`` ``(q, d)`` and ``keys`` ``(m, d)`` float32, ``width`` keys per block;
+    ``scores`` ``(q, b)`` is C-contiguous and lives in one reused buffer, valid until the next
+    block.  The GEMM is NumPy's (its BLAS picks this CPU's kernels), the bias one in-place
+    subtraction per block: no ``(m, d + 1)`` augmented copy.
     """
     if query_scale != 1.0:
         queries = queries * np.float32(query_scale)  # (q, d) scaled once, not per block
-    width = min(KEY_BLOCK, keys.shape[0])
-    buffer = np.empty((queries.shape[0], width), dtype=np.float32)  # (q, KEY_BLOCK)
+    width = min(width, keys.shape[0])
+    buffer = np.empty((queries.shape[0], width), dtype=np.float32)  # (q, width)
     for start in range(0, keys.shape[0], width):
         block = keys[start : start + width]  # (b, d)
-        scores = buffer[:, : block.shape[0]]  # (q, b) a view; C-contiguous only at full width
+        scores = buffer[:, : block.shape[0]]  # (q, b) the whole buffer at full width
         if block.shape[0] == width:
             np.matmul(queries, block.T, out=scores)
         else:
@@ -240,7 +241,6 @@ def _search(
     ids = np.empty((n, k), dtype=np.int64)
     heaps = _heaps(scores, ids)
     for start, block in _score_blocks(queries, keys, key_bias=key_bias, query_scale=query_scale):
-        block = np.ascontiguousarray(block)  # (q, b) the heap reads rows of exactly b values
         heaps.addn(block.shape[1], faiss.swig_ptr(block), start, 0, n)  # type: ignore[call-arg]  # faiss's stub omits j0, i0, ni
     heaps.reorder()  # best first
     return scores, ids
@@ -633,21 +633,16 @@ def sweep(rows: NeighbourhoodMeans, cols: NeighbourhoodMeans, n_rows: int, k: in
         return False
     started = time.perf_counter()
     m, knn, depth = cols.keys.shape[0], cols.knn, cols._depth(k)
-    # Scores come out already scaled (x2 is exact in binary floating point): one pass less per block.
-    scaled_queries = queries * np.float32(query_scale)  # (L, d)
-    width = max(SWEEP_GROUP, min(m, SWEEP_FLOATS // n_rows))
-    buffer = np.empty((n_rows, width), dtype=np.float32)  # (L, block)
     row_top = np.empty((n_rows, rows.knn), dtype=np.float32)
     row_ids = np.empty((n_rows, rows.knn), dtype=np.int64)
     bounds = np.empty((n_rows, depth), dtype=np.float32)
     found = np.empty((n_rows, depth), dtype=np.int64)
     row_heaps, rank_heaps = _heaps(row_top, row_ids), _heaps(bounds, found)
     full = n_rows - n_rows % SWEEP_GROUP  # rows in whole groups; the rest form one last group
-    for start in range(0, m, width):
-        block = cols.keys[start : start + width]  # (b, d)
-        b = block.shape[0]
-        scores = buffer[:, :b] if b == width else np.empty((n_rows, b), dtype=np.float32)  # (L, b)
-        np.matmul(scaled_queries, block.T, out=scores)  # query_scale * <q, key>
+    # Scores come out already scaled (x2 is exact in binary floating point): one pass less per block.
+    blocks = _score_blocks(queries, cols.keys, query_scale=query_scale, width=max(SWEEP_GROUP, SWEEP_FLOATS // n_rows))
+    for start, scores in blocks:  # (L, b) query_scale * <q, key>
+        b = scores.shape[1]
         row_heaps.addn(b, faiss.swig_ptr(scores), start, 0, n_rows)  # type: ignore[call-arg]  # faiss's stub omits j0, i0, ni
         group_max = _group_max(scores, full)  # (G, b)
         top = np.empty((b, knn), dtype=np.float32)
@@ -660,7 +655,7 @@ def sweep(rows: NeighbourhoodMeans, cols: NeighbourhoodMeans, n_rows: int, k: in
         keys = slice(start, start + b)
         loose = ~cols.exact[keys]
         cols.value[keys][loose] = np.maximum(cols.value[keys][loose], lower[loose] - np.float32(BOUND_SLACK))
-        _in_parallel(_subtract_rows(scores, cols.value[keys]), n_rows)
+        scores -= cols.value[keys]
         rank_heaps.addn(b, faiss.swig_ptr(scores), start, 0, n_rows)  # type: ignore[call-arg]  # faiss's stub omits j0, i0, ni
     row_heaps.reorder()
     rank_heaps.reorder()
@@ -676,55 +671,13 @@ def sweep(rows: NeighbourhoodMeans, cols: NeighbourhoodMeans, n_rows: int, k: in
     return True
 
 
-def _in_parallel(fn: Callable[[slice], object], n_rows: int, step: int = 1) -> None:
-    """``fn(rows)`` over ``n_rows`` rows split in one contiguous part per thread (parts a multiple of
-    ``step`` rows).  NumPy's elementwise passes run on one core and release the GIL, so the
-    sweep's passes over its score slab run this way on every core faiss may use (2 here: one
-    pass over a 10k x 3355 slab took 27 ms on one thread)."""
-    parts = max(1, min(faiss.omp_get_max_threads(), n_rows // max(step, 1024)))
-    if parts == 1:
-        fn(slice(0, n_rows))
-        return
-    size = -(-n_rows // parts)
-    size += -size % step
-    slices = [slice(start, min(n_rows, start + size)) for start in range(0, n_rows, size)]
-    list(_pool().map(fn, slices))
-
-
-def _subtract_rows(scores: np.ndarray, bias: np.ndarray) -> Callable[[slice], object]:
-    """``scores[rows] -= bias`` as a part for :func:`_in_parallel`."""
-    def part(rows: slice) -> object:
-        return np.subtract(scores[rows], bias, out=scores[rows])
-    return part
-
-
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, faiss.omp_get_max_threads()), thread_name_prefix="knn")
-    return _POOL
-
-
 def _group_max(scores: np.ndarray, full: int) -> np.ndarray:
     """Maximum of each ``SWEEP_GROUP`` consecutive rows of ``scores`` ``(L, b)`` (the rows past
     ``full`` form one last group): ``(G, b)``, one value per group and column."""
     n_rows, b = scores.shape
-    groups = full // SWEEP_GROUP + (full < n_rows)
-    out = np.empty((groups, b), dtype=np.float32)
-
-    def part(rows: slice) -> None:
-        stop = min(rows.stop, full)
-        if rows.start < stop:
-            g0 = rows.start // SWEEP_GROUP
-            block = scores[rows.start : stop].reshape(-1, SWEEP_GROUP, b)
-            np.max(block, axis=1, out=out[g0 : g0 + block.shape[0]])
-        if rows.stop > full:  # the last, short group
-            out[-1] = scores[full:].max(axis=0)
-
-    _in_parallel(part, n_rows, step=SWEEP_GROUP)
+    out = scores[:full].reshape(full // SWEEP_GROUP, SWEEP_GROUP, b).max(axis=1)  # (G, b)
+    if full < n_rows:  # the last, short group
+        out = np.vstack([out, scores[full:].max(axis=0, keepdims=True)])
     return out
 
 
