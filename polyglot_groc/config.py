@@ -520,14 +520,10 @@ STORED_BEFORE: dict[str, Any] = {"data.min_count": 1}
 def stored_values(values: Mapping[str, Any]) -> dict[str, Any]:
     """A run's stored config values (config.toml, a checkpoint's config) with each key of
     :data:`STORED_BEFORE` that they lack set to the value describing that run (a copy)."""
-    out = _deepcopy(values)
+    out: dict[str, Any] = {}
     for key, val in STORED_BEFORE.items():
-        *path, name = key.split(".")
-        node: Any = out
-        for part in path:
-            node = node.setdefault(part, {}) if isinstance(node, dict) else None
-        if isinstance(node, dict):  # a malformed table is left for validation to name
-            node.setdefault(name, val)
+        _merge(out, key.split("."), val)  # what a run without the key did ...
+    _deep_update(out, _deepcopy(values))  # ... under every value the run stored (a malformed table replaces it whole)
     return out
 
 
