@@ -110,3 +110,22 @@ def one_line_exit_2(result: Any, needle: str) -> None:
     assert result.exit_code == 2, result.output
     err = result.stderr.strip()
     assert len(err.splitlines()) == 1 and needle in err, err
+
+
+class RecordingHooks:
+    """Training hooks that record what they are told: ``starts`` (each ``on_start`` info, copied),
+    ``steps`` (the StepInfo of every step) and ``evals`` (each validation record)."""
+
+    def __init__(self) -> None:
+        self.starts: list[dict[str, Any]] = []
+        self.steps: list[Any] = []
+        self.evals: list[Any] = []
+
+    def on_start(self, total_steps: int | None, info: Any) -> None:
+        self.starts.append(dict(info))
+
+    def on_step(self, info: Any) -> None:
+        self.steps.append(info)
+
+    def on_eval(self, record: Any) -> None:
+        self.evals.append(record)

@@ -11,7 +11,6 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -19,33 +18,19 @@ import torch.multiprocessing as mp
 
 from groc_base.errors import ConfigError
 from polyglot_groc.training.distributed import check_world
-from polyglot_groc.training.trainer import StepInfo, Trainer
-from tests.conftest import small_run_config
+from polyglot_groc.training.trainer import Trainer
+from tests.conftest import RecordingHooks, small_run_config
 
 OVERRIDES = ["train.max_steps=4", "train.eval_every=4", "train.log_every=1", "model.prefix.dropout=0.0",
              "model.output.dropout=0.0", "train.device=\"cpu\"", "train.batch_size=4", "train.threads=1"]
 
 
-class _Losses:
-    def __init__(self) -> None:
-        self.losses: list[float] = []
-
-    def on_start(self, total_steps: int | None, info: Any) -> None:
-        pass
-
-    def on_step(self, info: StepInfo) -> None:
-        self.losses.append(info.loss)
-
-    def on_eval(self, record: Any) -> None:
-        pass
-
-
 def _run(out: Path, extra: list[str]) -> tuple[list[float], dict[str, torch.Tensor], dict[str, float]]:
-    hooks = _Losses()
+    hooks = RecordingHooks()
     trainer = Trainer(small_run_config("groc", "en", [*OVERRIDES, *extra]), out, hooks=hooks)
     result = trainer.fit()
     params = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
-    return hooks.losses, params, result.last_valid
+    return [s.loss for s in hooks.steps], params, result.last_valid
 
 
 def _worker(rank: int, port: int, out: str, extra: list[str]) -> None:

@@ -29,7 +29,7 @@ from polyglot_groc.training.evaluation import split_streams
 from polyglot_groc.training.finetune import finetune_words
 from polyglot_groc.training.trainer import Trainer, build_bundle
 from polyglot_groc.training.workflows import load_result, resume
-from tests.conftest import one_line_exit_2, small_run_config
+from tests.conftest import RecordingHooks, one_line_exit_2, small_run_config
 
 #: Words of the fixture's training text; every ``rareN`` occurs once, ``pair`` twice.
 COMMON = ["the cat sees the dog .", "a dog sees the cat .", "the dog eats .", "a cat eats the fish ."]
@@ -143,22 +143,11 @@ def test_min_count_trains_unk_for_unseen_validation_words(tmp_path: Path, caplog
 
 def test_on_start_info_reports_unk_and_groc_runs_report_nothing(tmp_path: Path) -> None:
     root = _corpus(tmp_path / "data")
-    seen: list[dict[str, Any]] = []
-
-    class Hooks:
-        def on_start(self, total: int | None, info: Any) -> None:
-            seen.append(dict(info))
-
-        def on_step(self, info: Any) -> None:
-            pass
-
-        def on_eval(self, record: Any) -> None:
-            pass
-
+    hooks = RecordingHooks()
     steps = {"train.max_steps": 1, "train.log_every": 0}
-    Trainer(_config(root, "elmo", steps), tmp_path / "elmo", hooks=Hooks()).fit()
-    groc = Trainer(_config(root, "groc", steps), tmp_path / "groc", hooks=Hooks()).fit()
-    assert seen[0]["unk"]["dropped_words"] == 12 and seen[1]["unk"] == {}
+    Trainer(_config(root, "elmo", steps), tmp_path / "elmo", hooks=hooks).fit()
+    groc = Trainer(_config(root, "groc", steps), tmp_path / "groc", hooks=hooks).fit()
+    assert hooks.starts[0]["unk"]["dropped_words"] == 12 and hooks.starts[1]["unk"] == {}
     assert "unk" not in groc.to_dict()
 
 

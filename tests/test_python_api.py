@@ -21,7 +21,7 @@ from polyglot_groc.elmo.workflows import ElmoInitResult, init_from_elmo
 from polyglot_groc.training.interrupts import TrainingInterrupted
 from polyglot_groc.training.trainer import StepInfo
 from polyglot_groc.training.workflows import TrainResult, finetune, load_result, resume, train
-from tests.conftest import SMALL, SMALL_OVERRIDES, TINY
+from tests.conftest import SMALL, SMALL_OVERRIDES, TINY, RecordingHooks
 
 runner = CliRunner()
 #: What differs between two runs of the same config: where they are and how fast they went.
@@ -100,20 +100,10 @@ def test_train_from_python_writes_the_clis_run_and_prints_nothing(trained: dict[
 def test_resume_from_python_is_the_clis_resume(trained: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     first = train(out=trained["py2"], langs="en,fr", data=TINY, overrides=SETTINGS, max_steps=2, threads=1)
     assert first.steps == 2
-    started: list[dict[str, Any]] = []
-
-    class Hooks:
-        def on_start(self, total_steps: int | None, info: Any) -> None:
-            started.append(dict(info))
-
-        def on_step(self, info: StepInfo) -> None:
-            pass
-
-        def on_eval(self, record: Any) -> None:
-            pass
-
+    hooks = RecordingHooks()
     capsys.readouterr()
-    result = resume(run=trained["py2"], max_steps=4, hooks=Hooks())
+    result = resume(run=trained["py2"], max_steps=4, hooks=hooks)
+    started = hooks.starts
     assert capsys.readouterr() == ("", "")
     assert isinstance(result, TrainResult) and result.steps == 4
     assert started[0]["start_step"] == 2 and started[0]["changes"] == ["train.max_steps 2 -> 4"]

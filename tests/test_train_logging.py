@@ -11,29 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from polyglot_groc.config import load_config
-from polyglot_groc.training.trainer import StepInfo, Trainer
-from tests.conftest import SMALL, TINY, small_run_config
+from polyglot_groc.training.trainer import Trainer
+from tests.conftest import SMALL, TINY, RecordingHooks, small_run_config
 
 runner = CliRunner()
 
 
-class _Steps:
-    def __init__(self) -> None:
-        self.steps: list[StepInfo] = []
-
-    def on_start(self, total_steps: int | None, info: Any) -> None:
-        pass
-
-    def on_step(self, info: StepInfo) -> None:
-        self.steps.append(info)
-
-    def on_eval(self, record: Any) -> None:
-        pass
-
-
 @pytest.mark.parametrize("log_every", [0, 4, 10])
 def test_running_loss_is_never_nan_in_short_runs(tmp_path: Path, log_every: int) -> None:
-    hooks = _Steps()
+    hooks = RecordingHooks()
     cfg = small_run_config("lookup", "en", ["train.max_steps=6", f"train.log_every={log_every}", "train.eval_every=0"])
     Trainer(cfg, tmp_path / "run", hooks=hooks).fit()
     assert [s.step for s in hooks.steps] == [1, 2, 3, 4, 5, 6]
@@ -51,7 +37,7 @@ def test_running_loss_after_a_resume_is_never_nan(tmp_path: Path) -> None:
     Trainer(cfg, tmp_path / "run").fit()
     payload = load_checkpoint(tmp_path / "run" / "last.pt")
     longer = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, max_steps=6))
-    hooks = _Steps()
+    hooks = RecordingHooks()
     Trainer(longer, tmp_path / "run", hooks=hooks, bundle=ModelBundle.from_state(payload["bundle"]),
             resume=payload).fit()
     assert [s.step for s in hooks.steps] == [4, 5, 6]
