@@ -183,6 +183,9 @@ def _check_r(name: str, r: np.ndarray | None, n: int) -> np.ndarray | None:
 # reused for every block (4096 x 8192: 128 MiB), small enough to stay in memory bounds and
 # large enough for full-speed GEMM (measured 150-160 GFLOPS on 2 cores at 4096 x 8192 x 300).
 KEY_BLOCK = 8192
+# Neighbours per step when candidate keys are refuted (NeighbourhoodMeans._tighten): whole
+# KEY_BLOCKs, so a key's exact r sees the GEMM blocks of _search.
+TIGHTEN_CHUNK = 3 * KEY_BLOCK
 
 
 def _score_blocks(
@@ -443,8 +446,13 @@ class NeighbourhoodMeans:
         for start in range(0, queries.shape[0], self.batch_size):
             batch = queries[start : start + self.batch_size]  # (b, d)
             floor = threshold[start : start + batch.shape[0], None] - np.float32(BOUND_SLACK)  # (b, 1)
+            mask = np.empty((batch.shape[0], min(KEY_BLOCK, self.keys.shape[0])), dtype=bool)  # (b, width)
             for key_start, scores in _score_blocks(batch, self.keys, key_bias=self.value, query_scale=query_scale):
-                row, col = np.nonzero(scores >= floor)  # (p,), (p,) row-major: rows ascending
+                hits = mask[:, : scores.shape[1]]
+                np.greater_equal(scores, floor, out=hits)
+                # flatnonzero of the flat mask: ~12x faster than the 2-d np.nonzero (measured on
+                # 4096 x 8192 blocks); row-major, so rows stay ascending.
+                row, col = np.divmod(np.flatnonzero(hits), scores.shape[1])  # (p,), (p,)
                 rows.append(start + row)
                 keys.append(key_start + col)
         return np.concatenate(rows).astype(np.int64), np.concatenate(keys).astype(np.int64)
@@ -453,12 +461,7 @@ class NeighbourhoodMeans:
         self, queries: np.ndarray, rows: np.ndarray, keys: np.ndarray, k: int, query_scale: float
     ) -> tuple[np.ndarray, np.ndarray]:
         """Exact top-``k`` per query row among its candidate keys (``rows``/``keys`` ``(P,)`` pairs)."""
-        scores = np.empty(rows.shape[0], dtype=np.float32)  # (P,)
-        step = max(1, RESCORE_FLOATS // queries.shape[1])
-        for start in range(0, rows.shape[0], step):
-            r, c = rows[start : start + step], keys[start : start + step]
-            cos = np.einsum("pd,pd->p", queries[r], self.keys[c])  # (p,)
-            scores[start : start + step] = query_scale * cos - self.value[c]
+        scores = query_scale * self._pair_cosines(queries, rows, keys) - self.value[keys]  # (P,)
         order = np.lexsort((-scores, rows))  # by row, best first within a row
         rows, keys, scores = rows[order], keys[order], scores[order]
         first = np.searchsorted(rows, np.arange(queries.shape[0]))  # (q,) where each row's run starts
@@ -475,12 +478,13 @@ class NeighbourhoodMeans:
         """Top-``k`` keys by ``query_scale * <q, key> - r(key)`` per query row (unit rows ``(q, d)``).
 
         Returns ``(scores (q, k) float32, ids (q, k) int64)``, best first, with exact ``r`` in
-        every returned score.  Exact mode: the ``2k`` best keys by bound get exact ``r``.  A row
-        whose ``k``-th best exact score is at least the last listed bound is done (every key
-        outside the list is bounded below it).  For the other rows that score is a floor under
-        the true ``k``-th best, so only keys whose bound reaches it can be in the top ``k``: one
-        range search finds them, they get exact ``r``, and the answer is the best ``k`` among
-        them.  Approximate mode: one round of depth ``k + max(5, k // 2)`` by bound, re-ranked
+        every returned score.  Exact mode: a first round lists the ``2k`` best keys by bound (a
+        sweep's list: ``SWEEP_DEPTH``), and the ``k`` first get exact ``r``: their ``k``-th best
+        score is a floor under the true ``k``-th best, so only keys whose bound reaches it can be
+        in the top ``k`` (listed ones, and where the last listed bound reaches the floor, those a
+        range search finds).  Those are settled without a full search each
+        (:meth:`_certify`), and the answer is the best ``k`` of the keys left.  Approximate mode:
+        one round of depth ``k + max(5, k // 2)`` by bound, re-ranked
         with exact ``r``.  The last answer is memoised: the refinement's criterion and the next
         induction ask the same question of one mapping (``queries`` must not change in place).
 
@@ -530,7 +534,10 @@ class NeighbourhoodMeans:
         """
         stored = self._swept
         if stored is not None and stored[0] == self._query_key(queries, query_scale) and stored[1].shape[1] >= depth:
-            return stored[1][:, :depth], stored[2][:, :depth], stored[3][:, :depth]
+            # Exact mode takes the whole stored list (deeper lists leave fewer rows to a range
+            # search); the approximate mode re-ranks exactly what it asked for.
+            width = stored[1].shape[1] if self.knn_mode == "exact" else depth
+            return stored[1][:, :width], stored[2][:, :width], stored[3][:, :width]
         self._ensure_bounds()
         bounds, found = _topk_inner(
             queries, self.keys, depth, self.batch_size, key_bias=self.value, query_scale=query_scale
@@ -559,30 +566,118 @@ class NeighbourhoodMeans:
 
     def _certify(self, queries: np.ndarray, k: int, query_scale: float, bounds: np.ndarray,
                  found: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Exact top-``k`` from a first round (``bounds``, ``found`` ``(q, depth)``): exact r for
-        the listed keys, then a range search for the rows a key outside the list may beat."""
+        """Exact top-``k`` from a first round (``bounds``, ``found`` ``(q, depth)``, best bound first).
+
+        Exact mode: the ``k`` first listed keys of each row get exact ``r``, so the row's ``k``-th
+        best exact score is a floor under its true ``k``-th best.  Only keys whose bound reaches
+        the floor can be in the top ``k``: the rest of the list, and for rows where a key outside
+        the list may reach it, every such key (one range search).  The floor rises with every
+        exact key among them; the others are not searched exactly but refuted (:meth:`_tighten`):
+        their ``r`` bounds tighten over growing prefixes of the neighbours until each key is
+        shown below every floor it had to reach, or its ``r`` is exact.  The answer is the best
+        ``k`` among the keys left, all exact.  Approximate mode: exact ``r`` for the whole list.
+        """
         m, depth = self.keys.shape[0], found.shape[1]
         started, exact_before = time.perf_counter(), self.exact_computed
-        self.compute_exact(found)
-        rows = np.repeat(np.arange(queries.shape[0]), depth)  # (q * depth,)
-        scores, ids = self._best_of_pairs(queries, rows, found.reshape(-1), k, query_scale)  # exact, in the list
-        pairs = rows.shape[0]
-        if self.knn_mode == "exact" and depth < m:
-            pending = np.flatnonzero(scores[:, -1] < bounds[:, -1])  # rows a key outside the list may beat
-            if pending.size:
-                sub = queries[pending]
-                cand_rows, candidates = self._candidates(sub, scores[pending, -1], query_scale)  # (P,), (P,)
-                pairs += cand_rows.shape[0]
-                unique = np.unique(candidates)
-                if self.exact.sum() + np.count_nonzero(~self.exact[unique]) > FULL_SEARCH_FRACTION * m:
-                    # The bounds were too loose to pay off: finish r in one search and rank plainly.
-                    scores[pending], ids[pending] = self._full_topk(sub, k, query_scale)
-                else:
-                    self.compute_exact(unique)
-                    scores[pending], ids[pending] = self._best_of_pairs(sub, cand_rows, candidates, k, query_scale)
-            logger.debug("%d of %d rows needed the range search", pending.size, queries.shape[0])
-        self._log_topk(k, queries.shape[0], exact_before, started, pairs)
+        n_q = queries.shape[0]
+        rows = np.repeat(np.arange(n_q, dtype=np.int64), depth)  # (q * depth,)
+        keys = found.reshape(-1)  # (q * depth,)
+        if self.knn_mode != "exact" or depth >= m:
+            self.compute_exact(found)
+            scores, ids = self._best_of_pairs(queries, rows, keys, k, query_scale)
+            self._log_topk(k, n_q, exact_before, started, rows.shape[0])
+            return scores, ids
+        # The k first listed keys (the likely answer) get exact r: their k-th best score is the
+        # floor.  (Refuting them too, against a floor of the exact keys alone, took 9 s instead of
+        # 2 s at 200k x 200k: that floor is far lower.)
+        self.compute_exact(found[:, :k])
+        floor = self._exact_floor(queries, rows, keys, k, query_scale)  # (q,)
+        pending = np.flatnonzero(floor < bounds[:, -1])  # rows a key outside the list may beat
+        if pending.size:
+            cand_rows, cand_keys = self._candidates(queries[pending], floor[pending], query_scale)  # (P,), (P,)
+            pairs = np.unique(np.concatenate([rows * m + keys, pending[cand_rows] * m + cand_keys]))
+            rows, keys = pairs // m, pairs % m
+            floor = self._exact_floor(queries, rows, keys, k, query_scale)  # raised by exact candidates
+        loose = np.flatnonzero(~self.exact[keys])  # pairs whose key has only a bound of r
+        scaled = query_scale * self._pair_cosines(queries, rows[loose], keys[loose])  # (L,)
+        # A pair can reach its row's top k only while  scaled - r >= floor  (less the float32 slack).
+        ceiling = scaled - floor[rows[loose]] + np.float32(BOUND_SLACK)  # (L,) r must stay below this
+        reach = self.value[keys[loose]] <= ceiling
+        loose, ceiling = loose[reach], ceiling[reach]
+        unknown, where = np.unique(keys[loose], return_inverse=True)  # (u,) keys to settle
+        key_ceiling = np.full(unknown.shape[0], -np.inf, dtype=np.float32)
+        np.maximum.at(key_ceiling, where, ceiling)  # (u,) the highest floor each key must clear
+        if int(self.exact.sum()) + unknown.shape[0] > FULL_SEARCH_FRACTION * m:
+            # The bounds were too loose to pay off: finish r in one search and rank plainly.
+            scores, ids = self._full_topk(queries, k, query_scale)
+        else:
+            self._tighten(unknown, key_ceiling)
+            known = self.exact[keys]  # refuted keys stay bounds: below every floor they had to reach
+            scores, ids = self._best_of_pairs(queries, rows[known], keys[known], k, query_scale)
+        logger.debug("%d of %d rows needed the range search; %d keys to settle", pending.size, n_q, unknown.shape[0])
+        self._log_topk(k, n_q, exact_before, started, rows.shape[0])
         return scores, ids
+
+    def _pair_cosines(self, queries: np.ndarray, rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+        """``<queries[rows], self.keys[keys]>`` for ``(P,)`` pairs, ``(P,)`` float32, in bounded gathers."""
+        out = np.empty(rows.shape[0], dtype=np.float32)  # (P,)
+        step = max(1, RESCORE_FLOATS // queries.shape[1])
+        for start in range(0, rows.shape[0], step):
+            r, c = rows[start : start + step], keys[start : start + step]
+            out[start : start + step] = np.einsum("pd,pd->p", queries[r], self.keys[c])
+        return out
+
+    def _exact_floor(self, queries: np.ndarray, rows: np.ndarray, keys: np.ndarray, k: int,
+                     query_scale: float) -> np.ndarray:
+        """Each row's ``k``-th best exact score among its pairs whose key has exact ``r``
+        (``-inf`` with fewer than ``k``), ``(q,)``: the true ``k``-th best is at least that."""
+        known = self.exact[keys]
+        scores, _ = self._best_of_pairs(queries, rows[known], keys[known], k, query_scale)
+        return scores[:, -1]
+
+    def _tighten(self, ids: np.ndarray, ceiling: np.ndarray) -> None:
+        """Raise the ``r`` bounds of the keys ``ids`` (unique, not exact) until each is above its
+        ``ceiling`` ``(u,)`` (the key then cannot matter) or exact.
+
+        Each key's ``knn`` best cosines are merged over growing prefixes of the neighbours
+        (``TIGHTEN_CHUNK`` at a time, in the heaps :func:`_search` uses); after each chunk their
+        mean is a lower bound of ``r`` (a subset's best cannot beat the whole set's), so keys whose
+        bound passed their ceiling drop out, and the keys still in after the last chunk have
+        exact ``r``.  At 200k x 200k (``benchmarks/align_scale.py``) 57% of the keys a top-1 had
+        to settle dropped out after the first 25k neighbours and 1.3% were left at the end:
+        about a quarter of the work of their exact ``r``.
+        """
+        n = self.neighbours.shape[0]
+        started, work = time.perf_counter(), 0
+        top = np.empty((ids.shape[0], self.knn), dtype=np.float32)  # (u, knn) running best cosines
+        top_ids = np.empty((ids.shape[0], self.knn), dtype=np.int64)
+        _heaps(top, top_ids)  # emptied; compacted rows below stay valid heaps
+        alive = ids
+        for chunk_start in range(0, n, TIGHTEN_CHUNK):
+            chunk = self.neighbours[chunk_start : chunk_start + TIGHTEN_CHUNK]  # (c, d)
+            work += alive.shape[0] * chunk.shape[0]
+            for start in range(0, alive.shape[0], self.batch_size):
+                stop = min(alive.shape[0], start + self.batch_size)
+                heaps = _heaps(top[start:stop], top_ids[start:stop], empty=False)
+                for block_start, scores in _score_blocks(self.keys[alive[start:stop]], chunk):
+                    heaps.addn(scores.shape[1], faiss.swig_ptr(scores), chunk_start + block_start,  # type: ignore[call-arg]  # faiss's stub omits j0, i0, ni
+                               0, stop - start)
+            mean = top.mean(axis=1, dtype=np.float64).astype(np.float32)  # (a,)
+            if chunk_start + TIGHTEN_CHUNK >= n:  # every neighbour is in: exact
+                self.value[alive] = mean
+                self.upper[alive] = mean
+                self.exact[alive] = True
+                self.exact_computed += int(alive.shape[0])
+                break
+            self.value[alive] = np.maximum(self.value[alive], mean - np.float32(BOUND_SLACK))
+            keep = self.value[alive] <= ceiling
+            alive, ceiling = alive[keep], ceiling[keep]
+            top, top_ids = top[keep], top_ids[keep]  # whole rows: each stays a heap
+            if alive.shape[0] == 0:
+                break
+        logger.debug("settled r of %d keys: %d refuted, %d exact, %.0f%% of the work of their exact search, in %.1fs",
+                     ids.shape[0], ids.shape[0] - alive.shape[0], alive.shape[0], 100 * work / max(1, ids.shape[0] * n),
+                     time.perf_counter() - started)
 
     def _log_topk(self, k: int, n_queries: int, exact_before: int, started: float, pairs: int) -> None:
         logger.info(
@@ -594,6 +689,10 @@ class NeighbourhoodMeans:
 
 
 SWEEP_GROUP = 16  # query rows per group maximum in a sweep's neighbourhood bounds
+# Keys per query row of a sweep's first round: deeper lists leave fewer rows to a range search
+# (at 200k x 200k, top-1: depth 2 left 2.2 s of range search per ranking, 16 left 0.1 s; the
+# sweep's time did not change).
+SWEEP_DEPTH = 16
 SWEEP_FLOATS = 1 << 25  # floats in a sweep's (queries, key block) score slab (128 MiB)
 
 
@@ -613,8 +712,8 @@ def sweep(rows: NeighbourhoodMeans, cols: NeighbourhoodMeans, n_rows: int, k: in
       cosine of a distinct neighbour, so the mean of any ``knn`` of them cannot exceed the mean
       of the ``knn`` best over all neighbours).  The block's bounds are final once its scores
       for every query are in, so they rank the block at once:
-    * ``cols`` stores each query's first round, its ``2k`` (exact mode) best keys by bound, for
-      the :meth:`NeighbourhoodMeans.topk` call on ``Q`` that follows.
+    * ``cols`` stores each query's first round, its ``max(2k, SWEEP_DEPTH)`` (exact mode) best
+      keys by bound, for the :meth:`NeighbourhoodMeans.topk` call on ``Q`` that follows.
 
     Without it that call costs a bound search over a 10% sample of the neighbours (keys x
     n/10), the first round (n_rows x keys) and exact ``r`` for every listed key (2 n_rows
@@ -632,7 +731,7 @@ def sweep(rows: NeighbourhoodMeans, cols: NeighbourhoodMeans, n_rows: int, k: in
             cols._memo is not None and cols._memo[0][:3] == key[:3]):
         return False
     started = time.perf_counter()
-    m, knn, depth = cols.keys.shape[0], cols.knn, cols._depth(k)
+    m, knn, depth = cols.keys.shape[0], cols.knn, min(cols.keys.shape[0], max(cols._depth(k), SWEEP_DEPTH))
     row_top = np.empty((n_rows, rows.knn), dtype=np.float32)
     row_ids = np.empty((n_rows, rows.knn), dtype=np.int64)
     bounds = np.empty((n_rows, depth), dtype=np.float32)
@@ -681,12 +780,14 @@ def _group_max(scores: np.ndarray, full: int) -> np.ndarray:
     return out
 
 
-def _heaps(values: np.ndarray, ids: np.ndarray) -> faiss.float_minheap_array_t:
-    """faiss top-k heaps (the LARGEST values kept) over ``values``/``ids`` ``(n, k)``, emptied."""
+def _heaps(values: np.ndarray, ids: np.ndarray, *, empty: bool = True) -> faiss.float_minheap_array_t:
+    """faiss top-k heaps (the LARGEST values kept) over ``values``/``ids`` ``(n, k)`` (C-contiguous),
+    emptied, or with ``empty=False`` taken as they are (rows that are heaps already)."""
     heaps = faiss.float_minheap_array_t()
     heaps.nh, heaps.k = values.shape
     heaps.val, heaps.ids = faiss.swig_ptr(values), faiss.swig_ptr(ids)
-    heaps.heapify()
+    if empty:
+        heaps.heapify()
     return heaps
 
 
