@@ -122,9 +122,14 @@ def test_swept_induction_equals_the_dense_dictionary(monkeypatch: pytest.MonkeyP
         assert r_tgt.exact_computed < tgt.shape[0] // 2
 
 
-def test_swept_ranking_is_not_stale_after_the_other_sweep() -> None:
+@pytest.mark.parametrize("chunk", [None, 96])
+def test_swept_ranking_is_not_stale_after_the_other_sweep(monkeypatch: pytest.MonkeyPatch, chunk: int | None) -> None:
     """The other direction's sweep makes more r exact after the first round was ranked; the
-    answers (ids and exact scores) still equal the dense CSLS top-1."""
+    answers (ids and exact scores) still equal the dense CSLS top-1, also when the candidates
+    are refuted in many small steps (``chunk``)."""
+    if chunk is not None:
+        monkeypatch.setattr(knn_mod, "TIGHTEN_CHUNK", chunk)
+        monkeypatch.setattr(knn_mod, "FULL_SEARCH_FRACTION", 1.0)
     src, tgt = _hubby(2200, 12, seed=6)
     r_tgt = NeighbourhoodMeans(tgt, src, prune=True)
     r_src = NeighbourhoodMeans(src, tgt, prune=True)
