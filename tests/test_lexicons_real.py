@@ -26,12 +26,8 @@ DOG = "02084071-n"
 
 
 @pytest.fixture(scope="module")
-def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
-    from lexicons.omw_import import import_omw
-
-    wn_dir = tmp_path_factory.mktemp("wn-real")
-    specs = import_omw(DATA_ROOT, ["en", "fr"], wn_dir)
-    return wn_dir, specs
+def imported(wordnet_en_fr: tuple[Path, list[str]]) -> tuple[Path, list[str]]:
+    return wordnet_en_fr  # the session's one import (conftest); these tests only read it
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,8 +28,12 @@ def worked_example() -> str:
     return m.group(1)
 
 
-def test_readme_worked_example_runs(shared_data: Path, tmp_path: Path) -> None:
+def test_readme_worked_example_runs(shared_data: Path, tmp_path: Path, wordnet_en_fr: tuple[Path, list[str]]) -> None:
     work = tmp_path / "work"
+    # The session's wordnets, copied where the example imports them: its `lexicon import` then
+    # finds both installed (the import itself is tested in test_lexicons_real) and the ~50 s
+    # import is not paid twice.
+    shutil.copytree(wordnet_en_fr[0], work / "wn")
     script = f'polyglot-groc() {{ "{sys.executable}" -m polyglot_groc "$@"; }}\n' + worked_example()
     env = {**os.environ, "POLYGLOT_GROC_DATA": str(shared_data), "W": str(work), "STEPS": "6", "TOKENS": "4000",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
