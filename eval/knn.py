@@ -401,10 +401,14 @@ class NeighbourhoodMeans:
         todo = todo[~self.exact[todo]]
         if todo.size == 0:
             return
-        self.value[todo] = _exact_means(self.keys[todo], self.neighbours, self.knn, self.batch_size)
-        self.upper[todo] = self.value[todo]
-        self.exact[todo] = True
-        self.exact_computed += int(todo.size)
+        self._set_exact(todo, _exact_means(self.keys[todo], self.neighbours, self.knn, self.batch_size))
+
+    def _set_exact(self, ids: np.ndarray, values: np.ndarray) -> None:
+        """Record exact ``r`` ``values`` for the key rows ``ids`` (unique, not yet exact)."""
+        self.value[ids] = values
+        self.upper[ids] = self.value[ids]
+        self.exact[ids] = True
+        self.exact_computed += int(ids.shape[0])
 
     def full(self) -> np.ndarray:
         """Exact ``r`` of every key, ``(m,)``: one full search of the keys not yet exact."""
@@ -664,10 +668,7 @@ class NeighbourhoodMeans:
                                0, stop - start)
             mean = top.mean(axis=1, dtype=np.float64).astype(np.float32)  # (a,)
             if chunk_start + TIGHTEN_CHUNK >= n:  # every neighbour is in: exact
-                self.value[alive] = mean
-                self.upper[alive] = mean
-                self.exact[alive] = True
-                self.exact_computed += int(alive.shape[0])
+                self._set_exact(alive, mean)
                 break
             self.value[alive] = np.maximum(self.value[alive], mean - np.float32(BOUND_SLACK))
             keep = self.value[alive] <= ceiling
@@ -759,11 +760,8 @@ def sweep(rows: NeighbourhoodMeans, cols: NeighbourhoodMeans, n_rows: int, k: in
     row_heaps.reorder()
     rank_heaps.reorder()
     cols._bounded = True  # every key has its bound now: no sample search
-    todo = ~rows.exact[:n_rows]
-    rows.value[:n_rows][todo] = row_top[todo].mean(axis=1, dtype=np.float64) / query_scale
-    rows.upper[:n_rows][todo] = rows.value[:n_rows][todo]
-    rows.exact[:n_rows] = True
-    rows.exact_computed += int(todo.sum())
+    todo = np.flatnonzero(~rows.exact[:n_rows])
+    rows._set_exact(todo, row_top[todo].mean(axis=1, dtype=np.float64) / query_scale)
     cols._swept = (key, bounds, found, bounds + cols.value[found])
     logger.info("CSLS sweep of %d queries over %d keys: exact r of the queries, r bounds of the keys and "
                 "a first round of %d in %.1fs", n_rows, m, depth, time.perf_counter() - started)
