@@ -85,7 +85,7 @@ def wn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return install_wordnets(tmp_path_factory.mktemp("wn"), MINI_ILI, MINI_LMF)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     root = os.environ.get("POLYGLOT_GROC_DATA")
     if not root:
@@ -97,19 +97,16 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def wordnet_en_fr(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+def wordnet_en_fr(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """``(wn_dir, specs)``: PWN 3.0 and the French OMW imported offline once per session.
 
     The import is ~50 s on 2 cores, so the tests that need these two wordnets share one: tests
     that only read use ``wn_dir`` in place, tests that write into a wn directory copy it first.
     """
-    root = os.environ.get("POLYGLOT_GROC_DATA")
-    if not root or not Path(root).is_dir():
-        pytest.skip("POLYGLOT_GROC_DATA is not set: the real wordnets come from the shared data")
     from lexicons.omw_import import import_omw
 
     wn_dir = tmp_path_factory.mktemp("wn-en-fr")
-    return wn_dir, import_omw(Path(root), ["en", "fr"], wn_dir)
+    return wn_dir, import_omw(shared_data, ["en", "fr"], wn_dir)
 
 
 def one_error_line(result: Any) -> str:

@@ -26,13 +26,8 @@ DOG = "02084071-n"
 
 
 @pytest.fixture(scope="module")
-def imported(wordnet_en_fr: tuple[Path, list[str]]) -> tuple[Path, list[str]]:
-    return wordnet_en_fr  # the session's one import (conftest); these tests only read it
-
-
-@pytest.fixture(scope="module")
-def lexicon(imported: tuple[Path, list[str]]) -> WnLexicon:
-    return WnLexicon(imported[1], wn_dir=imported[0])
+def lexicon(wordnet_en_fr: tuple[Path, list[str]]) -> WnLexicon:
+    return WnLexicon(wordnet_en_fr[1], wn_dir=wordnet_en_fr[0])
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +37,8 @@ def pwn():  # type: ignore[no-untyped-def]
     return read_pwn(Path(DATA_ROOT or "") / "wordnet" / "pwn-3.0-wndb-lf.tar.xz")
 
 
-def test_import_installs_english_and_french(imported: tuple[Path, list[str]]) -> None:
-    wn_dir, specs = imported
+def test_import_installs_english_and_french(wordnet_en_fr: tuple[Path, list[str]]) -> None:
+    wn_dir, specs = wordnet_en_fr  # the session's one import (conftest); read only
     assert [s.split(":")[0] for s in specs] == ["omw-en", "omw-fr"]
     rows = {r["spec"]: r for r in installed_lexicons(wn_dir)}
     assert rows[specs[0]]["synsets"] == 117659  # all of PWN 3.0
@@ -112,7 +107,7 @@ def test_nltk_backend_agrees_with_wn(lexicon: WnLexicon, tmp_path_factory: pytes
     assert set(nltk_lex.related("chien", "fr")) == set(lexicon.related("chien", "fr"))
 
 
-def test_cli_names_what_import_installed(imported: tuple[Path, list[str]]) -> None:
+def test_cli_names_what_import_installed(wordnet_en_fr: tuple[Path, list[str]]) -> None:
     """`lexicon import` installs omw-<lang>:3.0+<hash>; omw-fr and omw-fr:3.0 name it, omw-fr:1.4 does not."""
     import json
 
@@ -120,7 +115,7 @@ def test_cli_names_what_import_installed(imported: tuple[Path, list[str]]) -> No
 
     from polyglot_groc.commands.lexicon import app
 
-    wn_dir, specs = imported
+    wn_dir, specs = wordnet_en_fr  # the session's one import (conftest); read only
     runner = CliRunner()
     for name in ("omw-fr", "omw-fr:3.0", specs[1]):
         res = runner.invoke(app, ["lookup", "chien", "--specs", name, "--wn-dir", str(wn_dir), "--json"])
