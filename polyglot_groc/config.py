@@ -129,7 +129,13 @@ PRESETS: dict[str, Path] = {"small": CONFIGS_DIR / "quickstart.toml", "paper": C
 MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "bilm", "groc",
                "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
-PRECISIONS = ("fp32", "tf32", "bf16")
+PRECISIONS = ("auto", "fp32", "tf32", "bf16")
+SOFTMAXES = ("auto", "full", "sampled")
+#: ``train.softmax = "auto"`` samples when the largest screened vocabulary has more words than this
+#: (chosen from benchmarks/vocab_scaling.py: see docs/results.md, "GroC at a real vocabulary").
+AUTO_SAMPLED_ABOVE = 30000
+#: Kinds that cannot train on a sampled softmax (must match the registry's ``Kind.samples``; a test checks).
+FULL_SOFTMAX_KINDS = ("adaptive",)
 #: The largest embedding size model.d (and pretrain-vectors --dim) may take.
 D_MAX = 1 << 20
 #: The most CPU threads --threads or train.threads may ask for.
@@ -332,8 +338,10 @@ class TrainConfig:
     bptt_mode: str = "fixed"
     #: auto | cpu | cuda | cuda:N ("auto": CUDA when available).
     device: str = "auto"
-    #: fp32 | tf32 | bf16 (bf16 autocasts the encoder and prefix; log-softmax and loss stay fp32).
-    precision: str = "fp32"
+    #: auto | fp32 | tf32 | bf16 (bf16 autocasts the encoder and prefix; log-softmax and loss stay
+    #: fp32). "auto": bf16 on a CUDA device that supports it (within 1% of fp32's perplexity on an
+    #: H100, tests/test_cuda.py), fp32 elsewhere (on CPU, bf16 autocast is slower).
+    precision: str = "auto"
     #: torch.compile the surface encoder (falls back to eager with a logged warning).
     compile: bool = False
     #: The one logging knob (CLI ``--log-every``): every N steps the running training loss is read
@@ -341,8 +349,22 @@ class TrainConfig:
     #: tok/s, ETA) and TensorBoard scalars. 0: read at evaluations only, no log lines.
     log_every: int = ranged(100, 0, 10**12)
     #: Under torchrun: each rank encodes 1/N of the scored vocabulary (all-gathered with autograd);
-    #: false encodes the whole vocabulary on every rank.
+    #: false encodes the whole vocabulary on every rank. Full softmax only (a sampled step encodes
+    #: its own candidates on each rank).
     shard_vocab: bool = True
+    #: The training softmax (model/sampling.py). "full": every step scores the whole screened
+    #: vocabulary. "sampled": a step scores its own words plus the distinct words of
+    #: ``sampled_k`` draws from ``sampled_proposal``, with the log-inclusion (log-Q) correction;
+    #: its cost does not grow with |V|. "auto": sampled where the largest screened vocabulary has
+    #: more than :data:`AUTO_SAMPLED_ABOVE` words and the kind can sample (all but adaptive), else
+    #: full. Every perplexity (validation, evaluate, caches, freq-bins) is the full softmax.
+    softmax: str = "auto"
+    #: Draws per sampled step (with replacement; their distinct words are the negatives).
+    sampled_k: int = ranged(4096, 1, 10**8)
+    #: "log-uniform" (Zipf by training frequency rank, as bilm-tf) or "unigram" (count^sampled_alpha).
+    sampled_proposal: str = "log-uniform"
+    #: The unigram proposal's exponent (word2vec's 0.75; 1: the unigram distribution, 0: uniform).
+    sampled_alpha: float = ranged(0.75, 0.0, 1.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -410,6 +432,13 @@ class RunConfig:
             raise ConfigError(f"unknown device {t.device!r}; use auto, cpu, cuda or cuda:N")
         if t.precision not in PRECISIONS:
             raise ConfigError(f"train.precision={t.precision!r} must be one of {', '.join(PRECISIONS)}")
+        if t.softmax not in SOFTMAXES:
+            raise ConfigError(f"train.softmax={t.softmax!r} must be one of {', '.join(SOFTMAXES)}")
+        if t.sampled_proposal not in ("log-uniform", "unigram"):
+            raise ConfigError(f"train.sampled_proposal={t.sampled_proposal!r} must be log-uniform or unigram")
+        if t.softmax == "sampled" and m.kind in FULL_SOFTMAX_KINDS:
+            raise ConfigError(f"train.softmax=sampled does not apply to model.kind={m.kind!r} (its softmax scores "
+                              "the vocabulary in bands); use train.softmax=full or auto")
         return self
 
     def absolute_paths(self) -> RunConfig:
@@ -514,7 +543,7 @@ def from_dict(values: Mapping[str, Any]) -> RunConfig:
 #: without it did (which may differ from today's default): a run whose config.toml or checkpoint
 #: lacks ``data.min_count`` built its vocabulary without a cutoff. Resume compares config.toml with
 #: last.pt and finetuning keeps the run's data settings, so both must read the run as it was.
-STORED_BEFORE: dict[str, Any] = {"data.min_count": 1}
+STORED_BEFORE: dict[str, Any] = {"data.min_count": 1, "train.softmax": "full"}
 
 
 def stored_values(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Exact resume after SIGKILL, and one writer per run directory (the run lock)."""
+"""Exact resume after SIGKILL (sparse updates and a sampled softmax included), and one writer per run directory
+(the run lock)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--langs", "en,fr", "--data", str(ROOT / "examples" / "sample"), "--size", "small", "--max-steps", "60",
         "--set", "train.eval_every=10", "--set", "model.d=16", "--set", "model.prefix.hidden=32",
         "--set", "model.surface.filters=[[1, 8], [2, 8], [3, 8]]", "--set", "model.output.dropout=0.2",
-        "--set", "train.output_update_prob=0.5", "--set", "train.threads=1", "--log-every", "0"]
+        "--set", "train.output_update_prob=0.5", "--set", "train.threads=1", "--log-every", "0",
+        # Sampled softmax too: each step's negatives must be drawn again exactly after the kill.
+        "--set", "train.softmax=sampled", "--set", "train.sampled_k=64"]
 TIMING = {"tokens_per_s", "elapsed_s"}
 
 

@@ -49,7 +49,7 @@ def test_train_help_names_the_defaults_a_newcomer_asks_about() -> None:
     options = {opt.opts[0]: opt for opt in _options("train")}
     for flag, default in (("--model", "groc"), ("--size", "small"), ("--tokenize", "whitespace"),
                           ("--vocab-mode", "closed"), ("--schedule", "proportional"), ("--threads", "0"),
-                          ("--device", "auto"), ("--precision", "fp32")):
+                          ("--device", "auto"), ("--precision", "auto"), ("--softmax", "auto")):
         shown = options[flag].show_default
         assert isinstance(shown, str) and default in shown, (flag, shown)
         assert f"[default: ({shown})]" in text, flag

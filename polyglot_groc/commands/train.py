@@ -30,7 +30,14 @@ from polyglot_groc.commands._common import (
     setup_logging,
 )
 from polyglot_groc.commands.data import LANGUAGES_ENV, LANGUAGES_HELP
-from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, parse_overrides
+from polyglot_groc.config import (
+    AUTO_SAMPLED_ABOVE,
+    PRESETS,
+    RunConfig,
+    load_config,
+    merge_overrides,
+    parse_overrides,
+)
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted, stop_signals
 
 
@@ -98,6 +105,10 @@ class RichHooks:
         err_console.print(f"training {what}on {', '.join(info['langs'])}: {info['n_params']:,} parameters ({parts}), "
                           f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch"
                           + (f", {total_steps:,} steps" if total_steps else ""), highlight=False, markup=False)
+        if info.get("softmax"):  # which training softmax, and why (perplexities are always the full softmax)
+            from polyglot_groc.training.softmax import SoftmaxChoice
+
+            err_console.print(SoftmaxChoice.from_dict(info["softmax"]).describe(), highlight=False, markup=False)
         self.progress.start()
         self.total = total_steps
         self.task = self.progress.add_task("train", total=total_steps, status="")
@@ -261,8 +272,16 @@ def train_command(
         "--device", help="auto (CUDA when available) | cpu | cuda | cuda:N",
         show_default=_cfg_default("train.device"))] = None,
     precision: Annotated[str | None, typer.Option(
-        "--precision", help="fp32 | tf32 | bf16 (the loss stays fp32)",
+        "--precision", help="auto | fp32 | tf32 | bf16 (auto: bf16 on a CUDA GPU that has it, else fp32; the loss "
+                            "stays fp32)",
         show_default=_cfg_default("train.precision"))] = None,
+    softmax: Annotated[str | None, typer.Option(
+        "--softmax", help="Training softmax: full | sampled | auto (auto: sampled above "
+                          f"{AUTO_SAMPLED_ABOVE:,} words per language); perplexities are always the full softmax",
+        show_default=_cfg_default("train.softmax"))] = None,
+    sampled_k: Annotated[int | None, typer.Option(
+        "--sampled-k", help="Draws of negatives per sampled step (train.sampled_k)",
+        show_default=_cfg_default("train.sampled_k"))] = None,
     compile_: Annotated[bool | None, typer.Option(
         "--compile/--no-compile", help="torch.compile the char encoder",
         show_default=_cfg_default("train.compile"))] = None,
@@ -301,7 +320,8 @@ def train_command(
     _train(langs, with_, data, out, model, size, config, set_ or [], max_steps, max_minutes, max_epochs, seed,
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
            threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie,
-           precision, compile_, not_for_resume=not_for_resume, wn_dir=wn_dir, languages=languages)
+           precision, compile_, not_for_resume=not_for_resume, wn_dir=wn_dir, languages=languages,
+           softmax=softmax, sampled_k=sampled_k)
 
 
 @cli_errors
@@ -313,7 +333,8 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            resume: Path | None, log_every: int | None, tensorboard: bool, verbose: bool, init_input: Path | None = None,
            freeze_input: bool = False, untie: bool = False, precision: str | None = None,
            compile_: bool | None = None, not_for_resume: list[str] | None = None,
-           wn_dir: Path | None = None, languages: Path | None = None) -> None:
+           wn_dir: Path | None = None, languages: Path | None = None, softmax: str | None = None,
+           sampled_k: int | None = None) -> None:
     from groc_base.errors import ConfigError
     from polyglot_groc.training.distributed import world_from_env
     from polyglot_groc.training.workflows import train
@@ -322,6 +343,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     # Numbers first: nothing is read or written before the command line is known to be sane.
     check_positive(max_steps=max_steps, max_minutes=max_minutes, max_epochs=max_epochs)
     check_non_negative(threads=threads, log_every=log_every)
+    check_positive(sampled_k=sampled_k)
     check_probability(lexicon_coverage=lexicon_coverage)
     if resume is not None:
         if not_for_resume:
@@ -341,6 +363,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
         "model.lexicon.use_definitions": False if no_definitions else None,
         "model.lexicon.coverage": lexicon_coverage, "model.lexicon.wn_dir": str(wn_dir) if wn_dir else None,
         "train.precision": precision, "train.compile": compile_, "train.log_every": log_every,
+        "train.softmax": softmax, "train.sampled_k": sampled_k,
         "model.init_input": str(init_input) if init_input else None,
         "model.freeze_input": True if freeze_input else None}
     also = [c.strip() for c in (with_ or "").split(",") if c.strip()]

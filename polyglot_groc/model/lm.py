@@ -36,6 +36,7 @@ from polyglot_groc.config import ModelConfig
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.kinds import build_parts
 from polyglot_groc.model.prefix import LSTMPrefix, State
+from polyglot_groc.model.sampling import Candidates
 from polyglot_groc.model.screen import LanguageScreen
 
 
@@ -167,8 +168,15 @@ class LanguageModel(nn.Module):
         return self._prefix_for(direction).init_state(batch_size, self._device())
 
     # ----------------------------------------------------------------------------------------
-    def vocab_tables(self, lang: str | None, update_output: bool = True) -> _Tables:
-        """Embeddings, output embeddings and biases of the scored vocabulary (cached in eval)."""
+    def vocab_tables(self, lang: str | None, update_output: bool = True,
+                     candidates: Candidates | None = None) -> _Tables:
+        """Embeddings, output embeddings and biases of the scored vocabulary (cached in eval).
+
+        ``candidates`` (training only): score just those words, each bias plus its
+        ``log_correction`` (``-log π``, :mod:`polyglot_groc.model.sampling`); only they are encoded.
+        """
+        if candidates is not None:
+            return self._candidate_tables(candidates, update_output)
         key = lang
         if not self.training:
             version = self._param_version()
@@ -193,19 +201,43 @@ class LanguageModel(nn.Module):
             e = hit[1]  # (V_l, d), no grad
         else:
             e = (self.vocab_encoder or self.output_embedder)(ids)  # (V_l, d)
+        tables = self._tables(ids, e)
+        if not self.training:
+            self._cache[key] = tables
+        return tables
+
+    def _candidate_tables(self, candidates: Candidates, update_output: bool) -> _Tables:
+        """The tables of a sampled training step: only the candidates are encoded (locally on each
+        rank: ranks draw different candidates, so the vocabulary shards of ``vocab_encoder`` do not
+        apply), and each bias carries its candidate's ``-log π`` (the Horvitz–Thompson weight)."""
+        if not self.training:
+            raise ModelError("sampled candidates are for training steps only; evaluation scores the full "
+                             "screened vocabulary (call model.train() or leave candidates out)")
+        if not self._parts.samples:
+            raise ModelError(f"a {self.kind} model scores its vocabulary in bands, not word by word, so it cannot "
+                             "train on a sampled softmax; set train.softmax=full")
+        ids = candidates.ids  # (C,)
+        if update_output:
+            e = self.output_embedder(ids)  # (C, d)
+        else:  # a frozen step (sparse updates): the encoder gets no gradient, so no graph is kept
+            with torch.no_grad():
+                e = self.output_embedder(ids)  # (C, d)
+        return self._tables(ids, e, candidates.log_correction)
+
+    def _tables(self, ids: torch.Tensor, e: torch.Tensor, log_correction: torch.Tensor | None = None) -> _Tables:
+        """Output net, bias and input rows over the encoded words ``e`` (n, d) of ``ids`` (n,)."""
         # Seed 000 §3.4/B.4: a frozen step freezes only the compositional encoder (its table is
-        # reused above); the output net and the computed bias train every step like the prefix.
-        e_out = self.output_net(e)  # (V_l, d)
-        bias = self.bias(e_out) if self._parts.computed_bias else self.bias(ids)  # (V_l,)
+        # reused); the output net and the computed bias train every step like the prefix.
+        e_out = self.output_net(e)  # (n, d)
+        bias = self.bias(e_out) if self._parts.computed_bias else self.bias(ids)  # (n,)
+        if log_correction is not None:
+            bias = bias + log_correction.to(bias.dtype)  # s_c - log π_c
         e_in = e
         if self.cfg.output.inputs_after_dropout and self.training:
             # Released code: inputs are rows of the dropped output table (same mask at depth 0).
             drop = getattr(self.output_net, "drop", None)
             e_in = e_out if self.cfg.output.depth == 0 else (drop(e) if callable(drop) else e)
-        tables = _Tables(ids, e_in if self.shared_embedding else None, e_out, bias)
-        if not self.training:
-            self._cache[key] = tables
-        return tables
+        return _Tables(ids, e_in if self.shared_embedding else None, e_out, bias)
 
     def _device(self) -> torch.device:
         return next(self.parameters()).device
@@ -230,18 +262,19 @@ class LanguageModel(nn.Module):
         return table * keep
 
     def _scores(self, inputs: torch.Tensor, lang: str | None, state: State, update_output: bool = True,
-                direction: str | None = None, tables: _Tables | None = None,
+                direction: str | None = None, tables: _Tables | None = None, candidates: Candidates | None = None,
                 ) -> tuple[torch.Tensor, _Tables, torch.Tensor, torch.Tensor, State]:
         """The kind's scores of the scored vocabulary at every position: ``(logits (B, T, V_l), tables,
         h (B, T, d), h_raw (B, T, d), state)``; the one forward pass behind :meth:`forward` and
         :meth:`token_logprobs`. ``direction="backward"`` runs the backward prefix (``inputs`` already
-        reversed); ``tables`` reuses the vocabulary tables of this step."""
+        reversed); ``tables`` reuses the vocabulary tables of this step; ``candidates`` scores a
+        sampled step's candidates only (logits then (B, T, C))."""
         prefix = self._prefix_for(direction)
         dev = self._device()
         cast = self.autocast_dtype is not None
         with torch.autocast(dev.type, dtype=self.autocast_dtype or torch.bfloat16, enabled=cast):
             if tables is None:
-                tables = self.vocab_tables(lang, update_output=update_output)
+                tables = self.vocab_tables(lang, update_output=update_output, candidates=candidates)
             x = self.embed_inputs(inputs, tables)  # (B, T, d)
         # The prefix runs under autocast on CUDA; oneDNN has no bf16 LSTM with projections, so
         # on CPU it stays fp32 (the encoder, the costly part there, is still autocast).
@@ -253,14 +286,19 @@ class LanguageModel(nn.Module):
 
     def forward(self, inputs: torch.Tensor, targets: torch.Tensor | None, lang: str | None,
                 state: State, return_logits: bool = False, update_output: bool = True,
-                direction: str | None = None) -> LMOutput:
+                direction: str | None = None, candidates: Candidates | None = None) -> LMOutput:
         """inputs/targets: (B, T) global word ids; ``lang`` picks the screen (None = full union).
 
         ``direction``: None (training: a bidirectional kind's loss is the mean of its forward and
         backward NLL), ``"forward"`` (the forward LM only) or ``"backward"`` (the backward LM on
         reversed text: ``inputs`` are read in the order given, ``state`` is the backward state).
+        ``candidates``: a sampled training step (:mod:`polyglot_groc.model.sampling`): the loss
+        and ``nll_sum`` are the sampled-softmax estimates over those words, which must hold every
+        input and target id. Training steps only: in eval mode it is refused, so no perplexity
+        is ever computed from a sample.
         """
-        logits, tables, h, h_raw, state = self._scores(inputs, lang, state, update_output, direction)
+        logits, tables, h, h_raw, state = self._scores(inputs, lang, state, update_output, direction,
+                                                       candidates=candidates)
         loss = None
         nll_sum, n_tok = torch.zeros((), device=logits.device), 0
         nll_back = None

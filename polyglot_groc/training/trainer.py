@@ -34,6 +34,7 @@ from polyglot_groc.model.device import (
     device_name,
     maybe_compile,
     resolve_device,
+    resolve_precision,
     set_matmul_precision,
     set_threads,
     to_cpu,
@@ -44,6 +45,7 @@ from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
 from polyglot_groc.model.prefix import detach_state
+from polyglot_groc.model.sampling import CandidateSampler
 from polyglot_groc.model.scoring import pooled_nll
 from polyglot_groc.model.vocab import UNK
 from polyglot_groc.training import distributed
@@ -52,6 +54,7 @@ from polyglot_groc.training.distributed import local_device
 from polyglot_groc.training.evaluation import evaluate_split, split_streams
 from polyglot_groc.training.loop import LoopState, RunningLoss
 from polyglot_groc.training.regularizers import ar_tar_penalty
+from polyglot_groc.training.softmax import SoftmaxChoice, choose_softmax, make_sampler
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +110,9 @@ class TrainResult:
     #: (:func:`~polyglot_groc.training.data.unk_report`: ``min_count``, ``dropped_words``,
     #: ``unk_tokens``, ``unk_share``); empty for other models.
     unk: dict[str, Any] = field(default_factory=dict)
+    #: The training softmax and why (:meth:`~polyglot_groc.training.softmax.SoftmaxChoice.to_dict`:
+    #: ``mode`` full | sampled, ``reason``, ``largest_vocab``, and ``k``, ``proposal`` when sampled).
+    softmax: dict[str, Any] = field(default_factory=dict)
 
     @property
     def diverged(self) -> bool:
@@ -151,6 +157,8 @@ class TrainResult:
             out["parent"] = dict(self.parent)
         if self.unk:
             out["unk"] = dict(self.unk)
+        if self.softmax:
+            out["softmax"] = dict(self.softmax)
         return out
 
 
@@ -255,14 +263,18 @@ def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
 
 
 def place_model(model: LanguageModel, t: Any, device: torch.device) -> torch.device:
-    """Move ``model`` to ``device`` and apply ``train.precision`` / ``train.compile``."""
-    set_matmul_precision(t.precision)
+    """Move ``model`` to ``device`` and apply ``train.precision`` (``auto`` resolved for the device) and
+    ``train.compile``."""
+    precision = resolve_precision(t.precision, device)
+    set_matmul_precision(precision)
     model.to(device)
-    model.autocast_dtype = torch.bfloat16 if t.precision == "bf16" else None
+    model.autocast_dtype = torch.bfloat16 if precision == "bf16" else None
     surface = getattr(model.input_embedder, "surface", None)
     if t.compile and surface is not None:
         surface.use_compiler(maybe_compile)
-    log.info("training on %s, precision %s%s", device_name(device), t.precision, ", compiled" if t.compile else "")
+    auto = " (train.precision=auto)" if t.precision == "auto" else ""
+    log.info("training on %s, precision %s%s%s", device_name(device), precision, auto,
+             ", compiled" if t.compile else "")
     return device
 
 
@@ -411,7 +423,7 @@ class Trainer:
         return TrainResult(self.run_dir, state.step, state.epoch(loop.steps_per_epoch), stop_reason, loop.n_params,
                            state.tokens / max(state.train_time, 1e-9), state.train_time, state.best_valid,
                            state.last_valid, loop.history, loop.n_params_split, checkpoint_step=self.checkpoint_step,
-                           unk=loop.unk)
+                           unk=loop.unk, softmax=loop.softmax.to_dict())
 
     def _open_loop(self) -> _Loop:
         """Write config.toml, batch the training streams, make the optimizer, tell the hooks."""
@@ -424,16 +436,19 @@ class Trainer:
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
         batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
                                       variable_seed=t.seed if t.bptt_mode == "variable" else None)
+        choice = choose_softmax(t, self.model, cfg.data.screen)
         loop = _Loop(batcher=batcher, optimizer=self.make_optimizer(), steps_per_epoch=sum(windows.values()),
                      n_params=count_parameters(self.model), n_params_split=parameter_split(self.model),
-                     started=time.monotonic(), unk=self._unk_report(train_streams))
+                     started=time.monotonic(), unk=self._unk_report(train_streams), softmax=choice,
+                     sampler=make_sampler(choice, t, self.model, train_streams, cfg.data.screen, self.dist.rank))
         split, model = loop.n_params_split, self.model
         total = t.max_steps or loop.steps_per_epoch * t.max_epochs
         self.hooks.on_start(total, {"n_params": loop.n_params, "n_params_split": split, "vocab": len(self.bundle.vocab),
                                     "langs": list(self.corpus.langs), "kind": model.kind,
                                     "start_step": int(self.resume["step"]) if self.resume is not None else 0,
                                     "steps_per_epoch": loop.steps_per_epoch, "config": cfg, "unk": dict(loop.unk),
-                                    **self.start_info})
+                                    "softmax": choice.to_dict(), **self.start_info})
+        log.info("%s", choice.describe())
         log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
                  "%d steps per epoch", model.kind, loop.n_params, split["embeddings"], split["prefix"],
                  split["output"], len(self.bundle.vocab), loop.steps_per_epoch)
@@ -529,9 +544,14 @@ class Trainer:
         update_output = t.output_update_prob >= 1.0 or state.update_rng.random() < t.output_update_prob
         rows = self.dist.rows(batch.inputs.shape[0])  # this rank's streams (all of them alone)
         carried = state.lstm_states.get(lang) or model.init_state(rows.stop - rows.start)
+        screen = lang if self.cfg.data.screen else None
+        candidates = None
+        if loop.sampler is not None:  # this step's words + this rank's negatives, drawn on the host
+            words = np.concatenate([batch.inputs[rows].ravel(), batch.targets[rows].ravel()])
+            candidates = loop.sampler.draw(screen, words, state.step).to(self.device)
         out = model(torch.from_numpy(batch.inputs[rows]).to(self.device, non_blocking=True),
                     torch.from_numpy(batch.targets[rows]).to(self.device, non_blocking=True),
-                    lang if self.cfg.data.screen else None, carried, update_output=update_output)
+                    screen, carried, update_output=update_output, candidates=candidates)
         assert out.loss is not None  # mean NLL of the window's targets
         optimizer.zero_grad(set_to_none=True)
         penalty = ar_tar_penalty(out.hidden, out.hidden_raw, t.ar_alpha, t.tar_beta)
@@ -642,3 +662,6 @@ class _Loop:
     history: list[dict[str, Any]] = field(default_factory=list)
     #: What <unk> stands for in the training streams (:meth:`Trainer._unk_report`).
     unk: dict[str, Any] = field(default_factory=dict)
+    #: The training softmax (train.softmax resolved) and, when it samples, the candidate sampler.
+    softmax: SoftmaxChoice = field(default_factory=lambda: SoftmaxChoice("full", "train.softmax=full", 0))
+    sampler: CandidateSampler | None = None

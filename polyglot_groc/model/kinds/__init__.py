@@ -43,6 +43,9 @@ class Kind:
     composes_output: bool = False
     #: The embedder reads lexicon forms (WordNet relatives and definition words): compile them.
     uses_lexicon: bool = False
+    #: Can train on a sampled softmax (``train.softmax``): every kind whose scorer scores words one by
+    #: one; must match ``KindParts.samples`` and config.FULL_SOFTMAX_KINDS (a test checks).
+    samples: bool = True
 
 
 #: kind name -> Kind. ``lookup`` is the historical name of ``tied``.
@@ -52,7 +55,7 @@ REGISTRY: dict[str, Kind] = {
     "lookup": Kind(lookup.build_tied),
     "bilinear": Kind(lookup.build_bilinear),
     "deep-residual": Kind(lookup.build_deep_residual),
-    "adaptive": Kind(adaptive.build),
+    "adaptive": Kind(adaptive.build, samples=False),
     "conv": Kind(conv.build),
     "elmo": Kind(compositional.build_elmo),
     "bilm": Kind(compositional.build_bilm),

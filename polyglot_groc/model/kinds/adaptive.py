@@ -129,4 +129,4 @@ def build(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
     emb = AdaptiveEmbedder(n_words, cfg.d, o.cutoffs, o.adaptive_factor, cfg.init_range)
     # The output dropout lives in the scorer (on h), so the output net is the identity.
     return KindParts(emb, emb, ResidualOutputNet(cfg.d, 0, o.activation, 0.0), NoBias(),
-                     AdaptiveScorer(emb, cfg.d, o.dropout))
+                     AdaptiveScorer(emb, cfg.d, o.dropout), samples=False)

@@ -46,3 +46,6 @@ class KindParts:
     compositional_output: bool = False
     #: A forward and a backward LSTM stack (ELMo's biLM, seed 004 ch. 3), each layer projected to d.
     bidirectional: bool = False
+    #: The scorer scores each word on its own (a dot product), so a sampled softmax over a subset of
+    #: the vocabulary is the same function on fewer words (not so for the adaptive softmax's bands).
+    samples: bool = True
