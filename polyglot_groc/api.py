@@ -79,7 +79,7 @@ from polyglot_groc.contextual.parser import ParserConfig
 from polyglot_groc.contextual.probe import ProbeResult, probe
 from polyglot_groc.elmo.workflows import ElmoInitResult, init_from_elmo
 from polyglot_groc.training.interrupts import TrainingInterrupted
-from polyglot_groc.training.trainer import StepInfo, TrainHooks, TrainResult
+from polyglot_groc.training.trainer import StepInfo, StopTraining, TrainHooks, TrainResult
 from polyglot_groc.training.workflows import finetune, load_result, resume, train
 
 __all__ = [
@@ -89,7 +89,8 @@ __all__ = [
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
-    "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult", "WordSimilarityResult",
+    "StepInfo", "StopTraining", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult",
+    "WordSimilarityResult",
     "align", "align_many",
     "curves", "evaluate", "export", "finetune", "freq_bins", "init_from_elmo", "lexicon_coverage",
     "import_wordnet_file", "load_config", "load_registry", "load_result", "parse_overrides", "prepare_language",

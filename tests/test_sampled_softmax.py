@@ -240,3 +240,24 @@ def test_precision_auto_is_bf16_on_cuda_with_bf16_and_fp32_elsewhere(monkeypatch
     assert resolve_precision("auto", torch.device("cuda")) == "bf16"
     monkeypatch.setattr(device_mod, "bf16_supported", lambda dev: dev.type == "cpu")
     assert resolve_precision("auto", torch.device("cuda")) == "fp32"
+
+
+def test_a_hook_can_stop_a_run_which_is_then_validated_and_checkpointed(tmp_path: Path) -> None:
+    import polyglot_groc as pg
+
+    class StopAtThree:
+        def on_start(self, total_steps: int | None, info: object) -> None:
+            pass
+
+        def on_step(self, info: pg.StepInfo) -> None:
+            if info.step == 3:
+                raise pg.StopTraining("budget spent")
+
+        def on_eval(self, record: object) -> None:
+            pass
+
+    cfg = small_run_config("tied", extra=["train.max_steps=50", "train.eval_every=20"])
+    res = pg.train(out=tmp_path / "run", config=cfg, hooks=StopAtThree())
+    assert (res.steps, res.stop_reason) == (3, "stopped")
+    assert [r["step"] for r in res.history] == [3] and (tmp_path / "run" / "best.pt").is_file()
+    assert json.loads((tmp_path / "run" / "result.json").read_text())["stop_reason"] == "stopped"

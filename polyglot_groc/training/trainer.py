@@ -86,7 +86,8 @@ class TrainResult:
     run_dir: Path
     steps: int
     epochs: float
-    #: max_steps | max_epochs | max_minutes | early_stopping | diverged (see :attr:`diverged`);
+    #: max_steps | max_epochs | max_minutes | early_stopping | stopped (a hook raised StopTraining) |
+    #: diverged (see :attr:`diverged`);
     #: "interrupted" from :func:`~polyglot_groc.training.workflows.load_result` of a killed run.
     stop_reason: str
     n_params: int
@@ -175,13 +176,20 @@ class TrainHooks(Protocol):
     ``n_params_split``, ``vocab``, ``langs``, ``kind``, ``start_step``, ``steps_per_epoch``, ``config``
     (the run's :class:`RunConfig`), ``unk`` (as :attr:`TrainResult.unk`) and what the workflow adds
     (``changes`` on resume, ``elmo`` for a converted model). ``on_step(StepInfo)``: after every step.
-    ``on_eval(record)``: after every validation, with its metrics.jsonl record. An exception raised
-    by a hook stops training.
+    ``on_eval(record)``: after every validation, with its metrics.jsonl record. ``on_step`` may raise
+    :class:`StopTraining` to end the run there as a limit would (validated, checkpointed, result
+    written; ``stop_reason`` "stopped"); any other exception raised by a hook stops training at once.
     """
 
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None: ...
     def on_step(self, info: StepInfo) -> None: ...
     def on_eval(self, record: Mapping[str, Any]) -> None: ...
+
+
+class StopTraining(Exception):  # noqa: N818 - a request, not an error
+    """Raised by a hook's ``on_step`` to end the run after that step, as a limit would: the model is
+    validated and checkpointed and the result written, with ``stop_reason`` "stopped" (a budget of
+    CPU time, a notebook's stop button). A stopped run resumes like one stopped by ``max_minutes``."""
 
 
 class _NoHooks:
@@ -511,12 +519,16 @@ class Trainer:
                 # Stop without evaluating a broken model; the last checkpoint stays the last good one.
                 return "diverged"
             loss.peek_early()
-            self.hooks.on_step(StepInfo(state.step, state.epoch(spe), lang, loss.last, state.lr,
-                                        state.tokens / max(state.train_time, 1e-9), dict(state.lang_batches),
-                                        log_point))
+            try:
+                self.hooks.on_step(StepInfo(state.step, state.epoch(spe), lang, loss.last, state.lr,
+                                            state.tokens / max(state.train_time, 1e-9), dict(state.lang_batches),
+                                            log_point))
+            except StopTraining as stop:
+                log.info("a hook stopped training after step %d%s", state.step, f" ({stop})" if str(stop) else "")
+                stop_reason = "stopped"
             if due:
                 evaluated_at = state.step
-                stop_reason = self._evaluate_and_checkpoint(loop, state, loss)
+                stop_reason = self._evaluate_and_checkpoint(loop, state, loss) or stop_reason
         if evaluated_at != state.step:
             if self._diverged(state, loss):  # since the last read: keep the last good checkpoint
                 return "diverged"

@@ -1,0 +1,235 @@
+"""Training and evaluation speed, and peak memory, of tied lookup and GroC as the vocabulary grows.
+
+For each corpus (PTB, ~10k words; en+fr at a small budget, ~40k; en+fr at the thesis' ~1M training
+tokens per language, ~140k words: the corpora ``gpu_campaign.py prepare thesis-align`` builds) and
+each model
+
+    tied_full  tied_sampled  groc_full  groc_sampled  groc_sampled_sparse (p = 0.3)
+
+one child process trains ``--steps`` steps through ``pg.train`` (the public API) and reports the
+median seconds of its steps after the first (warm-up; CPU seconds of the process on CPU, so a
+loaded machine does not skew one model more than another; wall seconds on CUDA), the tokens/s of
+the run's own final
+validation (the full softmax over the screened vocabulary, the output table encoded once), and its
+peak RSS (or CUDA peak memory). Ratios to tied (full and sampled) are taken within the one run. A
+full-softmax variant is given fewer steps where ``--max-full-step-s`` says its steps are slow.
+
+    POLYGLOT_GROC_DATA=../shared/data python benchmarks/vocab_scaling.py --size cpu --threads 1
+    POLYGLOT_GROC_DATA=../shared/data python benchmarks/vocab_scaling.py --size paper --device cuda
+
+Targets (issue "GroC at a real vocabulary"), all at ~140k: GroC sampled / tied sampled >= 0.5 train
+tokens/s; GroC sampled >= 10x GroC full; GroC eval tokens/s >= 0.9x tied's; GroC sampled's peak
+memory <= tied full's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from benchmarks.common import (  # noqa: E402
+    BadInput,
+    add_output_args,
+    check_models,
+    emit,
+    peak_rss_mib,
+    prepare_ptb,
+    script_main,
+    shared_data,
+)
+
+#: Model sizes: ``cpu`` as benchmarks/throughput.py (2x256 LSTM, d 256, batch 64x35, the seed's
+#: char-CNN); ``paper`` the thesis model (2x1024, batch 20x35).
+SIZES: dict[str, dict[str, Any]] = {
+    "cpu": {"model.d": 256, "model.prefix.hidden": 256, "model.prefix.dropout": 0.2, "model.output.dropout": 0.2,
+            "train.batch_size": 64, "train.bptt": 35, "train.eval_batch_size": 10,
+            "model.surface.filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512]]},
+    "paper": {"model.d": 256, "model.prefix.hidden": 1024, "model.prefix.dropout": 0.65,
+              "model.output.dropout": 0.2, "train.batch_size": 20, "train.bptt": 35, "train.eval_batch_size": 10},
+}
+MODELS: dict[str, dict[str, Any]] = {
+    "tied_full": {"model.kind": "tied", "train.softmax": "full"},
+    "tied_sampled": {"model.kind": "tied", "train.softmax": "sampled"},
+    "groc_full": {"model.kind": "groc", "train.softmax": "full"},
+    "groc_sampled": {"model.kind": "groc", "train.softmax": "sampled"},
+    "groc_sampled_sparse": {"model.kind": "groc", "train.softmax": "sampled", "train.output_update_prob": 0.3},
+}
+#: Corpora: (languages, training tokens per language, eval tokens per split); 0 = PTB as it is.
+CORPORA: dict[str, tuple[tuple[str, ...], int, int]] = {
+    "10k": (("en",), 0, 0), "40k": (("en", "fr"), 60_000, 15_000), "140k": (("en", "fr"), 1_000_000, 50_000)}
+
+
+def corpus_root(name: str, data: Path, work: Path) -> Path:
+    """The prepared corpus of ``name`` (built once under ``work``)."""
+    langs, train_tokens, eval_tokens = CORPORA[name]
+    if not train_tokens:
+        return prepare_ptb(data, work / "ptb")
+    from benchmarks.polyglot_table import prepare
+
+    out = work / f"corpora-{train_tokens}-{eval_tokens}"
+    prepare(data, out, list(langs), train_tokens, eval_tokens, "auto")
+    return out
+
+
+class _Timer:
+    """Hooks recording each step's end time and the final validation's.
+
+    ``clock``: ``time.process_time`` on CPU (CPU seconds of this process: with one thread, the work
+    itself, whatever else the machine runs), ``time.perf_counter`` on CUDA (kernels run async;
+    the trainer's loss read at each log point and the validation's final read sync the device).
+    """
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+        self.step_ends: list[float] = []
+        self.eval_record: dict[str, Any] = {}
+        self.eval_s = 0.0
+        self.info: dict[str, Any] = {}
+        self.started = 0.0
+
+    def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
+        self.info = {"vocab": info["vocab"], "softmax": info.get("softmax")}
+        self.started = self.clock()
+
+    def on_step(self, info: Any) -> None:
+        self.step_ends.append(self.clock())
+
+    def on_eval(self, record: Mapping[str, Any]) -> None:
+        # The validation ran between the last step's end and this call (nothing else does).
+        self.eval_s = self.clock() - self.step_ends[-1]
+        self.eval_record = dict(record)
+
+
+def child(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Train one model (``spec``: overrides, steps, corpus, langs, out) and measure it."""
+    import torch
+
+    import polyglot_groc as pg
+    from polyglot_groc.model.device import resolve_device
+
+    device = resolve_device(spec["overrides"].get("train.device", "auto"))
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    timer = _Timer(time.perf_counter if device.type == "cuda" else time.process_time)
+    steps = int(spec["steps"])
+    # log_every=1 on CUDA: the loss read after each step syncs the device, so each step's time is its own.
+    res = pg.train(out=spec["out"], langs=spec["langs"], data=spec["corpus"], size="small",
+                   overrides={**spec["overrides"], "train.max_steps": steps, "train.eval_every": steps,
+                              "train.log_every": 1 if device.type == "cuda" else 0},
+                   overwrite=True, hooks=timer)
+    ends = [timer.started, *timer.step_ends]
+    step_s = [b - a for a, b in zip(ends, ends[1:], strict=False)]
+    measured = step_s[1:] or step_s  # the first step warms up (allocations, first encodes)
+    tokens_per_step = res.tokens_per_s * res.train_seconds / max(res.steps, 1)
+    median = statistics.median(measured)
+    valid_tokens = sum(timer.eval_record.get("valid_tokens", {}).values())
+    return {
+        "clock": "wall" if device.type == "cuda" else "cpu", "steps": res.steps,
+        "step_seconds": [round(s, 3) for s in step_s], "median_step_s": round(median, 4),
+        "train_tokens_per_s": tokens_per_step / median, "eval_seconds": round(timer.eval_s, 2),
+        "eval_tokens": valid_tokens, "eval_tokens_per_s": valid_tokens / timer.eval_s if timer.eval_s else None,
+        "valid_perplexity": res.last_valid, "vocab": timer.info["vocab"], "softmax": timer.info["softmax"],
+        "peak_memory_mib": (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda"
+                            else peak_rss_mib()),
+        "memory_kind": "cuda_max_allocated" if device.type == "cuda" else "VmHWM",
+    }
+
+
+def run_child(spec: Mapping[str, Any], threads: int) -> dict[str, Any]:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec, default=str)], env=env,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BadInput(f"child {spec['name']} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str) -> float | None:
+    if not a or not b or not a.get(key) or not b.get(key):
+        return None
+    return round(float(a[key]) / float(b[key]), 4)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--size", choices=tuple(SIZES), default="cpu")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--corpora", default=",".join(CORPORA))
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--steps", type=int, default=6, help="steps per model (the first is not timed)")
+    ap.add_argument("--full-steps", type=int, default=3, help="steps of a full-softmax model at the largest corpus")
+    ap.add_argument("--sampled-k", type=int, default=4096)
+    ap.add_argument("--proposal", default="log-uniform")
+    ap.add_argument("--precision", default="auto")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--work", type=Path, default=Path("bench_out/vocab_scaling"))
+    add_output_args(ap)
+    args = ap.parse_args()
+    if args.child is not None:
+        print(json.dumps(child(json.loads(args.child))))
+        return
+    logging.basicConfig(level=logging.WARNING)
+    names = args.models.split(",")
+    check_models(names, MODELS)
+    corpora = args.corpora.split(",")
+    check_models(corpora, CORPORA)
+    if args.steps < 2 or args.full_steps < 2:
+        raise BadInput("--steps and --full-steps must be at least 2 (the first step is not timed)")
+    data = shared_data()
+    started = time.time()
+    out: dict[str, Any] = {"benchmark": "vocab_scaling", "size": args.size, "device": args.device,
+                           "threads": args.threads, "sampled_k": args.sampled_k, "proposal": args.proposal,
+                           "precision": args.precision, "corpora": {}}
+    for name in corpora:
+        root = corpus_root(name, data, args.work)
+        langs = ",".join(CORPORA[name][0])
+        rows: dict[str, dict[str, Any]] = {}
+        for model in names:
+            steps = args.full_steps if name == corpora[-1] and MODELS[model]["train.softmax"] == "full" \
+                else args.steps
+            overrides = {**SIZES[args.size], **MODELS[model], "train.threads": args.threads,
+                         "train.device": args.device, "train.precision": args.precision,
+                         "train.sampled_k": args.sampled_k, "train.sampled_proposal": args.proposal}
+            spec = {"name": f"{name}/{model}", "overrides": overrides, "steps": steps, "corpus": str(root),
+                    "langs": langs, "out": str(args.work / "runs" / name / model)}
+            rows[model] = run_child(spec, args.threads)
+            print(f"{name} {model}: {rows[model]['median_step_s']} s/step, "
+                  f"{rows[model]['train_tokens_per_s']:.0f} tok/s", file=sys.stderr)
+        summary = {
+            "groc_sampled_over_tied_sampled_train": ratio(rows.get("groc_sampled"), rows.get("tied_sampled"),
+                                                          "train_tokens_per_s"),
+            "groc_sampled_over_tied_full_train": ratio(rows.get("groc_sampled"), rows.get("tied_full"),
+                                                       "train_tokens_per_s"),
+            "groc_sampled_over_groc_full_train": ratio(rows.get("groc_sampled"), rows.get("groc_full"),
+                                                       "train_tokens_per_s"),
+            "groc_sparse_over_tied_sampled_train": ratio(rows.get("groc_sampled_sparse"), rows.get("tied_sampled"),
+                                                         "train_tokens_per_s"),
+            "groc_full_over_tied_full_train": ratio(rows.get("groc_full"), rows.get("tied_full"),
+                                                    "train_tokens_per_s"),
+            "groc_over_tied_eval": ratio(rows.get("groc_full") or rows.get("groc_sampled"),
+                                         rows.get("tied_full") or rows.get("tied_sampled"), "eval_tokens_per_s"),
+            "groc_sampled_memory_over_tied_full": ratio(rows.get("groc_sampled"), rows.get("tied_full"),
+                                                        "peak_memory_mib"),
+        }
+        vocab = next(iter(rows.values()))["vocab"] if rows else None
+        largest = next(iter(rows.values()))["softmax"]["largest_vocab"] if rows else None
+        out["corpora"][name] = {"langs": langs, "vocab": vocab, "largest_screened_vocab": largest,
+                                "models": rows, "summary": summary}
+    out["wall_seconds"] = round(time.time() - started, 1)
+    emit(out, args.name, not args.no_save)
+
+
+if __name__ == "__main__":
+    script_main(main)
