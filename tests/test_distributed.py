@@ -88,7 +88,7 @@ def _cli_worker(rank: int, port: int, out: str, data: str) -> None:
                                    "--max-steps", "2", "--threads", "1", "--device", "cpu",
                                    "--set", "model.d=16", "--set", "model.prefix.hidden=16",
                                    "--set", "train.batch_size=4", "--set", "train.bptt=5",
-                                   "--set", "train.eval_every=2"])
+                                   "--set", "train.eval_every=2", "--softmax", "sampled", "--sampled-k", "8"])
     (Path(out) / f"cli{rank}.json").write_text(json.dumps({"code": res.exit_code, "output": res.output}))
     torch.distributed.destroy_process_group()
 
@@ -96,13 +96,15 @@ def _cli_worker(rank: int, port: int, out: str, data: str) -> None:
 def test_train_command_under_two_processes_lets_rank_0_own_the_run_dir(tmp_path: Path, tiny_data: Path) -> None:
     # Every rank runs the same command line; only rank 0 may take the run lock, check and write
     # the directory, else rank 1 would find it "in use" (or "already exists") and fail the job.
+    # With a sampled softmax: each rank draws its own negatives (seeded by rank and step).
     mp.start_processes(_cli_worker, args=(_free_port(), str(tmp_path), str(tiny_data)), nprocs=2,
                        start_method="spawn")
     outputs = [json.loads((tmp_path / f"cli{rank}.json").read_text()) for rank in (0, 1)]
     assert [o["code"] for o in outputs] == [0, 0], outputs
     assert '"steps": 2' in outputs[0]["output"] and outputs[1]["output"].strip() == ""
     run = tmp_path / "run"
-    assert json.loads((run / "result.json").read_text())["steps"] == 2
+    result = json.loads((run / "result.json").read_text())
+    assert result["steps"] == 2 and result["softmax"]["mode"] == "sampled"
     from polyglot_groc.training.runlock import RunLock
 
     with RunLock(run, "check"):  # released: a later --resume or evaluate can take it
