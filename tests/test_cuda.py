@@ -7,6 +7,7 @@ skips cleanly where CUDA is not available. ``benchmarks/gpu_campaign.py run cuda
 
 * the grouped and the padded char-CNN give the CPU encoder's embeddings and gradients;
 * bf16 training runs and bf16 evaluation stays within 1% of fp32 perplexity;
+* a sampled-softmax step gives the CPU's loss and gradients; ``train.precision=auto`` is bf16 there;
 * ``torch.compile`` of the surface encoder equals eager and does not fall back (on CPU the twin
   uses the ``aot_eager`` backend: the same dynamo capture and AOT autograd without the ~40 s of
   C++ code generation inductor needs there);
@@ -110,6 +111,41 @@ def test_bf16_trains_and_evaluates_within_one_percent_of_fp32(device: str, tmp_p
     for lang, r in fp32.items():
         assert low[lang].perplexity == pytest.approx(r.perplexity, rel=0.01)
         assert low[lang].perplexity != r.perplexity  # bf16 really ran
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_sampled_step_on_the_device_gives_the_cpus_loss_and_gradients(device: str) -> None:
+    """The sampled training softmax: the same candidates (drawn on the host) give the same loss and
+    gradients on the device as on CPU; ``train.precision=auto`` resolves to bf16 on a bf16 GPU."""
+    import copy
+
+    import numpy as np
+
+    from polyglot_groc.model.device import bf16_supported, resolve_precision
+    from polyglot_groc.model.sampling import CandidateSampler, Proposal
+    from tests.test_sampled_softmax import _batch, _bundle
+
+    b = _bundle("groc")
+    cpu = b.model.train()
+    dev = copy.deepcopy(cpu).to(device).train()
+    x, y = _batch(b, ["w00", "w03", "w01", "w07", "<eos>", "w00", "w02", "w01"])
+    ids = cpu.screen.ids("en").numpy()
+    sampler = CandidateSampler({"en": Proposal.build(ids, np.ones(ids.size), "log-uniform")}, 6, seed=1)
+    cand = sampler.draw("en", torch.cat([x, y]).numpy(), step=0)
+    grads, losses = [], []
+    with exact_fp32():
+        for m in (cpu, dev):
+            d = next(m.parameters()).device
+            out = m(x.to(d), y.to(d), "en", m.init_state(1), candidates=cand.to(d))
+            assert out.loss is not None
+            out.loss.backward()
+            losses.append(float(out.loss))
+            grads.append({n: p.grad.detach().cpu() for n, p in m.named_parameters() if p.grad is not None})
+    assert losses[1] == pytest.approx(losses[0], rel=1e-5)
+    for name, g in grads[0].items():
+        assert torch.allclose(grads[1][name], g, atol=1e-5, rtol=1e-4), name
+    expected = "bf16" if device == "cuda" and bf16_supported(torch.device(device)) else "fp32"
+    assert resolve_precision("auto", torch.device(device)) == expected
 
 
 @pytest.mark.parametrize("device", DEVICES)
