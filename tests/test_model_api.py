@@ -17,7 +17,7 @@ from polyglot_groc.cli import app
 from polyglot_groc.config import MODEL_KINDS
 from polyglot_groc.training.trainer import Trainer
 from tests.conftest import one_error_line, small_run_config
-from tests.test_scoring import TEXT, UNSEEN, train_runs
+from tests.test_scoring import TEXT, train_runs
 
 runner = CliRunner()
 #: A seed dictionary for the tiny en/fr corpus.
@@ -128,7 +128,8 @@ def test_to_keyed_vectors_round_trips_through_gensim(runs: dict[str, Path], tmp_
     assert kv.index_to_key == model.words("en")
     kv.save(str(tmp_path / "en.kv"))
     kv.save_word2vec_format(str(tmp_path / "en.vec"))
-    for back in (KeyedVectors.load(str(tmp_path / "en.kv")), KeyedVectors.load_word2vec_format(str(tmp_path / "en.vec"))):
+    for back in (KeyedVectors.load(str(tmp_path / "en.kv")),
+                 KeyedVectors.load_word2vec_format(str(tmp_path / "en.vec"))):
         assert back.index_to_key == model.words("en")
         assert np.array_equal(back.vectors, model.vectors(model.words("en"), "en"))
     assert [w for w, _ in kv.most_similar("dog", topn=5)] == [w for w, _ in model.most_similar("dog", "en", 5)]

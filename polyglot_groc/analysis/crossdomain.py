@@ -209,8 +209,8 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
             n_scored = int(model.vocab_tables(scored_lang).ids.numel())
     finally:
         model.train(was_training)
-        if compositional:
-            bundle.install_words()
+        if view is not bundle:  # the model is shared: restore the training vocabulary's tables (a text
+            bundle.install_words()  # without new words keeps them, and their cached embeddings)
     # Target positions, piece by piece in reading order: start + 1 .. end - 1 of each.
     n_targets = lengths - 1
     position = np.repeat(pieces[:, 0] + 1 - np.concatenate([[0], np.cumsum(n_targets)[:-1]]), n_targets) \

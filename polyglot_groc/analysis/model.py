@@ -26,6 +26,7 @@ model never saw, a lookup table asked for a word outside its vocabulary, empty t
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import os
@@ -248,8 +249,8 @@ class Model:
             raise InputError(
                 f"{len(unseen)} word(s) are outside this {self.kind} run's vocabulary (e.g. "
                 f"{', '.join(map(repr, unseen[:5]))}): its {side} side is a lookup table, with a vector for each of "
-                f"its {len(self.bundle.vocab)} training words (of all its languages) and none for others; ask for words of "
-                f"model.words({lang!r}), or train a compositional run (--model groc) to embed any word")
+                f"its {len(self.bundle.vocab)} training words (of all its languages) and none for others; ask for "
+                f"words of model.words({lang!r}), or train a compositional run (--model groc) to embed any word")
         blind = unknown_script_words(self.bundle, unseen)
         if blind:
             raise InputError(
@@ -320,17 +321,18 @@ class Model:
                 raise InputError("the alignment holds no words; pass the result of a finished align")
             kept, raw = read_side(None, lambda: self.bundle, lang, side, len(words), name, res.lowercased)
             if kept != list(words):
+                odd = next(b for a, b in itertools.zip_longest(kept, words) if a != b)
                 raise InputError(f"the alignment's {lang} words are not this run's {lang} vocabulary as align reads "
-                                 f"it (e.g. {next(a for a, b in zip([*kept, ''], words) if a != b)!r}); apply an "
-                                 "alignment made from this run (polyglot-groc align --run RUN)")
+                                 f"it (e.g. {odd!r}); apply an alignment made from this run (polyglot-groc align "
+                                 "--run RUN)")
             w_t = None if w is None else np.ascontiguousarray(np.asarray(w, np.float32).T)  # (d, d')
             expected = normalize_embeddings(raw, ops) if ops else raw
             expected = expected if w_t is None else expected @ w_t
             gap = float(np.abs(expected - np.asarray(rows)).max())
             if gap > 1e-4 * max(1.0, float(np.abs(expected).max())):
-                raise InputError(f"the alignment's {lang} vectors are not this run's {side} vectors mapped (they differ "
-                                 f"by up to {gap:.3g}); apply an alignment made from this run's {side} side, or pass "
-                                 "side='input' or 'output'")
+                raise InputError(f"the alignment's {lang} vectors are not this run's {side} vectors mapped (they "
+                                 f"differ by up to {gap:.3g}); apply an alignment made from this run's {side} "
+                                 "side, or pass side='input' or 'output'")
             try:
                 means: list[np.ndarray] | None = training_means(raw, ops)
             except InputError:  # iternorm: its statistics cannot be replayed row by row
@@ -625,7 +627,8 @@ def text_pieces(tokens: Sequence[str], n_streams: int) -> np.ndarray:
     return np.stack([bounds[:-1], bounds[1:] + 1], axis=1)
 
 
-def load(run: str | os.PathLike[str], *, which: str = "best", device: str = "auto", threads: int | None = None) -> Model:
+def load(run: str | os.PathLike[str], *, which: str = "best", device: str = "auto",
+         threads: int | None = None) -> Model:
     """Load a run once into a :class:`Model` (``which``: its ``best`` or ``last`` checkpoint; ``device``:
     ``auto``, ``cpu``, ``cuda`` or ``cuda:N``; ``threads``: CPU threads for torch).
 

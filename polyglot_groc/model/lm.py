@@ -302,8 +302,9 @@ class LanguageModel(nn.Module):
         The distribution is the one :meth:`forward`'s loss is computed on (the same pass: for
         ``adaptive`` the tied adaptive softmax with its bands, for the other kinds the screened
         dot-product softmax), normalised over the scored vocabulary of ``lang`` (``None``: the
-        full union), normalised in fp32 as the loss is and returned as float64. Targets outside that vocabulary (new words a lookup table cannot
-        hold, any id it does not score) get ``-inf`` instead of an error.
+        full union), normalised in fp32 as the loss is and returned as float64. Targets outside that
+        vocabulary (new words a lookup table cannot hold, any id it does not score) get ``-inf``
+        instead of an error.
 
         Args:
             inputs: (B, T) global word ids read.
