@@ -131,6 +131,22 @@ class _Table:
 
 
 @dataclass
+class _Space:
+    """Words to rank and the unit rows of their vectors (zero rows stay zero)."""
+
+    words: list[str]
+    index: dict[str, int]
+    unit: np.ndarray  # (n, d) float32
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit L2 norm (zero rows stay zero), float32, C-contiguous.  (n, d)"""
+    from eval.normalize import safe_row_norms
+
+    return np.ascontiguousarray(x / safe_row_norms(x), dtype=np.float32)
+
+
+@dataclass
 class _Aligned:
     """One language's side of an applied alignment: its aligned vocabulary and how to map any other word."""
 
@@ -167,6 +183,7 @@ class Model:
         self.checkpoint = checkpoint
         self.step = step
         self._tables: dict[tuple[str, str], _Table] = {}
+        self._spaces: dict[tuple[bool, str, str], _Space] = {}
         self._r: dict[tuple[object, ...], np.ndarray] = {}
         self._alignment: _Alignment | None = None
         bundle.model.eval()
@@ -340,7 +357,8 @@ class Model:
             spaces[lang] = _Aligned(list(words), {word: i for i, word in enumerate(words)},
                                     np.ascontiguousarray(rows, dtype=np.float32), means, w_t)
         self._alignment = _Alignment((src_lang, tgt_lang), side, res.lowercased, ops, res.method, spaces)
-        self._r = {k: v for k, v in self._r.items() if k[0] != "aligned"}
+        self._r = {k: v for k, v in self._r.items() if not k[0]}  # aligned spaces and their r are the new one's
+        self._spaces = {k: v for k, v in self._spaces.items() if not k[0]}
         log.info("alignment %s -> %s (%s, %s side) applied", src_lang, tgt_lang, res.method, side)
         return self
 
@@ -383,25 +401,32 @@ class Model:
             return self._aligned_vectors(words, lang)
         return self.vectors(words, lang, side)
 
-    def _vocabulary_space(self, lang: str, side: str, aligned: bool) -> tuple[list[str], np.ndarray]:
-        """``lang``'s vocabulary and its vectors (the aligned ones when ``aligned``)."""
-        if aligned:
-            assert self._alignment is not None
-            space = self._alignment.spaces[lang]
-            return space.words, space.rows
-        words = self.words(lang)
-        return words, self.vectors(words, lang, side)
+    def _vocabulary_space(self, lang: str, side: str, aligned: bool) -> _Space:
+        """``lang``'s vocabulary with unit rows of its vectors (the aligned ones when ``aligned``), cached."""
+        key = (aligned, lang, side)
+        space = self._spaces.get(key)
+        if space is None:
+            if aligned:
+                assert self._alignment is not None
+                al = self._alignment.spaces[lang]
+                words, index, vectors = al.words, al.index, al.rows
+            else:
+                words = self.words(lang)
+                index, vectors = {w: i for i, w in enumerate(words)}, self.vectors(words, lang, side)
+            space = self._spaces[key] = _Space(words, index, _unit(vectors))
+        return space
 
-    def _neighbourhood(self, vectors: np.ndarray, key: tuple[object, ...], lang: str, side: str, aligned: bool,
+    def _neighbourhood(self, unit: np.ndarray, key: tuple[object, ...] | None, lang: str, side: str, aligned: bool,
                        knn: int) -> np.ndarray:
-        """CSLS's ``r``: each row's mean cosine to its ``knn`` nearest words of ``lang``'s vocabulary.  (n,)"""
+        """CSLS's ``r``: each unit row's mean cosine to its ``knn`` nearest words of ``lang``'s vocabulary
+        (MUSE's ``get_nn_avg_dist``), cached under ``key`` (None: not cached).  (n,)"""
         from eval.knn import mean_knn_similarity
 
-        full = ("aligned" if aligned else "raw", *key, lang, side, knn)
-        if key and full in self._r:
+        full = None if key is None else (aligned, *key, lang, side, knn)
+        if full is not None and full in self._r:
             return self._r[full]
-        r = mean_knn_similarity(vectors, self._vocabulary_space(lang, side, aligned)[1], knn)
-        if key:
+        r = mean_knn_similarity(unit, self._vocabulary_space(lang, side, aligned).unit, knn, assume_normalized=True)
+        if full is not None:
             self._r[full] = r
         return r
 
@@ -425,8 +450,9 @@ class Model:
         check_language(self.bundle, lang)
         if method not in METHODS:
             raise InputError(f"method {method!r} is unknown; use cosine or csls")
-        if isinstance(topn, bool) or not isinstance(topn, int) or topn < 1:
-            raise InputError(f"topn={topn!r}; pass a positive number of neighbours")
+        for name, value in (("topn", topn), ("knn", knn)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InputError(f"{name}={value!r}; pass a positive number of neighbours")
         if isinstance(among, str):
             if among != "vocab" and among not in self.languages:
                 raise InputError(f"among={among!r} is neither 'vocab' nor a language of this run "
@@ -436,14 +462,29 @@ class Model:
             other = lang if among_lang is None else among_lang
             check_language(self.bundle, other)
         aligned = self._uses_alignment(lang, other)
+        key: tuple[object, ...] | None = None
         if isinstance(among, str):
-            cands, matrix = self._vocabulary_space(other, side, aligned)
-            key: tuple[object, ...] = ("vocab", other)
+            cands, key = self._vocabulary_space(other, side, aligned), ("vocab", other)
         else:
-            cands = list(dict.fromkeys(among))
-            if not cands:
+            words = list(dict.fromkeys(among))
+            if not words:
                 raise InputError("among is an empty list; pass the words to rank")
-            matrix, key = self._space_vectors(cands, other, side, aligned), ()
+            cands = _Space(words, {w: i for i, w in enumerate(words)},
+                           _unit(self._space_vectors(words, other, side, aligned)))
+        q = self._query(query, lang, side, aligned)  # (d,) unit
+        own = isinstance(query, str) and other == lang and query in cands.index  # not its own neighbour
+        k = min(topn + int(own), len(cands.words))
+        if method == "cosine":
+            ids, scores = nn_topk(q[None], cands.unit, k, assume_normalized=True)
+        else:
+            r_q = self._neighbourhood(q[None], None, other, side, aligned, knn)
+            r_c = self._neighbourhood(cands.unit, key, lang, side, aligned, knn)
+            ids, scores = csls_topk(q[None], cands.unit, k, knn, r_src=r_q, r_tgt=r_c, assume_normalized=True)
+        found = [(cands.words[i], float(v)) for i, v in zip(ids[0].tolist(), scores[0].tolist(), strict=True)]
+        return [(w, v) for w, v in found if not (own and w == query)][:topn]
+
+    def _query(self, query: str | np.ndarray, lang: str, side: str, aligned: bool) -> np.ndarray:
+        """The query's unit vector in the searched space.  (d,)"""
         if isinstance(query, str):
             q = self._space_vectors([query], lang, side, aligned)[0]
         else:
@@ -461,16 +502,7 @@ class Model:
         if not np.any(q):
             raise InputError(f"the query {query if isinstance(query, str) else 'vector'!r} has a zero vector; "
                              "cosine neighbours are undefined for it")
-        own = isinstance(query, str) and other == lang and query in cands  # a word is not its own neighbour
-        k = min(topn + int(own), len(cands))
-        if method == "cosine":
-            ids, scores = nn_topk(q[None], matrix, k)
-        else:
-            r_q = self._neighbourhood(q[None], (), other, side, aligned, knn)
-            r_c = self._neighbourhood(matrix, key, lang, side, aligned, knn)
-            ids, scores = csls_topk(q[None], matrix, k, knn, r_src=r_q, r_tgt=r_c)
-        found = [(cands[i], float(s)) for i, s in zip(ids[0].tolist(), scores[0].tolist(), strict=True)]
-        return [(w, s) for w, s in found if not (own and w == query)][:topn]
+        return _unit(q[None])[0]
 
     # ------------------------------------------------------------------------------- probabilities
     def _tokens(self, text: str, lang: str) -> list[list[str]]:
