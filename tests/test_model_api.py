@@ -17,7 +17,7 @@ from polyglot_groc.cli import app
 from polyglot_groc.config import MODEL_KINDS
 from polyglot_groc.training.trainer import Trainer
 from tests.conftest import one_error_line, small_run_config
-from tests.test_scoring import TEXT, train_runs
+from tests.test_scoring import TEXT
 
 runner = CliRunner()
 #: A seed dictionary for the tiny en/fr corpus.
@@ -26,13 +26,12 @@ EN_FR = ("the le\ndog chien\nhouse maison\nfish poisson\nriver rivière\nteacher
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every kind on :data:`TEXT` (tests.test_scoring's runs), and a polyglot en/fr GroC run on the tiny corpus."""
+def runs(kind_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every kind on :data:`TEXT` (the session's runs, as test_scoring reads them), and a polyglot en/fr GroC
+    run on the tiny corpus."""
     root = tmp_path_factory.mktemp("model-api")
-    out = train_runs(root, MODEL_KINDS)
     Trainer(small_run_config("groc", "en,fr", ["train.max_steps=3"]), root / "enfr").fit()
-    out["enfr"] = root / "enfr"
-    return out
+    return {**kind_runs, "enfr": root / "enfr"}
 
 
 def _brute_cosine(q: np.ndarray, matrix: np.ndarray) -> np.ndarray:
