@@ -14,7 +14,12 @@ speed of embedding and scoring does not depend on how well it is trained):
 Runs alternate (export, model, export, model, ...) so both see the same machine load; medians
 and the ratio of medians are reported.
 
-    POLYGLOT_GROC_DATA=../shared/data python benchmarks/model_api.py --threads 2
+    POLYGLOT_GROC_DATA=../shared/data python benchmarks/model_api.py --work bench_out/model_api --threads 1
+
+On a machine other processes share, use one thread: the char-CNN's many small GEMMs slow down
+several times when OpenMP threads are oversubscribed (measured here: 10k words embedded in 0.4 s
+on one thread, 2-6 s on two under a load average of 6), which would time the machine's load
+rather than the two paths.
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ def main() -> None:
     ap.add_argument("--words", type=int, default=10_000, help="unseen words to embed")
     ap.add_argument("--repeats", type=int, default=3, help="timed runs of each vectors path")
     ap.add_argument("--score-repeats", type=int, default=2, help="timed runs of evaluate and of log_prob")
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
     add_device_arg(ap)
     add_output_args(ap)
     args = ap.parse_args()

@@ -169,6 +169,8 @@ def test_cross_language_neighbours_after_an_alignment_are_the_aligned_exports(
         assert len(applied.most_similar("doggy", "en", 3, among="fr")) == 3
         assert applied.similarity("dog", "chien", "en", "fr") == pytest.approx(
             float(_brute_cosine(src[src_words.index("dog")], tgt[[tgt_words.index("chien")]])[0]), abs=1e-5)
+        with pytest.raises(InputError, match="aligns the input side"):
+            applied.most_similar("dog", "en", among="fr", side="output")
     # An alignment of other vectors (another run, side or language) is refused, as are unknown languages.
     import dataclasses
 

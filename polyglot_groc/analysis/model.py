@@ -392,12 +392,15 @@ class Model:
             out[at < 0] = mapped if space.w_t is None else mapped @ space.w_t
         return out
 
+    def _check_aligned_side(self, side: str) -> None:
+        assert self._alignment is not None
+        if side != self._alignment.side:
+            raise InputError(f"the applied alignment aligns the {self._alignment.side} side; ask for "
+                             f"side={self._alignment.side!r} across its languages")
+
     def _space_vectors(self, words: Sequence[str], lang: str, side: str, aligned: bool) -> np.ndarray:
         if aligned:
-            assert self._alignment is not None
-            if side != self._alignment.side:
-                raise InputError(f"the applied alignment is of the {self._alignment.side} side; ask for "
-                                 f"side={self._alignment.side!r}")
+            self._check_aligned_side(side)
             return self._aligned_vectors(words, lang)
         return self.vectors(words, lang, side)
 
@@ -407,6 +410,7 @@ class Model:
         space = self._spaces.get(key)
         if space is None:
             if aligned:
+                self._check_aligned_side(side)
                 assert self._alignment is not None
                 al = self._alignment.spaces[lang]
                 words, index, vectors = al.words, al.index, al.rows
