@@ -17,9 +17,9 @@ and the ratio of medians are reported.
     POLYGLOT_GROC_DATA=../shared/data python benchmarks/model_api.py --work bench_out/model_api --threads 1
 
 On a machine other processes share, use one thread: the char-CNN's many small GEMMs slow down
-several times when OpenMP threads are oversubscribed (measured here: 10k words embedded in 0.4 s
-on one thread, 2-6 s on two under a load average of 6), which would time the machine's load
-rather than the two paths.
+several times when OpenMP threads are oversubscribed (measured here: the char-CNN pass over 10k
+words took 0.4-0.5 s on one thread and 1.9-5.7 s on two under a load average of 6), which would
+time the machine's load rather than the two paths.
 """
 
 from __future__ import annotations
