@@ -30,6 +30,7 @@ __all__ = [
     "find_split",
     "has_corpus",
     "read_split",
+    "text_sentences",
 ]
 
 logger = logging.getLogger(__name__)
@@ -96,6 +97,13 @@ def _text_sentences(text: str, tokenizer: Tokenizer | None) -> Iterable[list[str
             yield tokens
 
 
+def text_sentences(text: str, tokenizer: Tokenizer | None = None) -> list[list[str]]:
+    """The sentences of ``text`` as a ``.txt`` split is read: NFC-normalised, one sentence per
+    non-blank line, tokenised with ``tokenizer`` (whitespace when ``None``), each ending with
+    :data:`EOS`; a text without tokens gives ``[]``."""
+    return [[*tokens, EOS] for tokens in _text_sentences(unicodedata.normalize("NFC", text), tokenizer)]
+
+
 def read_split(path: Path, tokenizer: Tokenizer | None = None) -> list[list[str]]:
     """Sentences of one split file, each ending with :data:`EOS`.
 
@@ -106,8 +114,8 @@ def read_split(path: Path, tokenizer: Tokenizer | None = None) -> list[list[str]
     path = Path(path)
     text = decode_utf8(read_bytes(path, "corpus file", CorpusError), path)
     is_conllu = path.name.endswith((".conllu", ".conllu.gz"))
-    raw = _conllu_sentences(text, path) if is_conllu else _text_sentences(text, tokenizer)
-    sentences = [[*tokens, EOS] for tokens in raw]
+    sentences = [[*tokens, EOS] for tokens in _conllu_sentences(text, path)] if is_conllu \
+        else text_sentences(text, tokenizer)
     if not sentences:
         raise CorpusError(f"corpus file {path} contains no tokens; fill it with one sentence per line")
     return sentences

@@ -20,6 +20,7 @@ API_NAMES = frozenset({
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
+    "LineScore", "Model", "NeighboursResult", "ScoreResult", "TextScores", "load", "neighbours", "score",
     "StepInfo", "StopTraining", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult",
     "WordSimilarityResult",
     "align", "align_many",

@@ -29,7 +29,13 @@ function                    command                                result
 :func:`anchors`             ``anchors``                            :class:`AnchorsResult`
 :func:`align_layers`        ``align-layers``                       :class:`LayerAlignResult`
 :func:`probe`               ``probe``                              :class:`ProbeResult`
+:func:`load`                (a run in memory, for Python)          :class:`Model`
+:func:`neighbours`          ``neighbours``                         :class:`NeighboursResult`
+:func:`score`               ``score``                              :class:`ScoreResult`
 ==========================  =====================================  ==============================
+
+:func:`load` reads a run once; its :class:`Model` gives vectors of any word, neighbours (cosine or
+CSLS, across languages), log-probabilities of text and gensim ``KeyedVectors`` from memory.
 
 Languages beyond the built-in ten come from a languages TOML file: :func:`load_registry` reads it
 (``train(languages=...)`` takes its path and records the entries the run uses).
@@ -45,6 +51,16 @@ from groc_base.errors import CheckpointError, ConfigError, GrocError, InputError
 from langpairs.files import PreparedLanguage, prepare_language
 from langpairs.registry import load_registry
 from lexicons.user_import import ImportedWordnet, import_wordnet_file
+from polyglot_groc.analysis.model import (
+    LineScore,
+    Model,
+    NeighboursResult,
+    ScoreResult,
+    TextScores,
+    load,
+    neighbours,
+    score,
+)
 from polyglot_groc.analysis.workflows import (
     AlignManyResult,
     AlignResult,
@@ -89,6 +105,7 @@ __all__ = [
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
+    "LineScore", "Model", "NeighboursResult", "ScoreResult", "TextScores", "load", "neighbours", "score",
     "StepInfo", "StopTraining", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult",
     "WordSimilarityResult",
     "align", "align_many",

@@ -19,6 +19,7 @@ from polyglot_groc.commands.contextual import (
 from polyglot_groc.commands.crossdomain import analyze_app, finetune_command, tune_cache_command
 from polyglot_groc.commands.elmo import init_from_elmo_command
 from polyglot_groc.commands.embeddings import align_command, align_many_command, export_command, similarity_command
+from polyglot_groc.commands.model import neighbours_command, score_command
 from polyglot_groc.commands.pretrain import pretrain_vectors_command
 from polyglot_groc.commands.train import evaluate_command, train_command
 
@@ -47,6 +48,8 @@ app.command("export")(export_command)
 app.command("align")(align_command)
 app.command("align-many")(align_many_command)
 app.command("similarity")(similarity_command)
+app.command("neighbours")(neighbours_command)
+app.command("score")(score_command)
 app.command("pretrain-vectors")(pretrain_vectors_command)
 app.command("tune-cache")(tune_cache_command)
 app.command("finetune")(finetune_command)

@@ -86,6 +86,16 @@ def wn_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def kind_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tiny runs of every model kind and their corpora (:func:`tests.test_scoring.train_runs`), trained once
+    per session: test_scoring and test_model_api only read them."""
+    from polyglot_groc.config import MODEL_KINDS
+    from tests.test_scoring import train_runs
+
+    return train_runs(tmp_path_factory.mktemp("kinds"), MODEL_KINDS)
+
+
+@pytest.fixture(scope="session")
 def shared_data() -> Path:
     root = os.environ.get("POLYGLOT_GROC_DATA")
     if not root:

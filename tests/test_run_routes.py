@@ -96,6 +96,9 @@ def test_align_run_equals_align_of_the_export(cased: dict[str, Path], tmp_path: 
     # Only the run can compose the test words its vocabulary lacks: that figure is the run's own.
     composed = a["protocols"].pop("composed")
     assert "composed" not in b["protocols"] and composed["n_queries"] == a["protocols"]["fasttext"]["n_queries"]
+    # Where the vectors came from: the run's languages and side, or files (apply_alignment reads it).
+    assert [a.pop(k) for k in ("src_lang", "tgt_lang", "side")] == ["en", "fr", side]
+    assert [b.pop(k) for k in ("src_lang", "tgt_lang", "side")] == [None, None, None]
     assert a == b  # words, dictionaries found, history, P@k with nn and csls, baselines: all of it
     for name in ("src.aligned.vec", "tgt.vec"):
         wa, va = read_vec(tmp_path / "direct" / name)

@@ -55,8 +55,8 @@ def train_runs(root: Path, kinds: tuple[str, ...]) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return train_runs(tmp_path_factory.mktemp("scoring"), MODEL_KINDS)
+def runs(kind_runs: dict[str, Path]) -> dict[str, Path]:
+    return kind_runs  # trained once per session (conftest), also read by test_model_api
 
 
 @pytest.mark.parametrize("kind", MODEL_KINDS)

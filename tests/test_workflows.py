@@ -236,7 +236,9 @@ def test_align_and_similarity_take_vectors_in_memory(runs: dict[str, Path], tmp_
     in_memory = align(src=vocab, tgt=vocab, dictionary_mode="identical", refine=0)
     from_files = align(src=tmp_path / "en.vec", tgt=tmp_path / "en.vec", dictionary_mode="identical", refine=0)
     from_run = align(run=bundle, src_lang="en", tgt_lang="en", dictionary_mode="identical", refine=0)
-    assert in_memory.to_dict() == from_files.to_dict() == from_run.to_dict()
+    assert (from_run.src_lang, from_run.tgt_lang, from_run.side) == ("en", "en", "input")  # where it came from
+    assert in_memory.to_dict() == from_files.to_dict() == {**from_run.to_dict(), "src_lang": None,
+                                                           "tgt_lang": None, "side": None}
     sim = tmp_path / "s.txt"
     sim.write_text("cat dog 8\ncat river 2\nold dog 3\n", encoding="utf-8")
     assert (similarity(datasets=[sim], vectors=vocab).datasets

@@ -25,7 +25,7 @@ from polyglot_groc.analysis.export import Exported, read_words, vocabulary_vecto
 from polyglot_groc.model.bundle import ModelBundle
 
 __all__ = ["AlignResult", "Vectors", "align", "check_input_files", "export_full_vocabulary", "lexicon_seed",
-           "load_bundle_once", "read_side", "training_means"]
+           "load_bundle_once", "normalize_rows", "read_alignment", "read_side", "training_means"]
 
 #: A side's vectors: a word2vec file (.vec or .bin, plain or .gz/.bz2/.xz), or words and vectors
 #: in memory (:class:`~polyglot_groc.analysis.export.Exported`, e.g. from ``vocabulary_vectors``).
@@ -65,6 +65,12 @@ class AlignResult:
     target_words: list[str] = field(default_factory=list, repr=False, compare=False)
     mapped: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32), repr=False, compare=False)
     target: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32), repr=False, compare=False)
+    #: The languages and the side of the run the two spaces were read from (None: from vectors).
+    src_lang: str | None = None
+    tgt_lang: str | None = None
+    side: str | None = None
+    #: Methods that move the target space too (vecmap): ``target = normalize(tgt) @ W_tgt.T``.
+    W_tgt: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``polyglot-groc align`` prints (the evaluation keys only with an evaluation dictionary)."""
@@ -73,7 +79,7 @@ class AlignResult:
             "train_dictionary": self.train_dictionary, "dico_max_rank": self.dico_max_rank,
             "knn_mode": self.knn_mode, "lowercased": self.lowercased, "best_iteration": self.best_iteration,
             "history": self.history, "normalize": self.normalize, "selection": self.selection,
-            "method": self.method}
+            "method": self.method, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "side": self.side}
         if self.eval_dictionary is not None:
             out.update({"eval_dictionary": self.eval_dictionary, "precision": self.precision,
                         "baselines": self.baselines, "protocols": self.protocols})
@@ -336,7 +342,9 @@ def align(
         history=res.history, normalize=",".join(res.normalize), method=method, selection=_SELECTION[select_on]
         if method == "procrustes" else f"none ({method} has no refinement rounds)", **evaluation,
         out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
-        target_words=list(tgt_words), mapped=mapped, target=target)
+        target_words=list(tgt_words), mapped=mapped, target=target,
+        src_lang=src_lang, tgt_lang=tgt_lang, side=side if run is not None and (src is None or tgt is None) else None,
+        W_tgt=None if res.W_tgt is None else np.asarray(res.W_tgt))
     if out is not None:
         _write(Path(out), result, src_lang, tgt_lang, export_mapped, overwrite, full)
     return result
@@ -418,6 +426,8 @@ def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str |
     text = dumps_json(result.to_dict(), indent=2) + "\n"
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
         np.save(tmp / "W.npy", result.W)
+        if result.W_tgt is not None:  # vecmap moves the target space too
+            np.save(tmp / "W_tgt.npy", result.W_tgt)
         # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
         torch.save(np.asarray(result.W), tmp / "best_mapping.pth")
         write_vec(tmp / "src.aligned.vec", result.source_words, result.mapped)
@@ -481,12 +491,60 @@ def export_full_vocabulary(vectors: str | os.PathLike[str], out: str | os.PathLi
 
     def mapped() -> Iterable[tuple[list[str], np.ndarray]]:
         for words, block in iter_vec(vectors, chunk_rows=chunk_rows):  # (k, d)
-            centred = iter(means)
-            for op in ops:
-                block = block - next(centred) if op == "center" else _renorm(block)
+            block = normalize_rows(block, ops, means)
             yield words, block if w_t is None else block @ w_t
 
     return write_vec_chunks(Path(out), mapped(), dim)
+
+
+def normalize_rows(block: np.ndarray, ops: Sequence[str], means: Sequence[np.ndarray]) -> np.ndarray:
+    """Rows ``(k, d)`` normalised as the training vocabulary was: ``ops`` (``center`` and ``renorm``, from
+    :func:`_stream_ops`) in order, each ``center`` subtracting the training vocabulary's mean (``means``,
+    from :func:`training_means`). For any row outside that vocabulary (MUSE's full export, a word composed
+    by a run). Returns a new array."""
+    centred = iter(means)
+    for op in ops:
+        block = block - next(centred) if op == "center" else _renorm(block)
+    return np.asarray(block)
+
+
+def read_alignment(path: str | os.PathLike[str]) -> AlignResult:
+    """The :class:`AlignResult` an ``align`` output directory holds (``W.npy``, ``W_tgt.npy`` for vecmap,
+    ``src.aligned.vec``, ``tgt.vec``, ``result.json``), with its mapped and target spaces.
+
+    Raises:
+        InputError: ``path`` is not such a directory, or a file of it is missing or damaged.
+    """
+    import json
+
+    from eval.vectors import read_vec
+
+    path = Path(path)
+    needed = [path / name for name in ("W.npy", "src.aligned.vec", "tgt.vec", "result.json")]
+    missing = [p.name for p in needed if not p.is_file()]
+    if missing:
+        raise InputError(f"{path} is not an align output directory (no {', '.join(missing)}); give the --out "
+                         "directory of polyglot-groc align, or an AlignResult")
+    try:
+        info = json.loads((path / "result.json").read_text(encoding="utf-8"))
+        W = np.load(path / "W.npy")
+        W_tgt = np.load(path / "W_tgt.npy") if (path / "W_tgt.npy").is_file() else None
+        fields_ok = isinstance(info, dict) and isinstance(info.get("normalize", ""), str)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: result.json or W.npy cannot be read ({exc}); it is damaged: align again") from exc
+    if not fields_ok:
+        raise InputError(f"{path / 'result.json'} is not an align result; it is damaged: align again")
+    src_words, mapped = read_vec(path / "src.aligned.vec")
+    tgt_words, target = read_vec(path / "tgt.vec")
+    return AlignResult(
+        src_words=len(src_words), tgt_words=len(tgt_words), dim=int(mapped.shape[1]),
+        train_dictionary=dict(info.get("train_dictionary") or {}), dico_max_rank=int(info.get("dico_max_rank", 0)),
+        knn_mode=str(info.get("knn_mode", "exact")), lowercased=bool(info.get("lowercased", True)),
+        best_iteration=int(info.get("best_iteration", 0)), history=list(info.get("history") or []),
+        normalize=info.get("normalize", ""), selection=str(info.get("selection", "")), out=str(path),
+        method=str(info.get("method", "procrustes")), W=W, source_words=src_words, target_words=tgt_words,
+        mapped=mapped, target=target, src_lang=info.get("src_lang"), tgt_lang=info.get("tgt_lang"),
+        side=info.get("side"), W_tgt=W_tgt)
 
 
 def _stream_ops(normalize: str | Sequence[str]) -> list[str]:

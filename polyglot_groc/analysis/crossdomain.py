@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CacheSettings", "TokenScores", "apply_settings", "cache_logprob", "check_coverage", "check_settings",
            "evaluate_open", "load_other_split", "mix_cache", "model_logprob", "perplexity", "score_tokens",
+           "stream_pieces",
            "summarize", "tune_uniform_weight"]
 
 UNIFORM_GRID = (0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2)
@@ -84,11 +85,13 @@ class TokenScores:
     new_mass: torch.Tensor  # (N,) float64, model probability on new words
     is_new: torch.Tensor  # (N,) bool, y_t outside the training vocabulary of the language
     targets: torch.Tensor  # (N,) long, ids in the union (new words numbered after the training vocabulary)
-    hidden: torch.Tensor  # (N, d) float32
+    hidden: torch.Tensor  # (N, d) float32 ((0, d) when not kept)
     stream: torch.Tensor  # (N,) long, which contiguous stream each token belongs to
     train_freq: np.ndarray  # (N,) training count of y_t (0 for new words)
     union_size: int
     compositional: bool
+    #: (N,) int64: the index in the scored token list of each target (None: not recorded).
+    position: np.ndarray | None = None
 
 
 def load_other_split(bundle: ModelBundle, data: Path, split: str) -> dict[str, list[str]]:
@@ -107,12 +110,33 @@ def load_other_split(bundle: ModelBundle, data: Path, split: str) -> dict[str, l
     return {lang: list(corpus.splits[lang][split]) for lang in corpus.langs}
 
 
+def stream_pieces(n_tokens: int, n_streams: int) -> np.ndarray:
+    """:func:`~langpairs.batching.batchify`'s layout as pieces: ``n_streams`` equal contiguous
+    ``[start, end)`` ranges, the tail that does not divide evenly dropped.  # (n_streams, 2) int64"""
+    length = n_tokens // n_streams
+    if length < 2:  # the same refusal as batchify's
+        batchify(np.zeros(n_tokens, dtype=np.int64), n_streams)
+    starts = np.arange(n_streams, dtype=np.int64) * length
+    return np.stack([starts, starts + length], axis=1)
+
+
 def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: int, n_streams: int = 1,
-                 screen: bool = True) -> TokenScores:
+                 screen: bool = True, *, pieces: np.ndarray | None = None, rows_per_batch: int | None = None,
+                 keep_hidden: bool = True) -> TokenScores:
     """Run the model once over ``tokens`` (the language's own screen, extended by the new words;
     ``screen=False``: every word of the run), through :meth:`LanguageModel.token_logprobs`, so
     every kind is scored with its own scorer. The model stays on its device; scores come back on
-    the CPU."""
+    the CPU.
+
+    The text is read as ``pieces``: ``[start, end)`` ranges of ``tokens``, each read from a zero
+    state with its first token as context only and every other token a target (state carried
+    across BPTT windows). By default the pieces are ``n_streams`` equal streams, as
+    :func:`~langpairs.batching.batchify` cuts a split for evaluation. Pieces may have any
+    lengths (shorter ones are padded, the padding never scored), are run ``rows_per_batch`` at a
+    time (default: all together) and come back piece by piece, in reading order, ``stream``
+    numbering them and ``position`` locating each target in ``tokens``. ``keep_hidden=False``
+    leaves ``hidden`` empty (only the neural cache reads it).
+    """
     vocab = bundle.vocab
     members = set(vocab.words[i] for i in vocab.lang_ids(lang))
     new_words = [w for w in dict.fromkeys(tokens) if w not in members]
@@ -137,45 +161,66 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
                         else vocab.counts)
     train_freq = np.array([counts[vocab.get(w)] if w in members else 0 for w in tokens], dtype=np.int64)
 
-    ins = batchify(input_ids, n_streams)  # (B, L)
-    tgt = batchify(union_ids, n_streams)  # (B, L)
-    new_b = batchify(is_new_tok.astype(np.int64), n_streams).astype(bool)
-    freq_b = batchify(train_freq, n_streams)
-    L = ins.shape[1]
+    pieces = stream_pieces(len(tokens), n_streams) if pieces is None else np.asarray(pieces, dtype=np.int64)
+    lengths = pieces[:, 1] - pieces[:, 0]  # (P,)
+    if len(pieces) == 0 or int(lengths.min()) < 2:
+        raise InputError("every piece of text to score needs at least 2 tokens (a context and a target)")
+    # Pieces of similar lengths share a batch (less padding); their results go back in piece order.
+    order = np.argsort(-lengths, kind="stable") if rows_per_batch else np.arange(len(pieces))
+    size = rows_per_batch or len(pieces)
     dev = model.device
     # The probability mass of the new words the model scores (GroC), for down-weighting them.
     new_ids = torch.tensor([index[w] for w in new_words if w in index], dtype=torch.long)
     scored_lang = lang if screen else None
     was_training = model.training
     model.eval()
-    logps, masses, hiddens = [], [], []
+    logp_rows: list[torch.Tensor] = [torch.empty(0)] * len(pieces)  # per piece: (len - 1,)
+    mass_rows: list[torch.Tensor] = [torch.empty(0)] * len(pieces)
+    hidden_rows: list[torch.Tensor] = [torch.empty(0)] * len(pieces)
     try:
         with torch.no_grad():
-            state = model.init_state(n_streams)
-            for a, n in bptt_windows(L, bptt):  # loop over windows; each is one batched forward
-                x = torch.from_numpy(ins[:, a:a + n]).to(dev)
-                y = torch.from_numpy(tgt[:, a + 1:a + n + 1]).to(dev)  # (B, T)
-                out = model.token_logprobs(x, y, scored_lang, state, mass_ids=new_ids)
-                state = out.state
-                assert out.mass is not None
-                logps.append(out.logp.cpu())
-                masses.append(out.mass.cpu())
-                hiddens.append(out.hidden.float().cpu())
+            for first in range(0, len(pieces), size):
+                rows = order[first:first + size]  # (b,) piece numbers
+                width = int(lengths[rows].max())
+                offsets = np.arange(width)
+                valid = offsets[None, :] < lengths[rows, None]  # (b, L)
+                # Padding repeats the piece's first token: a valid id, never a target that is read.
+                at = np.where(valid, pieces[rows, :1] + offsets[None, :], pieces[rows, :1])  # (b, L)
+                ins, tgt = input_ids[at], union_ids[at]  # (b, L) each
+                state = model.init_state(len(rows))
+                logps, masses, hiddens = [], [], []
+                for a, n in bptt_windows(width, bptt):  # loop over windows; each is one batched forward
+                    x = torch.from_numpy(ins[:, a:a + n]).to(dev)
+                    y = torch.from_numpy(tgt[:, a + 1:a + n + 1]).to(dev)  # (b, T)
+                    out = model.token_logprobs(x, y, scored_lang, state, mass_ids=new_ids)
+                    state = out.state
+                    assert out.mass is not None
+                    logps.append(out.logp.cpu())
+                    masses.append(out.mass.cpu())
+                    if keep_hidden:
+                        hiddens.append(out.hidden.float().cpu())
+                lp, ms = torch.cat(logps, 1), torch.cat(masses, 1)  # (b, L - 1)
+                hd = torch.cat(hiddens, 1) if keep_hidden else None  # (b, L - 1, d)
+                for k, piece in enumerate(rows.tolist()):
+                    n_t = int(lengths[piece]) - 1
+                    logp_rows[piece], mass_rows[piece] = lp[k, :n_t], ms[k, :n_t]
+                    if hd is not None:
+                        hidden_rows[piece] = hd[k, :n_t]
             n_scored = int(model.vocab_tables(scored_lang).ids.numel())
     finally:
         model.train(was_training)
-        if compositional:
-            bundle.install_words()
-    # (B, L-1) -> flattened stream by stream
-    logp = torch.cat(logps, 1).reshape(-1)
-    new_mass = torch.cat(masses, 1).reshape(-1)
-    hidden = torch.cat(hiddens, 1).reshape(-1, hiddens[0].shape[-1])
-    tg = torch.from_numpy(tgt[:, 1:]).reshape(-1)
-    is_new = torch.from_numpy(new_b[:, 1:]).reshape(-1)
-    stream = torch.arange(n_streams).repeat_interleave(L - 1)
-    union_size = n_scored + len(extra)
-    return TokenScores(logp, new_mass, is_new, tg, hidden, stream, freq_b[:, 1:].reshape(-1), union_size,
-                       compositional)
+        if view is not bundle:  # the model is shared: restore the training vocabulary's tables (a text
+            bundle.install_words()  # without new words keeps them, and their cached embeddings)
+    # Target positions, piece by piece in reading order: start + 1 .. end - 1 of each.
+    n_targets = lengths - 1
+    position = np.repeat(pieces[:, 0] + 1 - np.concatenate([[0], np.cumsum(n_targets)[:-1]]), n_targets) \
+        + np.arange(int(n_targets.sum()))  # (N,)
+    d = model.cfg.d
+    hidden = torch.cat(hidden_rows) if keep_hidden else torch.zeros(0, d)
+    return TokenScores(torch.cat(logp_rows), torch.cat(mass_rows), torch.from_numpy(is_new_tok[position]),
+                       torch.from_numpy(union_ids[position]), hidden,
+                       torch.arange(len(pieces)).repeat_interleave(torch.from_numpy(n_targets)),
+                       train_freq[position], n_scored + len(extra), compositional, position)
 
 
 def model_logprob(scores: TokenScores, s: CacheSettings) -> torch.Tensor:

@@ -38,10 +38,15 @@ class Exported:
     unknown_characters: list[str] = field(default_factory=list)
 
 
-def vocabulary_words(bundle: ModelBundle, lang: str, max_vocab: int | None = None) -> list[str]:
-    """``lang``'s vocabulary, most frequent first, without special tokens."""
+def check_language(bundle: ModelBundle, lang: str) -> None:
+    """``lang`` must be one of the run's languages (InputError naming them otherwise)."""
     if lang not in bundle.vocab.langs:
         raise InputError(f"language {lang!r} is not in this run; it has {', '.join(bundle.vocab.langs)}")
+
+
+def vocabulary_words(bundle: ModelBundle, lang: str, max_vocab: int | None = None) -> list[str]:
+    """``lang``'s vocabulary, most frequent first, without special tokens."""
+    check_language(bundle, lang)
     ranked = bundle.vocab.lang_ranked_ids(lang)
     words = [bundle.vocab.words[i] for i in ranked if bundle.vocab.words[i] not in SPECIAL_TOKENS]
     return words[:max_vocab] if max_vocab else words
@@ -76,10 +81,8 @@ def vocabulary_vectors(bundle: ModelBundle, lang: str, side: str = "input", max_
 def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "input",
           batch_size: int = EMBED_BATCH) -> Exported:
     """Embeddings of ``words`` on the model's ``side`` ("input" or "output")."""
-    if side not in ("input", "output"):
-        raise InputError(f"side {side!r} is unknown; use input or output")
-    if lang not in bundle.vocab.langs:
-        raise InputError(f"language {lang!r} is not in this run; it has {', '.join(bundle.vocab.langs)}")
+    check_side(side)
+    check_language(bundle, lang)
     words = list(dict.fromkeys(words))
     if any(len(w.split()) != 1 for w in words):
         bad = next(w for w in words if len(w.split()) != 1)
@@ -114,6 +117,12 @@ def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "inp
                     "that differ only by word length; train on text of that script to embed them",
                     len(blind), composed, ", ".join(blind[:5]))
     return Exported(keep, vectors, missing, composed, blind)
+
+
+def check_side(side: str) -> None:
+    """``side`` must be ``input`` or ``output``."""
+    if side not in ("input", "output"):
+        raise InputError(f"side {side!r} is unknown; use input or output")
 
 
 def unknown_script_words(bundle: ModelBundle, words: Sequence[str]) -> list[str]:

@@ -16,7 +16,12 @@ function            command                                        result
 :func:`align`       ``align``                                      :class:`AlignResult`
 :func:`similarity`  ``similarity``                                 :class:`WordSimilarityResult`
 :func:`lexicon_coverage`  ``lexicon coverage``                     :class:`LexiconCoverageResult`
+:func:`neighbours`  ``neighbours``                                 :class:`NeighboursResult`
+:func:`score`       ``score``                                      :class:`ScoreResult`
 ==================  =============================================  ==============================
+
+:func:`load` gives the run itself in memory (:class:`Model`: vectors, neighbours, probabilities),
+which :func:`neighbours` and :func:`score` use.
 
 Errors are :class:`groc_base.errors.GrocError` subclasses (``InputError`` is also a
 ``ValueError``); the CLI turns each into one line and exit code 2.
@@ -31,6 +36,7 @@ from polyglot_groc.analysis.evaluate import EvaluateResult, evaluate
 from polyglot_groc.analysis.export import Exported, ExportResult, export
 from polyglot_groc.analysis.freqbins import FreqBinsResult, freq_bins
 from polyglot_groc.analysis.lexicon import LexiconCoverageResult, lexicon_coverage
+from polyglot_groc.analysis.model import Model, NeighboursResult, ScoreResult, load, neighbours, score
 from polyglot_groc.analysis.similarity import WordSimilarityResult, similarity
 from polyglot_groc.analysis.tunecache import TuneCacheResult, tune_cache
 
@@ -39,4 +45,5 @@ __all__ = [
     "AlignResult", "CurvesResult", "EvaluateResult", "ExportResult", "Exported", "FreqBinsResult",
     "LexiconCoverageResult", "TuneCacheResult", "WordSimilarityResult", "align", "curves", "evaluate", "export",
     "freq_bins", "lexicon_coverage", "similarity", "tune_cache",
+    "Model", "NeighboursResult", "ScoreResult", "load", "neighbours", "score",
 ]

@@ -1,0 +1,89 @@
+"""``neighbours`` and ``score``: a run's nearest words of any word, and the probability of each line of a text.
+
+Thin faces over :func:`polyglot_groc.analysis.model.neighbours` and
+:func:`polyglot_groc.analysis.model.score` (both on :class:`~polyglot_groc.analysis.model.Model`):
+parse the options, call the function, print its JSON (``score``: one JSON line per input line).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from polyglot_groc.commands._common import ThreadsOption, cli_errors, err_console, print_json, setup_logging
+
+CheckpointOption = Annotated[str, typer.Option("--checkpoint", help="best | last")]
+DeviceOption = Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")]
+
+
+def neighbours_command(
+    run: Annotated[Path, typer.Argument(help="Run directory")],
+    word: Annotated[str, typer.Argument(help="The query word (any word: composed from its spelling if unseen)")],
+    lang: Annotated[str, typer.Option("--lang", help="The word's language")],
+    among: Annotated[str | None, typer.Option(
+        "--in", help="Search this language's vocabulary (default: --lang); another language of a polyglot run is "
+                     "searched in the run's shared space, or in --align's")] = None,
+    topn: Annotated[int, typer.Option("--topn", help="How many neighbours")] = 10,
+    method: Annotated[str, typer.Option("--method", help="cosine | csls")] = "cosine",
+    side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
+    align: Annotated[Path | None, typer.Option(
+        "--align", help="An align --out directory relating --lang and --in: search in its aligned space")] = None,
+    checkpoint: CheckpointOption = "best",
+    device: DeviceOption = "auto",
+    threads: ThreadsOption = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """The nearest words of WORD in a run's embedding space, as JSON (best first, with their scores)."""
+    _neighbours(run, word, lang, among, topn, method, side, align, checkpoint, device, threads, verbose)
+
+
+@cli_errors
+def _neighbours(run: Path, word: str, lang: str, among: str | None, topn: int, method: str, side: str,
+                align: Path | None, checkpoint: str, device: str, threads: int | None, verbose: bool) -> None:
+    from polyglot_groc.analysis.model import neighbours
+
+    setup_logging(verbose)
+    res = neighbours(run=run, word=word, lang=lang, among=among, topn=topn, method=method, side=side,
+                     alignment=align, checkpoint=checkpoint, device=device, threads=threads)
+    print_json(res.to_dict())
+
+
+def score_command(
+    run: Annotated[Path, typer.Argument(help="Run directory")],
+    lang: Annotated[str, typer.Option("--lang", help="The text's language")],
+    input: Annotated[str, typer.Option(
+        "--input", help="A UTF-8 text file, one sentence a line; - reads standard input")] = "-",
+    uniform_weight: Annotated[float | None, typer.Option(
+        "--uniform-weight", help="Lookup-output runs: mix in the uniform distribution with this weight in [0, 1) "
+                                 "so new words get a probability (evaluate's open-vocabulary rule)")] = None,
+    checkpoint: CheckpointOption = "best",
+    device: DeviceOption = "auto",
+    threads: ThreadsOption = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Log-probability (natural log) and perplexity of every line, as JSON lines on stdout.
+
+    Each line is a sentence read from a sentence start; its words and closing <eos> are scored
+    through the model's own scorer (the one evaluate uses), over the training vocabulary and the
+    new words of the whole input, as evaluate scores a file (GroC composes them). A blank line gets
+    null scores. The totals go to stderr.
+    """
+    _score(run, lang, input, uniform_weight, checkpoint, device, threads, verbose)
+
+
+@cli_errors
+def _score(run: Path, lang: str, input: str, uniform_weight: float | None, checkpoint: str, device: str,
+           threads: int | None, verbose: bool) -> None:
+    from groc_base.fileio import dumps_json
+    from polyglot_groc.analysis.model import score
+
+    setup_logging(verbose)
+    text: str | list[str] = typer.get_text_stream("stdin").read().splitlines() if input == "-" else input
+    res = score(run=run, lang=lang, input=text, uniform_weight=uniform_weight, checkpoint=checkpoint,
+                device=device, threads=threads)
+    for line in res.lines:
+        typer.echo(dumps_json(line.to_dict(), ensure_ascii=False))
+    err_console.print(f"{len(res.lines)} lines, {res.tokens} tokens: log-probability {res.log_prob:.4f}, "
+                      f"perplexity {res.perplexity:.2f}")

@@ -1,0 +1,285 @@
+"""A trained run in memory (``pg.load`` -> ``Model``): its vectors are export's, its log-probabilities
+evaluate's, its neighbours a brute-force ranking's and, after an alignment, the aligned export's."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from eval.vectors import read_vec
+from polyglot_groc.analysis.model import Model, load, text_pieces
+from polyglot_groc.cli import app
+from polyglot_groc.config import MODEL_KINDS
+from polyglot_groc.training.trainer import Trainer
+from tests.conftest import one_error_line, small_run_config
+from tests.test_scoring import TEXT
+
+runner = CliRunner()
+#: A seed dictionary for the tiny en/fr corpus.
+EN_FR = ("the le\ndog chien\nhouse maison\nfish poisson\nriver rivière\nteacher professeur\nour notre\n"
+         "old vieille\nsmall petite\ngarden jardin\nbird oiseau\na un\nsees voit\nneighbour voisin\n")
+
+
+@pytest.fixture(scope="module")
+def runs(kind_runs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every kind on :data:`TEXT` (the session's runs, as test_scoring reads them), and a polyglot en/fr GroC
+    run on the tiny corpus."""
+    root = tmp_path_factory.mktemp("model-api")
+    Trainer(small_run_config("groc", "en,fr", ["train.max_steps=3"]), root / "enfr").fit()
+    return {**kind_runs, "enfr": root / "enfr"}
+
+
+def _brute_cosine(q: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    return unit @ (q / np.linalg.norm(q))  # (n,)
+
+
+# ----------------------------------------------------------------------------------- vectors
+
+
+def test_vectors_are_the_exported_rows_bit_for_bit(runs: dict[str, Path], tmp_path: Path) -> None:
+    from polyglot_groc.analysis.workflows import export
+
+    run = runs["enfr"]
+    words = ["chien", "maisonnette", "le", "chiens", "rivières", "poisson"]  # seen and unseen (composed)
+    for side in ("input", "output"):
+        res = export(run=run, lang="fr", words=words, side=side, out=tmp_path / f"{side}.vec", device="cpu")
+        assert res.composed_unseen == 3
+        got, vecs = read_vec(tmp_path / f"{side}.vec")
+        model = load(run, device="cpu")
+        assert got == words and np.array_equal(model.vectors(words, "fr", side), vecs)
+        assert np.array_equal(model.vector("maisonnette", "fr", side), vecs[1])  # from the cache
+    export(run=run, lang="en", vocab=True, out=tmp_path / "vocab.vec", device="cpu")
+    got, vecs = read_vec(tmp_path / "vocab.vec")
+    model = load(run, device="cpu")
+    assert got == model.words("en") and np.array_equal(model.vectors(got, "en"), vecs)
+    # Repeats and order are kept; the cache answers the second call with the same rows.
+    again = model.vectors(["the", "dog", "the"], "en")
+    assert np.array_equal(again[0], again[2]) and np.array_equal(again[1], vecs[got.index("dog")])
+
+
+def test_lookup_vectors_and_the_errors_of_words_it_cannot_embed(runs: dict[str, Path]) -> None:
+    from groc_base.errors import InputError
+
+    groc, tied = load(runs["enfr"], device="cpu"), load(runs["tied"], device="cpu")
+    assert tied.kind == "tied" and not tied.composes("input") and groc.composes("output")
+    assert groc.languages == ("en", "fr") and groc.config.model.kind == "groc" and groc.dim == 16
+    assert tied.vectors(["cat", "dog"], "en").shape == (2, 16)
+    with pytest.raises(InputError, match=r"'zebra'.*lookup table.*compositional run"):
+        tied.vector("zebra", "en")
+    with pytest.raises(InputError, match="only of characters this model never saw"):
+        groc.vector("собака", "en")
+    with pytest.raises(InputError, match="language 'de' is not in this run; it has en, fr"):
+        groc.vector("dog", "de")
+    with pytest.raises(InputError, match="empty or contains whitespace"):
+        groc.vectors(["dog", "hot dog"], "en")
+    with pytest.raises(InputError, match="takes a list of words"):
+        groc.vectors("dog", "en")
+
+
+# ----------------------------------------------------------------------------------- neighbours
+
+
+def test_most_similar_is_a_brute_force_cosine_and_csls_ranking(runs: dict[str, Path]) -> None:
+    model = load(runs["enfr"], device="cpu")
+    en, fr = model.words("en"), model.words("fr")
+    v_en, v_fr = model.vectors(en, "en"), model.vectors(fr, "fr")
+    for word in ("dog", "teacher"):
+        cos = _brute_cosine(v_en[en.index(word)], v_en)
+        order = [i for i in np.argsort(-cos, kind="stable") if en[i] != word][:5]  # not its own neighbour
+        got = model.most_similar(word, "en", 5)
+        assert [w for w, _ in got] == [en[i] for i in order]
+        assert np.allclose([s for _, s in got], cos[order], atol=1e-5)
+    # An unseen word is composed; among another language of a polyglot run: the shared space.
+    q = model.vector("doggy", "en")
+    cos = _brute_cosine(q, v_fr)
+    got = model.most_similar("doggy", "en", 4, among="fr")
+    assert [w for w, _ in got] == [fr[i] for i in np.argsort(-cos, kind="stable")[:4]]
+    # A vector query, and a word list (composed where unseen).
+    assert [w for w, _ in model.most_similar(q, "en", 4, among="fr")] == [w for w, _ in got]
+    pool = ["chien", "chat", "maison", "zèbre"]
+    cos = _brute_cosine(q, model.vectors(pool, "fr"))
+    listed = model.most_similar("doggy", "en", 2, among=pool, among_lang="fr")
+    assert [w for w, _ in listed] == [pool[i] for i in np.argsort(-cos, kind="stable")[:2]]
+    # CSLS: 2 cos(x, y) - r_fr(x) - r_en(y), r the mean cosine of the 3 nearest of the other vocabulary.
+    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+    sims = unit(v_fr) @ unit(v_en).T  # (fr, en)
+    r_y = np.sort(sims, axis=1)[:, -3:].mean(axis=1)  # (fr,)
+    r_x = np.sort(_brute_cosine(q, v_fr))[-3:].mean()
+    csls = 2 * _brute_cosine(q, v_fr) - r_x - r_y
+    got = model.most_similar("doggy", "en", 4, among="fr", method="csls", knn=3)
+    assert [w for w, _ in got] == [fr[i] for i in np.argsort(-csls, kind="stable")[:4]]
+    assert np.allclose([s for _, s in got], np.sort(csls)[::-1][:4], atol=1e-5)
+    assert model.similarity("dog", "chien", "en", "fr") == pytest.approx(
+        float(_brute_cosine(v_en[en.index("dog")], v_fr[[fr.index("chien")]])[0]), abs=1e-6)
+
+
+def test_to_keyed_vectors_round_trips_through_gensim(runs: dict[str, Path], tmp_path: Path) -> None:
+    from gensim.models import KeyedVectors
+
+    model = load(runs["enfr"], device="cpu")
+    kv = model.to_keyed_vectors("en")
+    assert kv.index_to_key == model.words("en")
+    kv.save(str(tmp_path / "en.kv"))
+    kv.save_word2vec_format(str(tmp_path / "en.vec"))
+    for back in (KeyedVectors.load(str(tmp_path / "en.kv")),
+                 KeyedVectors.load_word2vec_format(str(tmp_path / "en.vec"))):
+        assert back.index_to_key == model.words("en")
+        assert np.array_equal(back.vectors, model.vectors(model.words("en"), "en"))
+    assert [w for w, _ in kv.most_similar("dog", topn=5)] == [w for w, _ in model.most_similar("dog", "en", 5)]
+    some = model.to_keyed_vectors("fr", words=["chien", "chiots"], side="output")
+    assert np.array_equal(some["chiots"], model.vector("chiots", "fr", "output"))
+
+
+def test_cross_language_neighbours_after_an_alignment_are_the_aligned_exports(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    from groc_base.errors import InputError
+    from polyglot_groc.analysis.workflows import align
+
+    (tmp_path / "dict.txt").write_text(EN_FR, encoding="utf-8")
+    res = align(run=runs["enfr"], src_lang="en", tgt_lang="fr", train_dict=tmp_path / "dict.txt", refine=1,
+                normalize="renorm,center,renorm", out=tmp_path / "al", device="cpu")
+    assert (res.src_lang, res.tgt_lang, res.side) == ("en", "fr", "input")
+    src_words, src = read_vec(tmp_path / "al" / "src.aligned.vec")
+    tgt_words, tgt = read_vec(tmp_path / "al" / "tgt.vec")
+    for applied in (load(runs["enfr"], device="cpu").apply_alignment(tmp_path / "al"),
+                    load(runs["enfr"], device="cpu").apply_alignment(res)):
+        for word in ("dog", "the", "garden"):
+            for method in ("cosine", "csls"):
+                cos = _brute_cosine(src[src_words.index(word)], tgt)
+                if method == "csls":  # MUSE's CSLS over the two exported files, knn 10
+                    unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
+                    knn = min(10, len(src_words))
+                    r_t = np.sort(unit(tgt) @ unit(src).T, axis=1)[:, -knn:].mean(axis=1)
+                    r_s = np.sort(cos)[-min(10, len(tgt_words)):].mean()
+                    cos = 2 * cos - r_s - r_t
+                got = applied.most_similar(word, "en", 5, among="fr", method=method)
+                assert [w for w, _ in got] == [tgt_words[i] for i in np.argsort(-cos, kind="stable")[:5]]
+                assert np.allclose([s for _, s in got], np.sort(cos)[::-1][:5], atol=1e-5)
+        # A vector of the run's space is mapped as align maps: a vocabulary word's raw vector lands
+        # on its aligned row, so an unseen word is mapped by the same map.
+        raw = applied.vector("dog", "en")
+        assert [w for w, _ in applied.most_similar(raw, "en", 5, among="fr")] == \
+            [w for w, _ in applied.most_similar("dog", "en", 5, among="fr")]
+        assert len(applied.most_similar("doggy", "en", 3, among="fr")) == 3
+        assert applied.similarity("dog", "chien", "en", "fr") == pytest.approx(
+            float(_brute_cosine(src[src_words.index("dog")], tgt[[tgt_words.index("chien")]])[0]), abs=1e-5)
+        with pytest.raises(InputError, match="aligns the input side"):
+            applied.most_similar("dog", "en", among="fr", side="output")
+    # An alignment of other vectors (another run, side or language) is refused, as are unknown languages.
+    import dataclasses
+
+    with pytest.raises(InputError, match="not this run's input vectors mapped"):
+        load(runs["enfr"], device="cpu").apply_alignment(dataclasses.replace(res, mapped=res.mapped * 1.01))
+    with pytest.raises(InputError, match="words are not this run's fr vocabulary"):
+        load(runs["enfr"], device="cpu").apply_alignment(res, src_lang="fr", tgt_lang="en")
+    with pytest.raises(InputError, match="'de' is not in this run"):
+        load(runs["enfr"], device="cpu").apply_alignment(res, tgt_lang="de")
+
+
+# ----------------------------------------------------------------------------------- probabilities
+
+
+@pytest.mark.parametrize("kind", MODEL_KINDS)
+def test_log_prob_over_a_split_is_evaluates_nll(runs: dict[str, Path], kind: str) -> None:
+    from polyglot_groc.analysis.workflows import evaluate
+
+    run = runs[kind]
+    model = load(run, device="cpu")
+    text = (runs["data"] / "en" / "test.txt").read_text(encoding="utf-8")
+    ev = evaluate(run=run, split="test", batch_size=1, device="cpu")
+    assert ev.details is not None
+    nll, n = ev.details["en"]["nll"], ev.details["en"]["n_tokens"]
+    scored = model.token_log_probs(text, "en", start=None, streams=1)  # the split as evaluate reads it
+    assert len(scored.tokens) == n
+    assert -scored.log_prob == pytest.approx(nll * n, rel=1e-6)
+    assert scored.perplexity == pytest.approx(ev.perplexity["en"], rel=1e-6)
+    # Text with new words: GroC composes them, a lookup output needs the uniform share; either way
+    # evaluate's open-vocabulary figure on the same text.
+    unseen = (runs["unseen"] / "en" / "test.txt").read_text(encoding="utf-8")
+    weight = None if model.composes("output") else 0.01
+    opened = evaluate(run=run, data=runs["unseen"], split="test", batch_size=1, uniform_weight=weight, device="cpu")
+    got = model.perplexity(unseen, "en", start=None, streams=1, uniform_weight=weight)
+    assert got == pytest.approx(opened.perplexity["en"], rel=1e-6)
+
+
+def test_default_reading_scores_every_token_once_and_lines_alone(runs: dict[str, Path]) -> None:
+    from groc_base.errors import InputError
+
+    model = load(runs["groc"], device="cpu")
+    text = TEXT[:200]
+    n_tokens = sum(len(line.split()) + 1 for line in text.splitlines() if line.strip())
+    whole = model.token_log_probs(text, "en", streams=1)
+    parts = model.token_log_probs(text, "en", streams=3)  # three pieces side by side, cut at sentence ends
+    assert len(whole.tokens) == len(parts.tokens) == n_tokens and whole.tokens == parts.tokens
+    assert np.isfinite(parts.log_probs).all() and parts.log_prob == pytest.approx(whole.log_prob, rel=0.05)
+    # Lines side by side in padded batches score as each line alone (here: no new word in the input,
+    # so every line is scored over the same vocabulary).
+    lines = [line for line in TEXT.splitlines()[:6]] + ["", "our old dog likes a cat . the river sees the cat ."]
+    batched = model.score_lines(lines, "en")
+    assert batched[6].tokens == 0 and batched[6].log_prob is None and batched[7].tokens == 14
+    for line, got in zip([*lines[:6], lines[7]], [*batched[:6], batched[7]], strict=True):
+        assert got.log_prob == pytest.approx(model.log_prob(line, "en", streams=1), rel=1e-6, abs=1e-6)
+        assert got.perplexity == pytest.approx(math.exp(-got.log_prob / got.tokens))
+    # New words join the vocabulary the input is scored over (evaluate's rule for a file).
+    assert model.score_lines(["the zebra sees a dog .", "a zebra ."], "en")[0].new_words == 1
+    with pytest.raises(InputError, match="the text is empty"):
+        model.log_prob(" \n\n", "en")
+    tied = load(runs["tied"], device="cpu")
+    with pytest.raises(InputError, match=r"'zebra'.*probability 0.*uniform_weight"):
+        tied.log_prob("the zebra sees a dog .", "en")
+    assert math.isfinite(tied.log_prob("the zebra sees a dog .", "en", uniform_weight=0.01))
+
+
+def test_text_pieces_cover_every_target_once() -> None:
+    tokens = "<eos> a b <eos> c <eos> d e f <eos> g <eos>".split()
+    for streams in (1, 2, 3, 5, 50):
+        pieces = text_pieces(tokens, streams)
+        targets = np.concatenate([np.arange(a + 1, b) for a, b in pieces])
+        assert np.array_equal(targets, np.arange(1, len(tokens)))
+        assert all(tokens[a] == "<eos>" for a, _ in pieces[1:]) and len(pieces) <= streams
+
+
+# ----------------------------------------------------------------------------------- the CLI
+
+
+def test_neighbours_and_score_commands(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = runs["enfr"]
+    res = runner.invoke(app, ["neighbours", str(run), "doggy", "--lang", "en", "--in", "fr", "--topn", "3"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    expected = load(run, device="cpu").most_similar("doggy", "en", 3, among="fr")
+    assert out["composed"] and [n["word"] for n in out["neighbours"]] == [w for w, _ in expected]
+    (tmp_path / "in.txt").write_text("the dog sees the garden .\n\nthe zebra .\n", encoding="utf-8")
+    res = runner.invoke(app, ["score", str(run), "--lang", "en", "--input", str(tmp_path / "in.txt")])
+    assert res.exit_code == 0, res.output
+    records = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [r["line"] for r in records] == [1, 2, 3] and records[1]["log_prob"] is None
+    model = Model(load(run, device="cpu").bundle)
+    expected = model.score_lines(["the dog sees the garden .", "", "the zebra ."], "en")
+    assert [r["log_prob"] for r in records] == [s.log_prob for s in expected] and records[2]["new_words"] == 1
+    piped = runner.invoke(app, ["score", str(run), "--lang", "en"], input="the dog sees the garden .\n")
+    assert piped.exit_code == 0
+    assert json.loads(piped.stdout)["log_prob"] == pytest.approx(model.log_prob("the dog sees the garden .", "en"))
+    # Bad input: one line, exit 2.
+    assert "'de' is not in this run" in one_error_line(runner.invoke(app, ["neighbours", str(run), "dog",
+                                                                           "--lang", "de"]))
+    assert "csls" in one_error_line(runner.invoke(app, ["neighbours", str(run), "dog", "--lang", "en",
+                                                        "--method", "dot"]))
+    assert "never saw" in one_error_line(runner.invoke(app, ["neighbours", str(run), "собака", "--lang", "en"]))
+    assert "empty" in one_error_line(runner.invoke(app, ["score", str(run), "--lang", "en"], input="\n \n"))
+    assert "no such file" in one_error_line(runner.invoke(app, ["score", str(run), "--lang", "en",
+                                                                "--input", str(tmp_path / "nope.txt")]))
+    assert "probability 0" in one_error_line(runner.invoke(app, ["score", str(runs["tied"]), "--lang", "en"],
+                                                           input="the zebra .\n"))
+
+
+def test_the_model_is_in_the_public_api() -> None:
+    import polyglot_groc as pg
+
+    assert pg.load is load and pg.Model is Model and pg.neighbours.__module__ == "polyglot_groc.analysis.model"
