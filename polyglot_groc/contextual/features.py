@@ -22,18 +22,17 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import torch
 
 from groc_base.checks import check_output, check_positive
 from groc_base.errors import InputError, ResourceMissingError
-from groc_base.fileio import dumps_json, write_then_rename
+from groc_base.fileio import atomic_output_dir, dumps_json, write_then_rename
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.model.checkpoint import atomic_write_text
 from polyglot_groc.model.device import use_threads
@@ -230,6 +229,11 @@ class FeaturesResult:
                 "mix": self.mix, "gamma": self.gamma, "aligned": self.aligned}
 
 
+def _hdf5_target(tmp: Path) -> IO[bytes]:
+    """The open file :func:`features` hands h5py (the temporary it renames into place)."""
+    return tmp.open("r+b")
+
+
 def _import_h5py() -> Any:
     try:
         import h5py
@@ -303,7 +307,10 @@ def features(
 
     def fill(tmp: Path) -> Path:
         nonlocal maps, n_tokens, shape
-        with h5py.File(tmp, "w") as fout:
+        # HDF5 writes through a Python file object, not its own C driver: a write that fails (a full
+        # disk) is then an OSError raised here, where HDF5's own driver would leave h5py's objects
+        # half-closed and crash the interpreter (a segmentation fault) when they are freed.
+        with _hdf5_target(tmp) as raw, h5py.File(raw, "w") as fout:
             for i, lay in enumerate(sentence_layers(bundle, sentences, lang, batch_size, progress)):
                 if align is not None:
                     if maps is None:
@@ -427,23 +434,13 @@ def anchors(
     kept_words = [str(w) for w in words[keep]]
     n_layers = means.shape[1]
     norms = [float(np.linalg.norm(means[:, j], axis=1).mean()) for j in range(n_layers)]
-    # Every file atomically, and all of them or none (as align's outputs): a failed write removes the others.
-    created = not out.exists()
-    files: list[str] = []
-    try:
-        out.mkdir(parents=True, exist_ok=True)
+    # All the files or none, as align's outputs: built in a temporary folder and renamed into place,
+    # so a full disk or a kill leaves the previous `out` whole (and nothing when there was none).
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
         for j in range(n_layers):
-            path = out / f"layer{j}.vec"
-            write_vec(path, kept_words, np.ascontiguousarray(means[:, j]))
-            files.append(str(path))
-        atomic_write_text(out / "norms.json", dumps_json({f"layer{j}": n for j, n in enumerate(norms)}) + "\n")
-        files.append(str(out / "norms.json"))
-    except BaseException:
-        for f in files:
-            Path(f).unlink(missing_ok=True)
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+            write_vec(tmp / f"layer{j}.vec", kept_words, np.ascontiguousarray(means[:, j]))
+        atomic_write_text(tmp / "norms.json", dumps_json({f"layer{j}": n for j, n in enumerate(norms)}) + "\n")
+    files = [str(out / f"layer{j}.vec") for j in range(n_layers)] + [str(out / "norms.json")]
     log.info("wrote %d layers of anchors for %d word types (%d tokens) to %s", n_layers, len(kept_words), n_tokens,
              out)
     return AnchorsResult(str(run if not isinstance(run, ModelBundle) else "<bundle>"), lang, str(out),
@@ -506,8 +503,10 @@ def align_layers(
         raise InputError(f"{src} has {len(n_src)} layer*.vec files and {tgt} {len(n_tgt)}; give two anchors "
                          "directories of runs with the same layers")
     results = []
-    for j in range(len(n_src)):
-        res = align(src=src / f"layer{j}.vec", tgt=tgt / f"layer{j}.vec", train_dict=train_dict,
-                    eval_dict=eval_dict, refine=refine, out=out / f"layer{j}", overwrite=overwrite)
-        results.append(res.to_dict())
+    # Every layer's map or none: they are built in one temporary folder renamed into place at the end.
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        for j in range(len(n_src)):
+            res = align(src=src / f"layer{j}.vec", tgt=tgt / f"layer{j}.vec", train_dict=train_dict,
+                        eval_dict=eval_dict, refine=refine, out=tmp / f"layer{j}")
+            results.append(res.to_dict())
     return LayerAlignResult(str(out), results)
