@@ -194,6 +194,25 @@ def run_dir_has_content(run_dir: Path) -> bool:
     return run_dir.is_dir() and any(not p.name.startswith(".lock") for p in run_dir.iterdir())
 
 
+#: What ``--overwrite`` deletes from an existing run directory (other files in it are left alone).
+RUN_FILES = ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json", FINGERPRINT_NAME)
+
+
+def existing_run_message(run_dir: Path) -> str:
+    """The refusal of a new run into the non-empty ``run_dir``, saying what ``--overwrite`` would delete
+    and, for a run with a checkpoint, how to go on with it instead."""
+    run_dir = Path(run_dir)
+    held = [name for name in RUN_FILES if (run_dir / name).exists()]
+    if (run_dir / "last.pt").is_file() and (run_dir / "config.toml").is_file():
+        return (f"run directory {run_dir} already exists and holds a run ({', '.join(held)}); continue it with "
+                f"`polyglot-groc train --resume {run_dir}`, choose another --out, or pass --overwrite to delete "
+                "its checkpoints and train anew")
+    if held:
+        return (f"run directory {run_dir} already exists ({', '.join(held)}); choose another --out, or pass "
+                f"--overwrite to delete those files and train anew")
+    return f"run directory {run_dir} already exists and holds other files; choose another --out or pass --overwrite"
+
+
 def resume_config(cfg: RunConfig, payload: Mapping[str, Any], run_dir: Path, *, max_steps: int | None = None,
                   max_epochs: int | None = None, max_minutes: float | None = None,
                   finished: bool = False) -> tuple[RunConfig, list[str]]:
@@ -249,8 +268,8 @@ def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
     run_dir = Path(run_dir)
     if run_dir_has_content(run_dir):
         if not overwrite:
-            raise InputError(f"run directory {run_dir} already exists; pass --overwrite or choose another --out")
-        for name in ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json", FINGERPRINT_NAME):
+            raise InputError(existing_run_message(run_dir))
+        for name in RUN_FILES:
             (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
 

@@ -52,6 +52,7 @@ from polyglot_groc.training.trainer import (
     Trainer,
     TrainHooks,
     TrainResult,
+    existing_run_message,
     resume_config,
     run_dir_has_content,
 )
@@ -334,7 +335,7 @@ def _train_run(cfg: RunConfig, out: Path, *, overwrite: bool = False, payload: M
     main_rank = world_from_env()[0] == 0
     if main_rank and payload is None and not overwrite and run_dir_has_content(out):
         # Checked before taking the lock, so a refused run leaves not even a lock file behind.
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+        raise InputError(existing_run_message(out))
     kept = int(payload["step"]) if payload is not None else None
     with writing_run(out, "resume" if payload is not None else "train", kept=kept, owner=main_rank,
                   clean=NEW_RUN_FILES if payload is None else ()) as watch:
@@ -399,7 +400,7 @@ def finetune(
     if out.resolve() == Path(run).resolve():
         raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+        raise InputError(existing_run_message(out))
     if threads:  # the run's model is loaded and grown before the trainer applies train.threads
         set_threads(threads)
     explicit = {"train.threads": threads, "train.device": device, "train.max_minutes": max_minutes,
@@ -448,7 +449,8 @@ def load_result(*, run: PathLike) -> TrainResult:
                                dict(r.get("lexicon") or {}), r.get("parent"), unk=dict(r.get("unk") or {}))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"{run / 'result.json'} is not a run's result ({type(exc).__name__}: {exc}); it is "
-                             "damaged: move it away (the run then reads as interrupted) or train it again") from exc
+                             "damaged: move it away (the run then reads as interrupted; its checkpoints are "
+                             "kept)") from exc
     if not (run / "last.pt").is_file():
         raise InputError(f"{run} holds no result.json and no last.pt; train it first")
     payload = load_checkpoint(run / "last.pt")
