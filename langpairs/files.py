@@ -63,7 +63,7 @@ from groc_base.fileio import (
     write_then_rename,
 )
 
-from .corpus import SPLITS, decode_utf8
+from .corpus import SPLITS, check_token_lengths, decode_utf8
 from .registry import Language, LanguageRegistry, load_registry
 from .tokenize import SentenceTokenizer, make_tokenizer
 
@@ -196,6 +196,7 @@ def _read_input(path: Path, text_format: str) -> _Input:
     text = decode_utf8(data, path)
     if not text.strip():
         raise CorpusError(f"input {path} is empty; give a file with text in it")
+    check_token_lengths(text, f"input {path}")
     kind = "conllu" if path.name.endswith(_CONLLU_SUFFIXES) else text_format
     return _Input(path, kind, raw, text)
 
