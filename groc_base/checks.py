@@ -223,7 +223,7 @@ def checked_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
         nonlocal hints
         name = fn.__name__
         try:
-            bound = signature.bind(*args, **kwargs)
+            bound = signature.bind_partial(*args, **kwargs)
         except TypeError as exc:
             import difflib
 
@@ -247,6 +247,10 @@ def checked_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
                 fix = f"pass a list, e.g. {arg}=[{shown}]" if isinstance(value, str) else f"see help({name})"
                 raise ArgumentTypeError(f"{name}(): {arg} must be {_describe_hint(arg, fn, hint)}, got "
                                         f"{type(value).__name__} {shown}; {fix}")
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:  # a required argument left out
+            raise ArgumentTypeError(f"{name}(): {exc}; see help({name})") from None
         return fn(*args, **kwargs)
 
     setattr(wrapper, _CHECKED_ATTR, True)

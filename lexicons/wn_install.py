@@ -107,6 +107,7 @@ def writing_wordnets(wn_dir: Path) -> Iterator[Path]:
             lock.acquire()
         try:
             sweep_folder(wn_dir)  # what killed imports left
+            sweep_folder(wn_dir / "lmf")
             tmp = make_temp_dir(wn_dir, _DB)
             try:
                 if db.is_file():

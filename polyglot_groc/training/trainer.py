@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from groc_base.errors import CheckpointError, InputError
-from groc_base.fileio import dumps_json
+from groc_base.fileio import dumps_json, sweep_folder
 from langpairs.batching import LanguageSchedule, MultilingualBatcher, epoch_restart
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import RunConfig, dump_toml
@@ -287,8 +287,10 @@ def place_model(model: LanguageModel, t: Any, device: torch.device) -> torch.dev
 
 
 def remove_temp_files(run_dir: Path) -> None:
-    """Temp files of atomic writes left by a killed process (``.<name>.<random>.tmp``)."""
+    """Temp files of atomic writes left by a killed process (:func:`groc_base.fileio.sweep_folder`;
+    under the run lock, older versions' ``.<name>.<random>.tmp`` files too, whatever their age)."""
     if Path(run_dir).is_dir():
+        sweep_folder(run_dir)
         for tmp in Path(run_dir).glob(".*.tmp"):
             tmp.unlink(missing_ok=True)
 
