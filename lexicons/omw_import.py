@@ -734,7 +734,6 @@ def import_tab_file(
         pwn = read_pwn(pwn_path)
         known, against = [k for k in tab.lemmas if k in pwn.synsets], f"princeton wordnet 3.0 ({pwn_path})"
     else:
-        logger.warning("no princeton wordnet 3.0 given (--data): %s gets no relations of its own", spec)
         pwn = _pwn_stub(list(tab.lemmas))
         known, against = [k for k in tab.lemmas if k in ili], f"the ili map {ili_map}"
     if not known:  # a wordnet of no synsets is no wordnet: the offsets are of another version
@@ -742,6 +741,8 @@ def import_tab_file(
         raise LexiconFormatError(f"omw tab file {path}: none of its {len(tab.lemmas)} synset keys (e.g. {example!r}) "
                                  f"is a synset of {against}, so the wordnet would be empty; an omw tab file needs "
                                  "princeton wordnet 3.0 offsets (convert 3.1 or 2.0 offsets first)")
+    if pwn_path is None:
+        logger.warning("no princeton wordnet 3.0 given (--data): %s gets no relations of its own", spec)
     lex = _other_lexicon(code, "tab", tab, pwn, ili, version, _label_of(path, code), _license_of(path))
     with writing_wordnets(wn_dir) as db_dir:  # one import at a time, all or nothing (lexicons.wn_install)
         already = spec in _installed_specs(db_dir)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from groc_base.fileio import make_temp_dir, named_for_user, sweep_folder
+from groc_base.fileio import make_temp_dir, named_for_user, removing_new_dirs, sweep_folder
 
 __all__ = ["LOCK_NAME", "describe_lmf_errors", "sqlite_os_error", "writing_wordnets"]
 
@@ -89,54 +89,68 @@ def writing_wordnets(wn_dir: Path) -> Iterator[Path]:
 
     Raises:
         OSError: ``wn_dir`` cannot be written (full disk, read-only, permissions), naming
-            ``wn_dir/wn.db``, never the temporary folder.
+            ``wn_dir/wn.db`` (or ``wn_dir``), never the temporary folder.
     """
+    wn_dir = Path(wn_dir).expanduser()
+    created = not wn_dir.exists()
+    with removing_new_dirs(wn_dir.parent):
+        try:
+            wn_dir.mkdir(parents=True, exist_ok=True)
+            with _import_lock(wn_dir):
+                sweep_folder(wn_dir)  # what killed imports left
+                sweep_folder(wn_dir / "lmf")
+                with _database_copy(wn_dir) as tmp:
+                    yield tmp
+        except BaseException:
+            if created:  # a failed first import leaves no folder (and no empty database) behind
+                shutil.rmtree(wn_dir, ignore_errors=True)
+            raise
+
+
+@contextmanager
+def _import_lock(wn_dir: Path) -> Iterator[None]:
+    """Hold ``wn_dir``'s import lock; a second import waits for the first, and says so."""
     from filelock import FileLock, Timeout
 
-    wn_dir = Path(wn_dir).expanduser()
-    db = wn_dir / _DB
-    created = not wn_dir.exists()
-    failed = True
+    lock = FileLock(str(wn_dir / LOCK_NAME), is_singleton=False)
     try:
-        wn_dir.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(wn_dir / LOCK_NAME), is_singleton=False)
-        try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            logger.warning("another lexicon import is writing %s; waiting for it to finish", wn_dir)
-            lock.acquire()
-        try:
-            sweep_folder(wn_dir)  # what killed imports left
-            sweep_folder(wn_dir / "lmf")
-            tmp = make_temp_dir(wn_dir, _DB)
-            try:
-                if db.is_file():
-                    _copy_db(db, tmp / _DB)
-                yield tmp
-                _close_wn_connections()
-                if (tmp / _DB).is_file():
-                    _fsync(tmp / _DB)
-                    os.replace(tmp / _DB, db)
-                    _fsync(wn_dir)
-                failed = False
-            except sqlite3.Error as exc:
-                as_os = sqlite_os_error(exc, db)
-                if as_os is None:
-                    raise
-                raise as_os from exc
-            except OSError as exc:
-                renamed = named_for_user(exc, tmp, wn_dir)
-                if renamed is exc:
-                    raise
-                raise renamed from exc
-            finally:
-                _close_wn_connections()
-                shutil.rmtree(tmp, ignore_errors=True)
-        finally:
-            lock.release()
+        lock.acquire(timeout=0)
+    except Timeout:
+        logger.warning("another lexicon import is writing %s; waiting for it to finish", wn_dir)
+        lock.acquire()
+    try:
+        yield
     finally:
-        if failed and created:  # a failed first import leaves no folder (and no empty database) behind
-            shutil.rmtree(wn_dir, ignore_errors=True)
+        lock.release()
+
+
+@contextmanager
+def _database_copy(wn_dir: Path) -> Iterator[Path]:
+    """A temporary folder with a copy of ``wn_dir/wn.db``, renamed over it when the block succeeds."""
+    db = wn_dir / _DB
+    tmp = make_temp_dir(wn_dir, _DB)
+    try:
+        if db.is_file():
+            _copy_db(db, tmp / _DB)
+        yield tmp
+        _close_wn_connections()
+        if (tmp / _DB).is_file():
+            _fsync(tmp / _DB)
+            os.replace(tmp / _DB, db)
+            _fsync(wn_dir)
+    except sqlite3.Error as exc:
+        as_os = sqlite_os_error(exc, db)
+        if as_os is None:
+            raise
+        raise as_os from exc
+    except OSError as exc:
+        renamed = named_for_user(exc, tmp, wn_dir)
+        if renamed is exc:
+            raise
+        raise renamed from exc
+    finally:
+        _close_wn_connections()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def describe_lmf_errors(path: Path, limit: int = 2) -> str | None:

@@ -230,8 +230,73 @@ class FeaturesResult:
 
 
 def _hdf5_target(tmp: Path) -> IO[bytes]:
-    """The open file :func:`features` hands h5py (the temporary it renames into place)."""
+    """The open file :func:`features` writes HDF5 into (the temporary it renames into place)."""
     return tmp.open("r+b")
+
+
+class _FailSoftFile:
+    """The file object h5py writes through: the first OSError of a write, flush or truncate (a full
+    disk) is kept and never raised into HDF5, whose C code, met with a Python exception in a write
+    callback, leaves h5py's objects half-closed and reports the failure as some other error (an
+    AttributeError from close, or a crash). Writes after it are dropped; :meth:`check` raises it.
+    """
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh = fh
+        self.error: OSError | None = None
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def _failed(self, exc: OSError) -> None:
+        if self.error is None:
+            self.error = exc
+
+    def write(self, data: Any) -> int:
+        size = memoryview(data).nbytes
+        if self.error is None:
+            try:
+                self._fh.write(data)
+            except OSError as exc:
+                self._failed(exc)
+        return size
+
+    def flush(self) -> None:
+        if self.error is None:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._failed(exc)
+
+    def truncate(self, size: int | None = None) -> int:
+        if self.error is None:
+            try:
+                return self._fh.truncate(size)
+            except OSError as exc:
+                self._failed(exc)
+        return size if size is not None else 0
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._fh.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        return self._fh.read(size)
+
+    def readinto(self, buffer: Any) -> int:
+        return self._fh.readinto(buffer)  # type: ignore[attr-defined]
+
+    def __enter__(self) -> _FailSoftFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._fh.close()  # a failing final flush is the disk's error too
+        except OSError as err:
+            self._failed(err)
 
 
 def _import_h5py() -> Any:
@@ -310,17 +375,24 @@ def features(
         # HDF5 writes through a Python file object, not its own C driver: a write that fails (a full
         # disk) is then an OSError raised here, where HDF5's own driver would leave h5py's objects
         # half-closed and crash the interpreter (a segmentation fault) when they are freed.
-        with _hdf5_target(tmp) as raw, h5py.File(raw, "w") as fout:
-            for i, lay in enumerate(sentence_layers(bundle, sentences, lang, batch_size, progress)):
-                if align is not None:
-                    if maps is None:
-                        maps = layer_maps(align, lay.shape[0], lay.shape[2])
-                    lay = np.stack([lay[j] @ maps[j].T for j in range(lay.shape[0])])
-                shape = (lay.shape[0], lay.shape[2])
-                n_tokens += lay.shape[1]
-                fout.create_dataset(str(i), data=_select(lay, layers, mix, gamma).astype(np.float32))
-            ds = fout.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-            ds[0] = json.dumps(index)
+        with _FailSoftFile(_hdf5_target(tmp)) as raw:
+            try:
+                with h5py.File(raw, "w") as fout:
+                    for i, lay in enumerate(sentence_layers(bundle, sentences, lang, batch_size, progress)):
+                        if align is not None:
+                            if maps is None:
+                                maps = layer_maps(align, lay.shape[0], lay.shape[2])
+                            lay = np.stack([lay[j] @ maps[j].T for j in range(lay.shape[0])])
+                        shape = (lay.shape[0], lay.shape[2])
+                        n_tokens += lay.shape[1]
+                        fout.create_dataset(str(i), data=_select(lay, layers, mix, gamma).astype(np.float32))
+                        raw.check()  # a failed write stops the loop here, not after the whole input
+                    ds = fout.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+                    ds[0] = json.dumps(index)
+            except Exception:
+                raw.check()  # what HDF5 made of a failed write (any error type) is the write's OSError
+                raise
+        raw.check()  # closing flushed the last bytes
         return out
 
     write_then_rename(out.parent, out.name, fill)

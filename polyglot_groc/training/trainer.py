@@ -210,7 +210,8 @@ def existing_run_message(run_dir: Path) -> str:
     if held:
         return (f"run directory {run_dir} already exists ({', '.join(held)}); choose another --out, or pass "
                 f"--overwrite to delete those files and train anew")
-    return f"run directory {run_dir} already exists and holds other files; choose another --out or pass --overwrite"
+    return (f"run directory {run_dir} already exists and holds other files; choose another --out, or pass "
+            "--overwrite to train into it anyway (its other files are kept: nothing is deleted)")
 
 
 def resume_config(cfg: RunConfig, payload: Mapping[str, Any], run_dir: Path, *, max_steps: int | None = None,
