@@ -12,7 +12,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
@@ -204,7 +204,10 @@ def _matches(value: Any, hint: Any) -> bool:
     return True  # a TypeVar, a string annotation that did not resolve, ...
 
 
-def checked_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def checked_arguments(fn: _F) -> _F:
     """``fn`` with its arguments checked against its annotations before it runs: the Python API's
     one argument check. A value of the wrong type (``train(langs=5)``), an unknown keyword or a
     positional argument to a keyword-only function is an :class:`ArgumentTypeError` (a
@@ -230,8 +233,8 @@ def checked_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
             unknown = [k for k in kwargs if k not in signature.parameters]
             if unknown:
                 close = difflib.get_close_matches(unknown[0], list(signature.parameters), n=1)
-                hint = f"did you mean {close[0]}=?" if close else f"it takes {', '.join(signature.parameters)}"
-                raise ArgumentTypeError(f"{name}() takes no argument {unknown[0]!r}; {hint}") from None
+                fix = f"did you mean {close[0]}=?" if close else f"it takes {', '.join(signature.parameters)}"
+                raise ArgumentTypeError(f"{name}() takes no argument {unknown[0]!r}; {fix}") from None
             raise ArgumentTypeError(f"{name}(): {exc}; pass the arguments by keyword, e.g. "
                                     f"{name}({next(iter(signature.parameters), 'x')}=...)") from None
         if hints is None:
@@ -254,4 +257,4 @@ def checked_arguments(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(*args, **kwargs)
 
     setattr(wrapper, _CHECKED_ATTR, True)
-    return wrapper
+    return wrapper  # type: ignore[return-value]

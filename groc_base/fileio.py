@@ -20,7 +20,7 @@ import shutil
 import socket
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
@@ -198,6 +198,42 @@ def _umask() -> int:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     atomic_write(path, lambda fh: fh.write(data))
+
+
+def atomic_write_all(contents: Mapping[Path, bytes]) -> None:
+    """Write several files that belong together (a figure and its JSON) all or none.
+
+    Each is written to its temporary and synced first; only when every one is complete are they
+    renamed into place, so a full disk or an error leaves every previous file as it was (a kill
+    between the renames leaves whole files, some new, some old). OSErrors name the user's paths.
+    """
+    done: list[tuple[Path, Path]] = []
+    try:
+        for path, data in contents.items():
+            path = Path(path)
+            sweep_stale_temporaries(path)
+            try:
+                fd, name = tempfile.mkstemp(prefix=temp_prefix(path.name), suffix=".tmp", dir=path.parent)
+            except OSError as exc:
+                raise OSError(exc.errno, exc.strerror or os.strerror(exc.errno or 0), str(path)) from exc
+            tmp = Path(name)
+            done.append((tmp, path))
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                os.chmod(tmp, 0o666 & ~_umask())
+            except OSError as exc:
+                renamed = _renamed(exc, {tmp: path})
+                if renamed is exc:
+                    raise
+                raise renamed from exc
+        for tmp, path in done:
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in done:
+            tmp.unlink(missing_ok=True)
 
 
 def read_bytes(path: Path, what: str, error: type[GrocError]) -> bytes:

@@ -88,12 +88,29 @@ from polyglot_groc.training.workflows import finetune, load_result, resume, trai
 # The functions above, each with its arguments checked against its annotations first: a wrong type
 # (``train(langs=5)``) or an unknown keyword is an ArgumentTypeError naming the argument, not a bare
 # TypeError from deep inside (groc_base.checks.checked_arguments, the one such check).
-(train, resume, finetune, load_result, init_from_elmo, evaluate, tune_cache, freq_bins, curves, export, align,
- align_many, similarity, lexicon_coverage, prepare_language, import_wordnet_file, features, anchors, align_layers,
- probe, load_config, load_registry, parse_overrides) = map(checked_arguments, (
-    train, resume, finetune, load_result, init_from_elmo, evaluate, tune_cache, freq_bins, curves, export, align,
-    align_many, similarity, lexicon_coverage, prepare_language, import_wordnet_file, features, anchors,
-    align_layers, probe, load_config, load_registry, parse_overrides))
+train = checked_arguments(train)
+resume = checked_arguments(resume)
+finetune = checked_arguments(finetune)
+load_result = checked_arguments(load_result)
+init_from_elmo = checked_arguments(init_from_elmo)
+evaluate = checked_arguments(evaluate)
+tune_cache = checked_arguments(tune_cache)
+freq_bins = checked_arguments(freq_bins)
+curves = checked_arguments(curves)
+export = checked_arguments(export)
+align = checked_arguments(align)
+align_many = checked_arguments(align_many)
+similarity = checked_arguments(similarity)
+lexicon_coverage = checked_arguments(lexicon_coverage)
+prepare_language = checked_arguments(prepare_language)
+import_wordnet_file = checked_arguments(import_wordnet_file)
+features = checked_arguments(features)
+anchors = checked_arguments(anchors)
+align_layers = checked_arguments(align_layers)
+probe = checked_arguments(probe)
+load_config = checked_arguments(load_config)
+load_registry = checked_arguments(load_registry)
+parse_overrides = checked_arguments(parse_overrides)
 
 __all__ = [
     "AlignManyResult",
