@@ -803,7 +803,8 @@ def download(spec: str, wn_dir: Path | str | None = None) -> list[str]:
         f"cannot download wordnet {spec!r} (no network or unknown project); install the offline "
         f"copies with `polyglot-groc lexicon import --data $POLYGLOT_GROC_DATA --langs en,fr`"
     )
-    with wn_data_dir(wn_dir):
+    # One writer at a time, all or nothing, as an import (lexicons.wn_install).
+    with writing_wordnets(wn_dir) as db_dir, wn_data_dir(db_dir):
         try:
             wn.download(spec, progress_handler=None)
         except Exception as exc:  # noqa: BLE001 - httpx, wn.Error, OSError: all mean "not available"

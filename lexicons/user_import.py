@@ -125,6 +125,10 @@ def _add_lmf(path: Path, wn_dir: Path, force: bool) -> ImportedWordnet:
                 raise LexiconFormatError(f"wn could not add {path}: {' '.join((str(exc) + cause).split())[:240]}; "
                                          f"fix the file (WN-LMF 1.0-1.4)") from exc
         rows = {x["spec"]: x for x in installed_lexicons(db_dir)}
+        empty = [s for s in specs if s in rows and not rows[s]["synsets"]]
+        if empty:  # nothing to look a word up in: refused before it replaces wn.db
+            raise LexiconFormatError(f"wordnet file {path}: lexicon {empty[0]} has no synsets, so no word would get "
+                                     f"anything from it; add <Synset> elements (and senses pointing at them)")
     missing = [s for s in specs if s not in rows]
     if missing:
         raise LexiconError(f"wn did not install {', '.join(missing)} from {path}; run `polyglot-groc lexicon info` "

@@ -460,7 +460,7 @@ def test_data_prepare_on_a_full_disk_leaves_the_output_as_it_was(tmp_path: Path,
 
 
 def test_train_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path, full_disk_after: Any) -> None:
-    full_disk_after(3)  # config.toml, metrics.jsonl and curves.png written, the first last.pt is not
+    full_disk_after(4)  # config.toml, data-fingerprint.json, metrics.jsonl and curves.png written, last.pt not
     res = runner.invoke(app, _train_args(tmp_path / "r", "--max-steps", "2"))
     assert res.exit_code == 2, res.output
     errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]

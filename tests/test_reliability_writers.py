@@ -105,12 +105,14 @@ WRITERS: dict[str, tuple[Callable[[dict[str, Path], Path], list[str]], Callable[
     "align-many": (lambda w, out: ["align-many", "--vectors", f"a={w['a']}", "--vectors", f"b={w['b']}",
                                    "--pivot", "b", "--train-dict", f"a-b={w['dict']}", "--refine", "0",
                                    "--out", str(out)], lambda out: out.name, "dir"),
-    "analyze curves": (lambda w, out: ["analyze", "curves", str(w["run"]), "--out", str(out)],
-                       lambda out: out.name, "file"),
+    # two files together: the chart and its JSON (tune-cache and analyze curves write one PNG the same way)
+    "analyze freq-bins": (lambda w, out: ["analyze", "freq-bins", str(w["run"]), str(w["run"]), "--data",
+                                          str(w["data"]), "--out", str(out), "--threads", "1"],
+                          lambda out: out.name, "file"),
     "lexicon import": (lambda w, out: ["lexicon", "import", str(MINI_LMF), "--wn-dir", str(out)],
                        lambda out: "wn.db", "dir"),
 }
-SUFFIX = {"features": ".hdf5", "export": ".vec", "analyze curves": ".png"}
+SUFFIX = {"features": ".hdf5", "export": ".vec", "analyze freq-bins": ".png"}
 OVERWRITE = {"lexicon import": "--force"}
 
 
@@ -226,10 +228,10 @@ def test_every_writer_on_a_full_disk_is_one_line_and_keeps_the_previous_output(
     out = _out(tmp_path, name)
     first = runner.invoke(app, command(world, out))
     assert first.exit_code == 0, first.output
-    before = snapshot(out)
+    before = snapshot(out.parent)  # files written beside --out (freq-bins' JSON) included
     request.getfixturevalue("disk_full_at_sync")
     _refused_for_the_disk(runner.invoke(app, [*command(world, out), OVERWRITE.get(name, "--overwrite")]), out)
-    assert snapshot(out) == before
+    assert snapshot(out.parent) == before
     assert temporaries(tmp_path) == []
 
 
@@ -505,6 +507,25 @@ def test_an_omw_tab_file_of_unknown_offsets_is_refused(tmp_path: Path) -> None:
                                               str(tmp_path / "ili.tab"), "--wn-dir", str(tmp_path / "wn")]))
     assert "none of its 2 synset keys" in line and "empty" in line, line
     assert not (tmp_path / "wn").exists()
+
+
+def test_a_wn_lmf_lexicon_without_synsets_is_refused(tmp_path: Path) -> None:
+    text = MINI_LMF.read_text(encoding="utf-8")
+    head, _, _ = text.partition("<LexicalEntry")
+    empty = head + "</Lexicon>\n</LexicalResource>\n"
+    (tmp_path / "empty.xml").write_text(empty, encoding="utf-8")
+    line = one_error_line(runner.invoke(app, ["lexicon", "import", str(tmp_path / "empty.xml"), "--wn-dir",
+                                              str(tmp_path / "wn")]))
+    assert "test-en:1 has no synsets" in line, line
+    assert not (tmp_path / "wn").exists()
+
+
+def test_align_many_refuses_languages_that_differ_only_by_case(world: dict[str, Path], tmp_path: Path) -> None:
+    line = one_error_line(runner.invoke(app, ["align-many", "--vectors", f"en={world['a']}", "--vectors",
+                                              f"EN={world['b']}", "--pivot", "en", "--train-dict",
+                                              f"EN-en={world['dict']}", "--out", str(tmp_path / "o")]))
+    assert "en and EN is given twice" in line, line
+    assert not (tmp_path / "o").exists()
 
 
 def test_similarity_with_too_few_pairs_found_says_how_many(world: dict[str, Path], tmp_path: Path) -> None:

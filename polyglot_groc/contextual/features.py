@@ -284,10 +284,18 @@ class _FailSoftFile:
         return self._fh.tell()
 
     def read(self, size: int = -1) -> bytes:
-        return self._fh.read(size)
+        try:
+            return self._fh.read(size)
+        except OSError as exc:  # an I/O error: HDF5 then meets end of file and fails in its own words
+            self._failed(exc)
+            return b""
 
     def readinto(self, buffer: Any) -> int:
-        return self._fh.readinto(buffer)  # type: ignore[attr-defined]
+        try:
+            return self._fh.readinto(buffer)  # type: ignore[attr-defined,no-any-return]
+        except OSError as exc:
+            self._failed(exc)
+            return 0
 
     def __enter__(self) -> _FailSoftFile:
         return self
