@@ -235,16 +235,14 @@ def test_every_writer_on_a_full_disk_is_one_line_and_keeps_the_previous_output(
     assert temporaries(tmp_path) == []
 
 
-@pytest.mark.parametrize("name", list(WRITERS))
-def test_every_writer_into_a_new_out_on_a_full_disk_leaves_no_folder(world: dict[str, Path], tmp_path: Path,
-                                                                     name: str, disk_full_at_sync: None) -> None:
-    command, _, kind = WRITERS[name]
-    out = tmp_path / "new" / "deeper" / _out(tmp_path, name).name
-    if kind == "file":
-        out.parent.mkdir(parents=True)  # a file writer writes into an existing folder
+@pytest.mark.parametrize("name", [name for name, (_, _, kind) in WRITERS.items() if kind == "dir"])
+def test_every_folder_writer_into_a_new_out_on_a_full_disk_leaves_no_folder(
+        world: dict[str, Path], tmp_path: Path, name: str, disk_full_at_sync: None) -> None:
+    """(A file writer writes into a folder that exists: there is no folder of its own to leave.)"""
+    command, _, _ = WRITERS[name]
+    out = tmp_path / "new" / "deeper" / "out"
     _refused_for_the_disk(runner.invoke(app, command(world, out)), out)
-    assert not out.exists()
-    assert not (tmp_path / "new").exists() or kind == "file"
+    assert not (tmp_path / "new").exists()
     assert temporaries(tmp_path) == []
 
 
@@ -290,7 +288,7 @@ def test_a_refused_argument_leaves_no_new_out(world: dict[str, Path], tmp_path: 
         assert not (tmp_path / "new").exists()
 
 
-@pytest.mark.parametrize("after", [0, 4_000, 20_000, 60_000])
+@pytest.mark.parametrize("after", [4_000, 60_000])
 def test_features_whose_hdf5_write_fails_midway_raise_the_oserror_and_leave_no_debris(
         world: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: int) -> None:
     """HDF5 writes through a file object that keeps a failed write's OSError from HDF5: whether the
@@ -342,13 +340,14 @@ def _edit_in_place(text: str) -> str:
     return text.replace(" the ", " cat ", 1)  # same length: only the digest tells
 
 
-@pytest.mark.parametrize("change, how", [
-    (_edit_in_place, "was edited in place"),
-    (lambda text: "".join(text.splitlines(keepends=True)[:3]), "shrank"),
-    (lambda text: text + text, "grew"),
+@pytest.mark.parametrize("change, how, accept", [
+    (_edit_in_place, "was edited in place", False),
+    (lambda text: "".join(text.splitlines(keepends=True)[:3]), "shrank", True),  # the epoch position no longer fits
+    (lambda text: text + text, "grew", False),
 ])
 def test_resume_refuses_each_kind_of_data_change_before_writing_anything(
-        own_data_run: tuple[Path, Path], tmp_path: Path, change: Callable[[str], str], how: str) -> None:
+        own_data_run: tuple[Path, Path], tmp_path: Path, change: Callable[[str], str], how: str,
+        accept: bool) -> None:
     from polyglot_groc.training.fingerprint import check_data
 
     run = tmp_path / "run"
@@ -362,6 +361,8 @@ def test_resume_refuses_each_kind_of_data_change_before_writing_anything(
         line = one_error_line(runner.invoke(app, ["train", "--resume", str(run), "--max-steps", "4"]))
         assert f"{train_txt} {how}" in line and "--accept-changed-data" in line, line
         assert snapshot(run) == before  # config.toml's max_steps included
+        if not accept:
+            return
         res = runner.invoke(app, ["train", "--resume", str(run), "--max-steps", "4", "--accept-changed-data"])
         assert res.exit_code == 0, res.output
         assert "going on with the new text" in res.stderr
