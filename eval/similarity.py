@@ -148,8 +148,9 @@ def word_similarity(
     similarity (MUSE's SemEval-17 task 2): pass ``tgt_words`` / ``tgt_vectors`` (already in
     the same space, e.g. mapped source and target); the first word of each pair is then looked
     up in ``words`` and the second in ``tgt_words``.  Pairs with an unknown word are
-    counted in ``not_found``.  ``rho`` is ``nan`` (with a warning) when fewer than 2 pairs are
-    found; a zero vector has cosine 0 with everything.
+    counted in ``not_found``.  ``rho`` is ``nan`` when fewer than 2 pairs are found (the caller
+    decides what too few pairs mean: ``polyglot-groc similarity`` refuses fewer than 3); a zero
+    vector has cosine 0 with everything.
     """
     if len(triples) == 0:
         raise InputError("no word pairs to evaluate; read them with read_word_similarity")
@@ -177,7 +178,7 @@ def word_similarity(
     n_found = int(found.sum())
     n_missing = len(triples) - n_found
     if n_found < 2:
-        logger.warning("word similarity: only %d of %d pairs found, rho is undefined", n_found, len(triples))
+        logger.info("word similarity: only %d of %d pairs found, rho is undefined", n_found, len(triples))
         return SimilarityResult(rho=float("nan"), found=n_found, not_found=n_missing)
     # float32 as MUSE (its embeddings are float32 arrays: u.dot(v) / (|u| |v|) in float32): a cosine
     # computed in float64 can break or make a tie, which moves Spearman's ranks.

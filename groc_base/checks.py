@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
-from groc_base.errors import ConfigError, InputError
+from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
 __all__ = ["check_input_file", "check_non_negative", "check_output", "check_positive", "check_probability",
-           "check_seed", "flag_name"]
+           "check_seed", "checked_arguments", "flag_name"]
 
 
 def flag_name(name: str) -> str:
@@ -114,3 +115,146 @@ def check_input_file(path: str | os.PathLike[str], *, flag: str, what: str = "fi
     if not stat.S_ISREG(mode):
         raise InputError(f"{flag} {path} is not a regular file (a FIFO, socket or device); give a {what} on disk")
     return path
+
+
+# --------------------------------------------------------------------------- argument types of the Python API
+
+_CHECKED_ATTR = "__groc_checked__"
+
+
+def _describe_hint(name: str, fn: Callable[..., Any], hint: Any) -> str:
+    raw = fn.__annotations__.get(name)
+    return raw if isinstance(raw, str) else getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def _resolved_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """``fn``'s parameter annotations evaluated (each on its own: one that cannot be resolved, say a name
+    imported only for type checkers, is left out and its argument is not checked)."""
+    import typing
+
+    try:
+        return dict(typing.get_type_hints(fn))
+    except Exception:  # noqa: BLE001 - fall back to one annotation at a time
+        pass
+    out: dict[str, Any] = {}
+    namespace = dict(getattr(fn, "__globals__", {}))
+    for name, raw in fn.__annotations__.items():
+        try:
+            out[name] = eval(raw, namespace) if isinstance(raw, str) else raw  # noqa: S307 - annotations only
+        except Exception:  # noqa: BLE001
+            continue
+    return out
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    """Whether ``value`` fits the annotation ``hint`` (unions, Optional, Literal, containers with their
+    items, callables, ABCs and classes; numbers by the numeric tower, a bool is not an int). What
+    cannot be checked at run time (a protocol, a type variable) fits."""
+    import collections.abc as abc
+    import numbers
+    import types
+    import typing
+
+    if hint is Any or hint is object:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_matches(value, a) for a in args)
+    if origin is typing.Literal:
+        return value in args
+    if origin is typing.Annotated:
+        return _matches(value, args[0])
+    if hint is bool:
+        return isinstance(value, bool) or type(value).__name__ == "bool_"
+    if hint is int:
+        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if origin in (abc.Callable,) or hint is abc.Callable:
+        return callable(value)
+    if origin in (abc.Sequence, list, tuple, abc.Iterable, abc.Collection, set, frozenset, abc.Set):
+        container = {abc.Sequence: abc.Sequence, abc.Iterable: abc.Iterable, abc.Collection: abc.Collection,
+                     abc.Set: abc.Set}.get(origin, origin)
+        if type(value).__name__ == "ndarray":  # numpy arrays stand for sequences of numbers
+            return True
+        if isinstance(value, (str, bytes)) or not isinstance(value, container):  # a lone string is no list
+            return False
+        if origin is abc.Iterable and not isinstance(value, abc.Collection):
+            return True  # a generator: checking its items would consume it
+        fixed = origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis)
+        if fixed:  # tuple[int, str]: one item per position
+            return len(args) == len(value) and all(_matches(v, a) for v, a in zip(value, args, strict=False))
+        item = args[0] if args else Any
+        return all(_matches(v, item) for v in value)
+    if origin in (abc.Mapping, dict, abc.MutableMapping):
+        if not isinstance(value, abc.Mapping):
+            return False
+        key, item = args if len(args) == 2 else (Any, Any)
+        return all(_matches(k, key) and _matches(v, item) for k, v in value.items())
+    if origin is type:
+        return isinstance(value, type)
+    if origin is not None and isinstance(origin, type):
+        return isinstance(value, origin)  # os.PathLike[str], other generic classes
+    if isinstance(hint, type):
+        if getattr(hint, "_is_protocol", False) and not getattr(hint, "_is_runtime_protocol", False):
+            return True
+        return isinstance(value, hint)
+    return True  # a TypeVar, a string annotation that did not resolve, ...
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def checked_arguments(fn: _F) -> _F:
+    """``fn`` with its arguments checked against its annotations before it runs: the Python API's
+    one argument check. A value of the wrong type (``train(langs=5)``), an unknown keyword or a
+    positional argument to a keyword-only function is an :class:`ArgumentTypeError` (a
+    ``GrocError`` and a ``TypeError``) naming the argument and the type it takes, where Python or
+    the function's body would raise a bare ``TypeError`` or ``AttributeError`` from deep inside."""
+    import functools
+    import inspect
+
+    if getattr(fn, _CHECKED_ATTR, False):
+        return fn
+    signature = inspect.signature(fn)
+    hints: dict[str, Any] | None = None
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal hints
+        name = fn.__name__
+        try:
+            bound = signature.bind_partial(*args, **kwargs)
+        except TypeError as exc:
+            import difflib
+
+            unknown = [k for k in kwargs if k not in signature.parameters]
+            if unknown:
+                close = difflib.get_close_matches(unknown[0], list(signature.parameters), n=1)
+                fix = f"did you mean {close[0]}=?" if close else f"it takes {', '.join(signature.parameters)}"
+                raise ArgumentTypeError(f"{name}() takes no argument {unknown[0]!r}; {fix}") from None
+            raise ArgumentTypeError(f"{name}(): {exc}; pass the arguments by keyword, e.g. "
+                                    f"{name}({next(iter(signature.parameters), 'x')}=...)") from None
+        if hints is None:
+            hints = _resolved_hints(fn)
+        for arg, value in bound.arguments.items():
+            hint = hints.get(arg)
+            if hint is None or signature.parameters[arg].kind in (inspect.Parameter.VAR_POSITIONAL,
+                                                                   inspect.Parameter.VAR_KEYWORD):
+                continue
+            if not _matches(value, hint):
+                shown = repr(value)
+                shown = shown if len(shown) <= 60 else shown[:57] + "..."
+                fix = f"pass a list, e.g. {arg}=[{shown}]" if isinstance(value, str) else f"see help({name})"
+                raise ArgumentTypeError(f"{name}(): {arg} must be {_describe_hint(arg, fn, hint)}, got "
+                                        f"{type(value).__name__} {shown}; {fix}")
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:  # a required argument left out
+            raise ArgumentTypeError(f"{name}(): {exc}; see help({name})") from None
+        return fn(*args, **kwargs)
+
+    setattr(wrapper, _CHECKED_ATTR, True)
+    return wrapper  # type: ignore[return-value]

@@ -22,6 +22,11 @@ class ConfigError(InputError):
     """A configuration value or override is malformed."""
 
 
+class ArgumentTypeError(ConfigError, TypeError):
+    """A Python API function got an argument of the wrong type, or one it does not take (also a
+    ``TypeError``, what Python itself raises for such calls)."""
+
+
 class CorpusError(InputError):
     """A corpus file is missing, empty, not UTF-8, or malformed."""
 

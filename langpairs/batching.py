@@ -23,6 +23,7 @@ __all__ = [
     "LanguageSchedule",
     "MultilingualBatcher",
     "batchify",
+    "epoch_restart",
     "bptt_windows",
     "variable_bptt_windows",
     "n_windows",
@@ -369,3 +370,14 @@ class MultilingualBatcher:
                 )
         self.schedule.load_state_dict(schedule)
         self._position, self._passes, self._done_this_epoch, self._epoch = position, passes, done, epoch
+
+
+def epoch_restart(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A :meth:`MultilingualBatcher.state_dict` with every language back at the first window of the
+    current epoch (its epoch, passes and schedule kept): what a resumed run whose corpus changed
+    (and got shorter than the position it had reached) goes on from."""
+    out = dict(state)
+    out["position"] = {lang: 0 for lang in state.get("position", {})}
+    out["done_this_epoch"] = {lang: 0 for lang in state.get("done_this_epoch", {})}
+    return out
+

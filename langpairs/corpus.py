@@ -9,6 +9,7 @@ sentence ends with :data:`EOS`, as in AWD-LSTM's word-level corpora.
 from __future__ import annotations
 
 import logging
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -41,6 +42,28 @@ SPLITS: tuple[str, ...] = ("train", "valid", "test")
 # Preference order when several files exist for a split: plain text first (the prepared form),
 # then CoNLL-U; gzipped variants (how the UD files are shipped) last.
 _SUFFIXES: tuple[str, ...] = (".txt", ".conllu", ".txt.gz", ".conllu.gz")
+
+#: The longest word, in characters, a corpus may hold (docs/internals.md, "Limits"). Real words are far
+#: shorter (the char-CNN reads at most ``model.charset.max_word_len`` of them anyway); a longer token is
+#: a line that was never tokenised text: a run without spaces, a URL list, base64, binary data.
+MAX_WORD_CHARS = 1000
+_TOO_LONG = re.compile(r"\S{" + str(MAX_WORD_CHARS + 1) + "}")
+
+
+def check_token_lengths(text: str, source: object) -> None:
+    """Refuse ``text`` (the contents of ``source``, a file) if any whitespace-free run in it is longer
+    than :data:`MAX_WORD_CHARS`: no tokeniser makes words of such a run. One regex scan, in C."""
+    found = _TOO_LONG.search(text)
+    if found is None:
+        return
+    start = text.rfind("\n", 0, found.start()) + 1
+    end = text.find("\n", found.start())
+    run = re.match(r"\S+", text[found.start():end if end >= 0 else len(text)])
+    length = len(run.group(0)) if run else MAX_WORD_CHARS + 1
+    line = text.count("\n", 0, start) + 1
+    raise CorpusError(f"{source}:{line} holds a token of {length:,} characters ({found.group(0)[:24]!r}...), more "
+                      f"than the {MAX_WORD_CHARS:,} a word may have: that line is not tokenised text (a run "
+                      "without spaces, a URL list, base64 or binary data); remove or split that line")
 
 
 def decode_utf8(data: bytes, path: Path | str, error: type[Exception] = CorpusError) -> str:
@@ -113,6 +136,7 @@ def read_split(path: Path, tokenizer: Tokenizer | None = None) -> list[list[str]
     """
     path = Path(path)
     text = decode_utf8(read_bytes(path, "corpus file", CorpusError), path)
+    check_token_lengths(text, path)
     is_conllu = path.name.endswith((".conllu", ".conllu.gz"))
     sentences = [[*tokens, EOS] for tokens in _conllu_sentences(text, path)] if is_conllu \
         else text_sentences(text, tokenizer)

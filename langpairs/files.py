@@ -42,7 +42,6 @@ import json
 import logging
 import os
 import shutil
-import tempfile
 import zlib
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -53,10 +52,19 @@ from typing import Any
 import numpy as np
 
 from groc_base.errors import ConfigError, CorpusError
-from groc_base.fileio import atomic_write_bytes
+from groc_base.fileio import (
+    atomic_write_bytes,
+    make_temp_dir,
+    named_for_user,
+    publish_dir,
+    removing_new_dirs,
+    sweep_folder,
+    sweep_stale_temporaries,
+    write_then_rename,
+)
 
-from .corpus import SPLITS, decode_utf8
-from .registry import LanguageRegistry, load_registry
+from .corpus import SPLITS, check_token_lengths, decode_utf8
+from .registry import Language, LanguageRegistry, load_registry
 from .tokenize import SentenceTokenizer, make_tokenizer
 
 __all__ = [
@@ -73,6 +81,8 @@ logger = logging.getLogger(__name__)
 
 MANIFEST_NAME = "prepare.json"
 MANIFEST_FORMAT = 1  # the same manifest as langpairs.prepare: one file, entries per language
+#: The lock file beside the manifest (see :func:`manifest_lock`).
+LOCK_NAME = ".prepare.lock"
 
 #: How plain-text input is read (CoNLL-U is recognised by its name).
 TEXT_FORMATS: tuple[str, ...] = ("lines", "paragraphs", "running")
@@ -186,6 +196,7 @@ def _read_input(path: Path, text_format: str) -> _Input:
     text = decode_utf8(data, path)
     if not text.strip():
         raise CorpusError(f"input {path} is empty; give a file with text in it")
+    check_token_lengths(text, f"input {path}")
     kind = "conllu" if path.name.endswith(_CONLLU_SUFFIXES) else text_format
     return _Input(path, kind, raw, text)
 
@@ -287,7 +298,7 @@ def _assign(counts: Sequence[int], valid: float | int, test: float | int) -> np.
 def manifest_lock(out: Path) -> Iterator[None]:
     """An exclusive lock on ``out/.prepare.lock`` while the manifest is read, changed and written."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / ".prepare.lock", "a+b") as fh:
+    with open(out / LOCK_NAME, "a+b") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -322,20 +333,27 @@ def _check_free(out: Path, lang: str, overwrite: bool) -> None:
 
 def _install_dir(tmp: Path, target: Path) -> None:
     """Rename the finished folder ``tmp`` to ``target``, replacing an old one (kept aside until then)."""
-    old: Path | None = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(target, old)
-    try:
-        os.replace(tmp, target)
-    except BaseException:
-        if old is not None:
-            os.replace(old, target)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    publish_dir(tmp, target, overwrite=True)
+
+
+def _sweep(out: Path, codes: Sequence[str]) -> None:
+    """Remove what killed writers left in ``out``: temporaries of any name whose writer is gone,
+    and older versions' ``.<code>.*.tmp`` folders of these languages."""
+    sweep_folder(out)
+    for code in codes:
+        sweep_stale_temporaries(out / code)
+
+
+def _write_manifest_then(tmp_manifest: Path, text: bytes, temps: Mapping[str, Path], out: Path) -> Path:
+    """``fill`` of the manifest's write_then_rename: the manifest is written and synced first (a full
+    disk fails here, with nothing in place yet), then each language folder is renamed into place."""
+    with tmp_manifest.open("wb") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    for code, tmp in temps.items():
+        _install_dir(tmp, out / code)
+    return out / MANIFEST_NAME
 
 
 def _toolkit_version() -> str:
@@ -358,6 +376,44 @@ def _library_versions(tokenizer: str) -> dict[str, str]:
         except PackageNotFoundError:
             out[name] = "unknown"
     return out
+
+
+def _write_language(tmp: Path, code: str, language: Language, split_sentences: Mapping[str, list[list[str]]],
+                    per_input: list[dict[str, Any]], text: str, tok: SentenceTokenizer | None, mode: str,
+                    splitter: str | None, split_by: str, valid_size: float | int, test_size: float | int,
+                    shuffle: bool, seed: int, dedupe: bool, duplicates: int,
+                    n_units: int) -> tuple[dict[str, SplitStats], dict[str, Any]]:
+    """Write the three splits into the temporary folder ``tmp``; their counts and the manifest entry."""
+    stats: dict[str, SplitStats] = {}
+    for split in SPLITS:
+        sentences = split_sentences[split]
+        data = ("\n".join(" ".join(s) for s in sentences) + "\n").encode("utf-8")
+        atomic_write_bytes(tmp / f"{split}.txt", data)
+        types = len(Counter(t for s in sentences for t in s))
+        stats[split] = SplitStats(len(sentences), sum(len(s) for s in sentences), types,
+                                  hashlib.sha256(data).hexdigest())
+    all_types = len({t for split in SPLITS for s in split_sentences[split] for t in s})
+    all_tokens = sum(s.tokens for s in stats.values())
+    entry: dict[str, Any] = {
+        "tool": "langpairs.files.prepare_language",
+        "toolkit_version": _toolkit_version(),
+        "language": {"code": code, **language.to_table()},
+        "inputs": per_input,
+        "text": text,
+        "nfc": True,
+        "tokenizer": {"name": tok.name if tok is not None else mode,
+                      "apostrophe": language.apostrophe if mode == "toktok" else None,
+                      "sentence_splitter": splitter, "versions": _library_versions(mode),
+                      "applies_to": "text inputs (conll-u is read as its syntactic words)"},
+        "split": {"by": split_by, "valid": valid_size, "test": test_size, "order": "seeded hash" if shuffle
+                  else "text order (held-out last)", "shuffle": shuffle, "seed": seed, "units": n_units},
+        "dedupe": dedupe,
+        "duplicates_dropped": duplicates,
+        "counts": {"sentences": sum(s.sentences for s in stats.values()), "tokens": all_tokens,
+                   "types": all_types, "type_token_ratio": round(all_types / all_tokens, 4)},
+        "splits": {split: s.to_dict() for split, s in stats.items()},
+    }
+    return stats, entry
 
 
 # -- the workflow ------------------------------------------------------------------------------------
@@ -500,57 +556,33 @@ def prepare_language(
             raise CorpusError(f"{code}: the {split} split came out empty ({len(units)} {unit_name}, "
                               f"{sum(counts)} tokens); {fix}")
 
-    # Write the folder beside its final place, then rename it in (and the manifest under a lock).
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{code}.", suffix=".tmp", dir=out))
-    try:
-        stats: dict[str, SplitStats] = {}
-        for split in SPLITS:
-            sentences = split_sentences[split]
-            data = ("\n".join(" ".join(s) for s in sentences) + "\n").encode("utf-8")
-            atomic_write_bytes(tmp / f"{split}.txt", data)
-            types = len(Counter(t for s in sentences for t in s))
-            stats[split] = SplitStats(len(sentences), sum(len(s) for s in sentences), types,
-                                      hashlib.sha256(data).hexdigest())
-        os.chmod(tmp, 0o777 & ~_umask())
-        all_types = len({t for split in SPLITS for s in split_sentences[split] for t in s})
-        all_tokens = sum(s.tokens for s in stats.values())
-        entry: dict[str, Any] = {
-            "tool": "langpairs.files.prepare_language",
-            "toolkit_version": _toolkit_version(),
-            "language": {"code": code, **language.to_table()},
-            "inputs": per_input,
-            "text": text,
-            "nfc": True,
-            "tokenizer": {"name": tok.name if tok is not None else mode,
-                          "apostrophe": language.apostrophe if mode == "toktok" else None,
-                          "sentence_splitter": splitter, "versions": _library_versions(mode),
-                          "applies_to": "text inputs (conll-u is read as its syntactic words)"},
-            "split": {"by": split_by, "valid": valid_size, "test": test_size, "order": "seeded hash" if shuffle
-                      else "text order (held-out last)", "shuffle": shuffle, "seed": seed, "units": len(units)},
-            "dedupe": dedupe,
-            "duplicates_dropped": duplicates,
-            "counts": {"sentences": sum(s.sentences for s in stats.values()), "tokens": all_tokens,
-                       "types": all_types, "type_token_ratio": round(all_types / all_tokens, 4)},
-            "splits": {split: s.to_dict() for split, s in stats.items()},
-        }
-        with manifest_lock(out):
-            _check_free(out, code, overwrite)  # another process may have prepared it meanwhile
-            manifest_path = out / MANIFEST_NAME
-            manifest = _read_manifest(manifest_path)
-            _install_dir(tmp, out / code)
-            manifest["languages"][code] = entry
-            atomic_write_bytes(manifest_path,
-                               (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    # Write the folder beside its final place, then rename it in (and the manifest under a lock). A new
+    # --out this call made goes again if it fails; nothing is in place until the manifest is written.
+    with removing_new_dirs(out, litter=(LOCK_NAME,)):
+        out.mkdir(parents=True, exist_ok=True)
+        _sweep(out, [code])
+        tmp = make_temp_dir(out, code)
+        try:
+            stats, entry = _write_language(tmp, code, language, split_sentences, per_input, text, tok, mode,
+                                           splitter, split_by, valid_size, test_size, shuffle, seed, dedupe,
+                                           duplicates, len(units))
+            with manifest_lock(out):
+                _check_free(out, code, overwrite)  # another process may have prepared it meanwhile
+                manifest_path = out / MANIFEST_NAME
+                manifest = _read_manifest(manifest_path)
+                manifest["languages"][code] = entry
+                data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+                write_then_rename(out, MANIFEST_NAME,
+                                  lambda tmp_manifest: _write_manifest_then(tmp_manifest, data, {code: tmp}, out))
+        except OSError as exc:  # a full disk: name the user's file, not the temporary folder's
+            renamed = named_for_user(exc, tmp, out / code)
+            if renamed is exc:
+                raise
+            raise renamed from exc
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
     logger.info("%s: train %d / valid %d / test %d tokens (%s) in %s", code, stats["train"].tokens,
                 stats["valid"].tokens, stats["test"].tokens, mode, out / code)
     return PreparedLanguage(code, out, out / code, out / MANIFEST_NAME, stats, entry)
 
-
-def _umask() -> int:
-    current = os.umask(0o022)
-    os.umask(current)
-    return current

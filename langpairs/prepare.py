@@ -36,10 +36,8 @@ import hashlib
 import json
 import logging
 import lzma
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,10 +46,10 @@ from typing import Any
 import numpy as np
 
 from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
-from groc_base.fileio import atomic_write_bytes, named_for_user, write_then_rename
+from groc_base.fileio import atomic_write_bytes, make_temp_dir, named_for_user, removing_new_dirs, write_then_rename
 
 from .corpus import EOS, SPLITS, decode_utf8
-from .files import _install_dir, _umask, manifest_lock
+from .files import LOCK_NAME, _sweep, _write_manifest_then, manifest_lock
 from .tokenize import SentenceTokenizer, make_tokenizer
 
 __all__ = ["MANIFEST_NAME", "SOURCES", "SourceGroup", "prepare_corpora"]
@@ -228,18 +226,6 @@ def _punkt_sample(groups: Sequence[SourceGroup], text_root: Path, chars: int) ->
     return "\n".join(parts) or None
 
 
-def _writer_gone(tmp: Path) -> bool:
-    """Whether the process that made the temporary folder ``.<lang>.prepare-<pid>-*.tmp`` is gone."""
-    try:
-        pid = int(tmp.name.split(".prepare-", 1)[1].split("-", 1)[0])
-        os.kill(pid, 0)
-    except (ValueError, IndexError, ProcessLookupError):
-        return True
-    except PermissionError:  # alive, another user's
-        return False
-    return False
-
-
 # -- writing --------------------------------------------------------------------------------------
 def _load_manifest(path: Path) -> dict[str, Any]:
     try:
@@ -378,44 +364,37 @@ def prepare_corpora(
     manifest_path = out / MANIFEST_NAME
     # All or none: every language is written into a temporary folder beside its place (a full
     # disk or an error there leaves `out` as it was), the manifest into a temporary file; then
-    # the folders are renamed into place and the manifest last, under the manifest lock.
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob(".*.prepare-*.tmp"):  # what a killed run left
-        if _writer_gone(stale):
-            shutil.rmtree(stale, ignore_errors=True)
+    # the folders are renamed into place and the manifest last, under the manifest lock. A new
+    # `out` this call made goes again when it fails (a refused tokenizer, a full disk).
     temps: dict[str, Path] = {}
-    try:
-        entries: dict[str, Any] = {}
-        for lang in codes:
-            temps[lang] = Path(tempfile.mkdtemp(prefix=f".{lang}.prepare-{os.getpid()}-", suffix=".tmp", dir=out))
-            os.chmod(temps[lang], 0o777 & ~_umask())
-            try:
-                entries[lang] = _prepare_language(lang, text_root, temps[lang], budgets, tokenize)
-            except OSError as exc:  # a full disk: name the user's file, not the temporary folder's
-                renamed = named_for_user(exc, temps[lang], out / lang)
-                if renamed is exc:
-                    raise
-                raise renamed from exc
-        # Read, change and write the manifest under the lock prepare_language takes too, so parallel
-        # calls preparing other languages into `out` keep each other's entries.
-        with manifest_lock(out):
-            taken = [lang for lang in codes if (out / lang).exists()]
-            if taken and not overwrite:  # another process prepared it while this one ran
-                raise ConfigError(f"{out / taken[0]} was written by another process while this one ran; pass "
-                                  "--overwrite to replace it or choose another --out")
-            manifest = _load_manifest(manifest_path)
-            languages: dict[str, Any] = {**dict(manifest.get("languages", {})), **entries}
-            manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
-            text = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-            def install(tmp_manifest: Path) -> Path:
-                tmp_manifest.write_bytes(text)  # may fail (full disk): nothing is in place yet
-                for lang, tmp in temps.items():
-                    _install_dir(tmp, out / lang)
-                return manifest_path
-
-            write_then_rename(out, MANIFEST_NAME, install)
-    finally:
-        for tmp in temps.values():
-            shutil.rmtree(tmp, ignore_errors=True)
+    with removing_new_dirs(out, litter=(LOCK_NAME,)):
+        out.mkdir(parents=True, exist_ok=True)
+        _sweep(out, codes)  # what killed runs left
+        try:
+            entries: dict[str, Any] = {}
+            for lang in codes:
+                temps[lang] = make_temp_dir(out, lang)
+                try:
+                    entries[lang] = _prepare_language(lang, text_root, temps[lang], budgets, tokenize)
+                except OSError as exc:  # a full disk: name the user's file, not the temporary folder's
+                    renamed = named_for_user(exc, temps[lang], out / lang)
+                    if renamed is exc:
+                        raise
+                    raise renamed from exc
+            # Read, change and write the manifest under the lock prepare_language takes too, so parallel
+            # calls preparing other languages into `out` keep each other's entries.
+            with manifest_lock(out):
+                taken = [lang for lang in codes if (out / lang).exists()]
+                if taken and not overwrite:  # another process prepared it while this one ran
+                    raise ConfigError(f"{out / taken[0]} was written by another process while this one ran (it is "
+                                      "kept); choose another --out, or run again with --overwrite to replace it")
+                manifest = _load_manifest(manifest_path)
+                languages: dict[str, Any] = {**dict(manifest.get("languages", {})), **entries}
+                manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}
+                text = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+                write_then_rename(out, MANIFEST_NAME,
+                                  lambda tmp_manifest: _write_manifest_then(tmp_manifest, text, temps, out))
+        finally:
+            for tmp in temps.values():
+                shutil.rmtree(tmp, ignore_errors=True)
     return manifest

@@ -68,6 +68,27 @@ _CODE_RE = re.compile(r"^[a-z]{2,3}(?:[-_][a-z0-9]+)*$")
 _ISO3_RE = re.compile(r"^[a-z]{3}$")
 
 
+#: Script values that are no writing system of a language (Unicode's Common, Inherited and Unknown).
+_NOT_SCRIPTS = frozenset({"common", "zyyy", "inherited", "zinh", "qaai", "unknown", "zzzz"})
+
+
+def is_script_name(name: str) -> bool:
+    """Whether ``name`` is a Unicode script: its property value name (``Latin``, ``Old_Italic``) or ISO
+    15924 code (``Latn``), as Unicode's Scripts.txt has them (checked with the ``regex`` module's
+    Unicode tables, which follow the Unicode release it was built with), case-insensitively.
+    Common, Inherited and Unknown are not the script of a language, so they are refused."""
+    import regex
+
+    text = name.strip()
+    if not text or text.lower() in _NOT_SCRIPTS or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_ -]*", text):
+        return False
+    try:
+        regex.compile(r"\p{Script=" + text.replace(" ", "_") + "}")
+    except regex.error:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Language:
     """One language: codes, script, family (Table 5.1), how its raw text is tokenised, its wordnets."""
@@ -98,6 +119,10 @@ class Language:
             value = getattr(self, field)
             if not isinstance(value, str) or not value.strip():
                 raise ConfigError(f"language {self.code!r} needs a non-empty string {field!r}, got {value!r}")
+        if not is_script_name(self.script):
+            raise ConfigError(f"language {self.code!r} has script {self.script!r}, which is not a Unicode script; "
+                              f"use a Unicode script name or ISO 15924 code such as \"Latin\" (Latn), \"Cyrillic\" "
+                              f"(Cyrl), \"Arabic\" (Arab) or \"Devanagari\" (Deva)")
         if not _ISO3_RE.match(self.iso3):
             raise ConfigError(f"language {self.code!r} has iso3 {self.iso3!r}; use the three-letter "
                               f"lowercase ISO 639-3 code, e.g. 'ceb'")
@@ -286,8 +311,13 @@ class LanguageRegistry:
 
         registry = base.copy() if base is not None else default_registry()
         related: list[tuple[str, str, list[str]]] = []
+        seen: dict[str, str] = {}
         for raw_code, section in table.items():
             code = _normalise_code(str(raw_code))
+            if code in seen:  # TOML keys are case-sensitive, language codes are not: one would silently win
+                raise ConfigError(f"[languages.{seen[code]}] and [languages.{raw_code}] both define language "
+                                  f"{code!r} (codes are not case-sensitive); keep one section")
+            seen[code] = str(raw_code)
             if not isinstance(section, Mapping):
                 raise ConfigError(f"[languages.{raw_code}] must be a table of keys, got {section!r}")
             unknown = sorted(set(section) - set(_CONFIG_KEYS))

@@ -36,10 +36,17 @@ from typing import IO
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
-from groc_base.errors import InputError, LexiconDownloadError, LexiconError, LexiconMissingError
+from groc_base.errors import (
+    InputError,
+    LexiconDownloadError,
+    LexiconError,
+    LexiconFormatError,
+    LexiconMissingError,
+)
 from groc_base.fileio import atomic_write
 from lexicons.protocol import normalize_lang, to_iso3
 from lexicons.wn_backend import default_wn_dir, wn_data_dir
+from lexicons.wn_install import writing_wordnets
 
 __all__ = [
     "DATA_ENV",
@@ -623,25 +630,28 @@ def import_omw(
     ili = read_ili_map(ili_path)
     logger.info("parsed pwn 3.0 (%d synsets) in %.1fs", len(pwn.synsets), time.perf_counter() - t0)
     lmf_dir = wn_dir / "lmf"
-    for lang in todo:
-        t1 = time.perf_counter()
-        if lang == "en":
-            lex = _english_lexicon(pwn, ili, versions["en"])
-        else:
-            tab, source = tabs[lang]
-            lex = _other_lexicon(
-                lang,
-                source,
-                read_tab(tab, to_iso3(lang)),
-                pwn,
-                ili,
-                versions[lang],
-                _label_of(tab, lang),
-                _license_of(tab),
-            )
-        path = write_lmf([lex], lmf_dir / f"{lex.id}-{lex.version}.xml")
-        _install(path, specs[lang], lex.id, wn_dir)
-        logger.info("installed %s (%d synsets) in %.1fs", specs[lang], len(lex.synsets), time.perf_counter() - t1)
+    # One import at a time into wn_dir, all the languages or none (lexicons.wn_install).
+    with writing_wordnets(wn_dir) as db_dir:
+        installed = _installed_specs(db_dir)  # again: an import that held the lock may have added them
+        for lang in [x for x in todo if force or specs[x] not in installed]:
+            t1 = time.perf_counter()
+            if lang == "en":
+                lex = _english_lexicon(pwn, ili, versions["en"])
+            else:
+                tab, source = tabs[lang]
+                lex = _other_lexicon(
+                    lang,
+                    source,
+                    read_tab(tab, to_iso3(lang)),
+                    pwn,
+                    ili,
+                    versions[lang],
+                    _label_of(tab, lang),
+                    _license_of(tab),
+                )
+            path = write_lmf([lex], lmf_dir / f"{lex.id}-{lex.version}.xml")
+            _install(path, specs[lang], lex.id, db_dir)
+            logger.info("installed %s (%d synsets) in %.1fs", specs[lang], len(lex.synsets), time.perf_counter() - t1)
     return list(specs.values())
 
 
@@ -719,15 +729,27 @@ def import_tab_file(
     if already and not force:
         logger.info("already installed: %s", spec)
         return spec, code, True, pwn_path is not None
+    ili = read_ili_map(ili_map)
     if pwn_path is not None:
         pwn = read_pwn(pwn_path)
+        known, against = [k for k in tab.lemmas if k in pwn.synsets], f"princeton wordnet 3.0 ({pwn_path})"
     else:
-        logger.warning("no princeton wordnet 3.0 given (--data): %s gets no relations of its own", spec)
         pwn = _pwn_stub(list(tab.lemmas))
-    lex = _other_lexicon(code, "tab", tab, pwn, read_ili_map(ili_map), version, _label_of(path, code),
-                         _license_of(path))
-    xml = write_lmf([lex], wn_dir / "lmf" / f"{lex.id}-{lex.version}.xml")
-    _install(xml, spec, lex.id, wn_dir)
+        known, against = [k for k in tab.lemmas if k in ili], f"the ili map {ili_map}"
+    if not known:  # a wordnet of no synsets is no wordnet: the offsets are of another version
+        example = next(iter(tab.lemmas))
+        raise LexiconFormatError(f"omw tab file {path}: none of its {len(tab.lemmas)} synset keys (e.g. {example!r}) "
+                                 f"is a synset of {against}, so the wordnet would be empty; an omw tab file needs "
+                                 "princeton wordnet 3.0 offsets (convert 3.1 or 2.0 offsets first)")
+    if pwn_path is None:
+        logger.warning("no princeton wordnet 3.0 given (--data): %s gets no relations of its own", spec)
+    lex = _other_lexicon(code, "tab", tab, pwn, ili, version, _label_of(path, code), _license_of(path))
+    with writing_wordnets(wn_dir) as db_dir:  # one import at a time, all or nothing (lexicons.wn_install)
+        already = spec in _installed_specs(db_dir)
+        if already and not force:  # an import that held the lock installed it meanwhile
+            return spec, code, True, pwn_path is not None
+        xml = write_lmf([lex], wn_dir / "lmf" / f"{lex.id}-{lex.version}.xml")
+        _install(xml, spec, lex.id, db_dir)
     return spec, code, False, pwn_path is not None
 
 
@@ -739,11 +761,17 @@ def _installed_specs(wn_dir: Path) -> set[str]:
     return {x["spec"] for x in installed_lexicons(wn_dir)}
 
 
-def _install(path: Path, spec: str, lex_id: str, wn_dir: Path) -> None:
+def _install(path: Path, spec: str, lex_id: str, db_dir: Path) -> None:
+    """Add the LMF file ``path`` to the wn database in ``db_dir`` (the temporary folder of
+    :func:`lexicons.wn_install.writing_wordnets`), replacing older versions of ``lex_id``."""
+    import sqlite3
+
     import wn
     from wn.util import ProgressHandler  # the silent base class: the library never prints
 
-    with wn_data_dir(wn_dir):
+    from lexicons.wn_install import describe_lmf_errors, sqlite_os_error
+
+    with wn_data_dir(db_dir):
         try:
             # Older versions of the same lexicon are replaced, so `omw-fr` stays unambiguous.
             for old in wn.lexicons(lexicon=f"{lex_id}:*"):
@@ -753,6 +781,11 @@ def _install(path: Path, spec: str, lex_id: str, wn_dir: Path) -> None:
             pass  # none installed
         try:
             wn.add(path, progress_handler=None)
+        except sqlite3.Error as exc:
+            if sqlite_os_error(exc, db_dir) is not None:
+                raise  # a full disk: writing_wordnets names the user's wn.db
+            problem = describe_lmf_errors(path) or " ".join(str(exc).split())
+            raise LexiconFormatError(f"wn could not add {path} ({spec}): {problem}") from exc
         except (wn.Error, OSError) as exc:
             raise LexiconError(f"wn could not add {str(path)!r} ({spec}): {exc}") from exc
     # The LMF of replaced versions is dead weight (70 MB for English): keep only the current one.
@@ -770,7 +803,8 @@ def download(spec: str, wn_dir: Path | str | None = None) -> list[str]:
         f"cannot download wordnet {spec!r} (no network or unknown project); install the offline "
         f"copies with `polyglot-groc lexicon import --data $POLYGLOT_GROC_DATA --langs en,fr`"
     )
-    with wn_data_dir(wn_dir):
+    # One writer at a time, all or nothing, as an import (lexicons.wn_install).
+    with writing_wordnets(wn_dir) as db_dir, wn_data_dir(db_dir):
         try:
             wn.download(spec, progress_handler=None)
         except Exception as exc:  # noqa: BLE001 - httpx, wn.Error, OSError: all mean "not available"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import gzip
 import logging
-import shutil
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from groc_base.checks import check_input_file
 from groc_base.errors import InputError, LexiconError, LexiconFormatError
 from lexicons.omw_import import import_tab_file
 from lexicons.wn_backend import default_wn_dir, installed_lexicons, wn_data_dir
+from lexicons.wn_install import describe_lmf_errors, sqlite_os_error, writing_wordnets
 
 __all__ = ["ImportedWordnet", "import_wordnet_file"]
 
@@ -102,22 +103,32 @@ def _add_lmf(path: Path, wn_dir: Path, force: bool) -> ImportedWordnet:
     if not infos:
         raise LexiconFormatError(f"wordnet file {path} holds no <Lexicon>; a WN-LMF file needs at least one")
     specs = [f"{x['id']}:{x['version']}" for x in infos]
-    installed = {x["spec"] for x in installed_lexicons(wn_dir)} if (wn_dir / "wn.db").is_file() else set()
-    already = [s for s in specs if s in installed]
-    created = not wn_dir.exists()
-    with wn_data_dir(wn_dir):
-        if force:
-            for spec in already:
-                wn.remove(spec, progress_handler=ProgressHandler)
-        try:
-            wn.add(path, progress_handler=None)
-        except (wn.Error, OSError, ValueError) as exc:
-            if created:  # wn made the folder and an empty database: a failed import leaves nothing behind
-                shutil.rmtree(wn_dir, ignore_errors=True)
-            cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""  # e.g. the XML parser's line
-            raise LexiconFormatError(f"wn could not add {path}: {' '.join((str(exc) + cause).split())[:240]}; fix "
-                                     f"the file (WN-LMF 1.0-1.4)") from exc
-    rows = {x["spec"]: x for x in installed_lexicons(wn_dir)}
+    # One import at a time into wn_dir, all or nothing: wn works on a copy of wn.db that replaces it
+    # only when every lexicon of the file was added (lexicons.wn_install).
+    with writing_wordnets(wn_dir) as db_dir:
+        installed = {x["spec"] for x in installed_lexicons(db_dir)} if (db_dir / "wn.db").is_file() else set()
+        already = [s for s in specs if s in installed]
+        with wn_data_dir(db_dir):
+            if force:
+                for spec in already:
+                    wn.remove(spec, progress_handler=ProgressHandler)
+            try:
+                wn.add(path, progress_handler=None)
+            except sqlite3.Error as exc:
+                if sqlite_os_error(exc, wn_dir) is not None:
+                    raise  # a full disk: writing_wordnets names the user's wn.db
+                problem = describe_lmf_errors(path) or " ".join(str(exc).split())[:240]
+                raise LexiconFormatError(f"wn could not add {path}: {problem}; fix the file (WN-LMF 1.0-1.4), "
+                                         f"{wn_dir} is left as it was") from exc
+            except (wn.Error, OSError, ValueError) as exc:
+                cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""  # e.g. the XML parser's line
+                raise LexiconFormatError(f"wn could not add {path}: {' '.join((str(exc) + cause).split())[:240]}; "
+                                         f"fix the file (WN-LMF 1.0-1.4)") from exc
+        rows = {x["spec"]: x for x in installed_lexicons(db_dir)}
+        empty = [s for s in specs if s in rows and not rows[s]["synsets"]]
+        if empty:  # nothing to look a word up in: refused before it replaces wn.db
+            raise LexiconFormatError(f"wordnet file {path}: lexicon {empty[0]} has no synsets, so no word would get "
+                                     f"anything from it; add <Synset> elements (and senses pointing at them)")
     missing = [s for s in specs if s not in rows]
     if missing:
         raise LexiconError(f"wn did not install {', '.join(missing)} from {path}; run `polyglot-groc lexicon info` "

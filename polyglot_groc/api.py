@@ -42,12 +42,15 @@ Languages beyond the built-in ten come from a languages TOML file: :func:`load_r
 
 Configuration: :func:`load_config` reads a TOML file with overrides given as data (dotted keys to
 Python values); :func:`parse_overrides` turns the CLI's ``--set key=value`` strings into them.
-Errors are :class:`GrocError` subclasses (:class:`InputError`, :class:`ConfigError`, ...).
+Errors are :class:`GrocError` subclasses (:class:`InputError`, :class:`ConfigError`, ...); an
+argument of the wrong type, or one a function does not take, is an :class:`ArgumentTypeError`
+naming it (every function checks its arguments against its annotations before it runs).
 """
 
 from __future__ import annotations
 
-from groc_base.errors import CheckpointError, ConfigError, GrocError, InputError
+from groc_base.checks import checked_arguments
+from groc_base.errors import ArgumentTypeError, CheckpointError, ConfigError, GrocError, InputError
 from langpairs.files import PreparedLanguage, prepare_language
 from langpairs.registry import load_registry
 from lexicons.user_import import ImportedWordnet, import_wordnet_file
@@ -98,11 +101,39 @@ from polyglot_groc.training.interrupts import TrainingInterrupted
 from polyglot_groc.training.trainer import StepInfo, StopTraining, TrainHooks, TrainResult
 from polyglot_groc.training.workflows import finetune, load_result, resume, train
 
+# The functions above, each with its arguments checked against its annotations first: a wrong type
+# (``train(langs=5)``) or an unknown keyword is an ArgumentTypeError naming the argument, not a bare
+# TypeError from deep inside (groc_base.checks.checked_arguments, the one such check).
+train = checked_arguments(train)
+resume = checked_arguments(resume)
+finetune = checked_arguments(finetune)
+load_result = checked_arguments(load_result)
+init_from_elmo = checked_arguments(init_from_elmo)
+evaluate = checked_arguments(evaluate)
+tune_cache = checked_arguments(tune_cache)
+freq_bins = checked_arguments(freq_bins)
+curves = checked_arguments(curves)
+export = checked_arguments(export)
+align = checked_arguments(align)
+align_many = checked_arguments(align_many)
+similarity = checked_arguments(similarity)
+lexicon_coverage = checked_arguments(lexicon_coverage)
+prepare_language = checked_arguments(prepare_language)
+import_wordnet_file = checked_arguments(import_wordnet_file)
+features = checked_arguments(features)
+anchors = checked_arguments(anchors)
+align_layers = checked_arguments(align_layers)
+probe = checked_arguments(probe)
+load_config = checked_arguments(load_config)
+load_registry = checked_arguments(load_registry)
+parse_overrides = checked_arguments(parse_overrides)
+
 __all__ = [
     "AlignManyResult",
     "AnchorsResult", "FeaturesResult", "LayerAlignResult", "ParserConfig", "ProbeResult", "align_layers", "anchors",
     "features", "probe",
-    "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
+    "AlignResult", "ArgumentTypeError", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult",
+    "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
     "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
     "LineScore", "Model", "NeighboursResult", "ScoreResult", "TextScores", "load", "neighbours", "score",

@@ -5,11 +5,12 @@ Every command wraps its body in ``cli_errors``: user errors print one line and e
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
-from polyglot_groc.commands._common import version_callback
+from polyglot_groc.commands._common import fail, version_callback
 from polyglot_groc.commands.contextual import (
     align_layers_command,
     anchors_command,
@@ -23,8 +24,52 @@ from polyglot_groc.commands.model import neighbours_command, score_command
 from polyglot_groc.commands.pretrain import pretrain_vectors_command
 from polyglot_groc.commands.train import evaluate_command, train_command
 
+try:  # typer 0.2x vendors click as typer._click; older releases use click itself
+    from typer._click import exceptions as _click_errors
+except ImportError:  # pragma: no cover - an older typer
+    from click import exceptions as _click_errors  # type: ignore[no-redef]
+
+_UsageError: type[Exception] = _click_errors.UsageError
+#: A bare command group "fails" with this to show its help: that stays help.
+_HelpInstead: tuple[type[Exception], ...] = tuple(
+    x for x in (getattr(_click_errors, "NoArgsIsHelpError", None),) if x is not None)
+
+
+def usage_error_line(exc: Any) -> str:
+    """A command-line usage error (a bad or missing option value, an unknown option, a path that
+    cannot be read) as the one line every other error is: what is wrong, the fix, where help is."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    if message.endswith(("is not readable", "does not exist", "is not writable")):
+        message += "; check the path and its permissions"
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "polyglot-groc"
+    return f"{message[:1].lower()}{message[1:]} (see {command} -h)"
+
+
+class OneLineErrors(TyperGroup):
+    """The root command group: typer's boxed usage errors become one ``error:`` line (exit code 2),
+    as the commands' own errors are. Help for a bare command group is still help."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except _HelpInstead:
+            raise
+        except _UsageError as exc:
+            raise fail(usage_error_line(exc)) from exc
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except _HelpInstead:
+            raise
+        except _UsageError as exc:
+            raise fail(usage_error_line(exc)) from exc
+
+
 app = typer.Typer(
     name="polyglot-groc",
+    cls=OneLineErrors,
     help="Multilingual word-level language models with grounded compositional output embeddings (GroC).",
     no_args_is_help=True,
     add_completion=False,

@@ -118,15 +118,15 @@ def test_freq_bins_figure_marks_empty_bins_counts_and_unit(tmp_path, monkeypatch
     assert [b.to_dict()["median_diff"] for b in bins] == [None, -0.5, None, -2.0]
     seen = {}
 
-    def capture(fig, out):  # the figure as drawn, before it is closed
+    def capture(fig):  # the figure as drawn, before it is closed
         ax = fig.axes[0]
         seen["bars"] = [(round(p.get_x() + p.get_width() / 2), p.get_height()) for p in ax.patches]
         seen["ticks"] = [t.get_text() for t in ax.get_xticklabels()]
         seen["ylabel"], seen["title"] = ax.get_ylabel(), ax.get_title()
         seen["marked"] = [list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() == "x"]
-        return out
+        return b"png"
 
-    monkeypatch.setattr(fb, "save_png", capture)
+    monkeypatch.setattr(fb, "png_bytes", capture)
     fb.plot_freq_bins(bins, tmp_path / "f.png", "groc", "tied")
     assert seen["bars"] == [(1, -0.5), (3, -2.0)]  # no zero-height bar stands in for an empty bin
     assert seen["marked"] == [[0, 2]]  # the empty bins are marked instead

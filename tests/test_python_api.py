@@ -124,7 +124,8 @@ def test_finetune_from_python_records_its_parent(trained: dict[str, Path], tmp_p
     assert result.parent is not None and result.parent["run"] == str(trained["py"].resolve())
     assert json.loads((tmp_path / "ft" / "result.json").read_text()) == result.to_dict()
     assert result.to_dict()["parent"]["checkpoint"] == "best"
-    assert _files(tmp_path / "ft") == {".lock", "best.pt", "last.pt", "config.toml", "metrics.jsonl", "result.json"}
+    assert _files(tmp_path / "ft") == {".lock", "best.pt", "last.pt", "config.toml", "metrics.jsonl", "result.json",
+                                       "data-fingerprint.json"}
     cli = tmp_path / "ft-cli"
     res = runner.invoke(app, ["finetune", str(trained["py"]), "--data", str(TINY), "--out", str(cli),
                               "--max-steps", "2", "--threads", "1", "--set", "train.eval_every=2"])

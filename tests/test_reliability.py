@@ -403,11 +403,11 @@ def test_data_prepare_killed_mid_write_leaves_nothing_and_the_rerun_sweeps(tmp_p
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     assert not (out / "tl").exists() and not (out / "prepare.json").exists()
-    assert [p.name for p in out.iterdir() if p.name.endswith(".tmp")]  # the killed writer's folder
+    assert [p.name for p in out.iterdir() if ".tmp" in p.name]  # the killed writer's folder
     res = _prepare(shared, out)  # no --overwrite needed: nothing was published
     assert res.exit_code == 0, res.output
     assert (out / "tl" / "train.txt").is_file() and "tl" in json.loads((out / "prepare.json").read_text())["languages"]
-    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]
 
 
 def test_two_concurrent_data_prepares_cannot_mix(tmp_path: Path) -> None:
@@ -424,7 +424,7 @@ def test_two_concurrent_data_prepares_cannot_mix(tmp_path: Path) -> None:
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "written by another process" in lines[0], err
     assert (out / "tl" / "train.txt").read_bytes() == published
-    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert not [p for p in out.iterdir() if ".tmp" in p.name]
 
 
 @pytest.fixture
@@ -460,7 +460,7 @@ def test_data_prepare_on_a_full_disk_leaves_the_output_as_it_was(tmp_path: Path,
 
 
 def test_train_on_a_full_disk_is_one_line_and_leaves_nothing(tmp_path: Path, full_disk_after: Any) -> None:
-    full_disk_after(3)  # config.toml, metrics.jsonl and curves.png written, the first last.pt is not
+    full_disk_after(4)  # config.toml, data-fingerprint.json, metrics.jsonl and curves.png written, last.pt not
     res = runner.invoke(app, _train_args(tmp_path / "r", "--max-steps", "2"))
     assert res.exit_code == 2, res.output
     errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]

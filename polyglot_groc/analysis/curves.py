@@ -179,10 +179,15 @@ def check_png_path(out: Path, flag: str = "--out") -> Path:
     return out
 
 
+def png_bytes(fig: Any, dpi: int = 120) -> bytes:
+    """A matplotlib figure rendered to PNG, in memory."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()
+
+
 def save_png(fig: Any, out: Path, dpi: int = 120) -> Path:
     """Render a matplotlib figure to PNG and write it atomically (never a half-written image)."""
     out = check_png_path(out, "figure path")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    atomic_write_bytes(out, buf.getvalue())
+    atomic_write_bytes(out, png_bytes(fig, dpi))
     return out

@@ -23,8 +23,8 @@ import numpy as np
 
 from groc_base.checks import check_output
 from groc_base.errors import InputError
-from groc_base.fileio import atomic_write_bytes, dumps_json, json_safe, unique_labels
-from polyglot_groc.analysis.curves import check_png_path, save_png
+from groc_base.fileio import atomic_write_all, atomic_write_bytes, dumps_json, json_safe, unique_labels
+from polyglot_groc.analysis.curves import check_png_path, png_bytes
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,13 @@ def plot_freq_bins(bins: Sequence[FreqBin], out: Path, name_a: str, name_b: str)
     Each bin's token count is under its label; an empty bin has no bar (a grey x and n=0), so
     it is never read as a difference of zero.
     """
+    out = check_png_path(out, "figure path")
+    atomic_write_bytes(out, freq_bins_png(bins, name_a, name_b))
+    return out
+
+
+def freq_bins_png(bins: Sequence[FreqBin], name_a: str, name_b: str) -> bytes:
+    """:func:`plot_freq_bins`'s chart as PNG bytes."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -122,7 +129,7 @@ def plot_freq_bins(bins: Sequence[FreqBin], out: Path, name_a: str, name_b: str)
     ax.set_title(f"{name_a} minus {name_b}: below 0, {name_a} predicts better", fontsize="medium")
     fig.tight_layout()
     try:
-        return save_png(fig, out)
+        return png_bytes(fig)
     finally:
         plt.close(fig)
 
@@ -249,8 +256,7 @@ def freq_bins(
     binned_bins = bin_differences(sa.train_freq, la, lb, edges)
     m = binned(sa.train_freq, edges)  # new words only where both runs compose them
     label_a, label_b = unique_labels([run_a, run_b])
-    if png is not None:
-        plot_freq_bins(binned_bins, png, label_a, label_b)
+    figure = freq_bins_png(binned_bins, label_a, label_b) if png is not None else None
     result = FreqBinsResult(
         run_a=str(run_a), run_b=str(run_b), label_a=label_a, label_b=label_b, data=str(data), split=split,
         lang=lang, languages_left_out=list(texts)[1:], unit="nats per token", tokens=int(la.size),
@@ -264,8 +270,9 @@ def freq_bins(
         mean_diff=float((la[m].astype(np.float64) - lb[m]).mean()) if m.any() else None,
         bins=[x.to_dict() for x in binned_bins],
         png=str(png) if png is not None else None, json=str(json_out) if json_out is not None else None)
-    if json_out is not None:
-        atomic_write_bytes(json_out, (dumps_json(result.to_dict(), indent=2) + "\n").encode())
+    if png is not None and json_out is not None and figure is not None:
+        # The chart and its JSON together or neither: a full disk leaves the previous pair as it was.
+        atomic_write_all({png: figure, json_out: (dumps_json(result.to_dict(), indent=2) + "\n").encode()})
     return result
 
 

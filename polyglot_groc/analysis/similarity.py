@@ -83,6 +83,18 @@ def _score_datasets(datasets: Sequence[str | os.PathLike[str]],
     return results
 
 
+#: Spearman's rho over fewer pairs says nothing (over 2 it is always +-1): such a dataset is not scored.
+MIN_PAIRS = 3
+
+
+def _enough_pairs(ds: Path, found: int, not_found: int, where: str = "the vectors") -> None:
+    """Refuse a dataset of which fewer than :data:`MIN_PAIRS` pairs have both words in ``where``."""
+    if found < MIN_PAIRS:
+        raise InputError(f"{ds}: only {found} of its {found + not_found} pairs have both words in {where}, and "
+                         f"Spearman's rho needs at least {MIN_PAIRS}; check that the dataset is in the vectors' "
+                         "language, raise --max-vocab, or try --keep-case")
+
+
 def _words_vectors(vec: Vectors, max_vocab: int | None, lower: bool) -> tuple[list[str], Any]:
     return read_side(vec, None, None, "input", max_vocab, "vectors", lower)
 
@@ -152,6 +164,7 @@ def similarity(
         def cross_score(ds: Path) -> dict[str, Any]:
             triples, multi = read_word_pairs(ds)
             r = word_similarity(triples, sw, sv, lower=lower, tgt_words=tw, tgt_vectors=tv)
+            _enough_pairs(ds, r.found, r.not_found, "the source and target vectors")
             return {"rho": r.rho, "found": r.found, "not_found": r.not_found, "multiword_skipped": multi}
 
         return WordSimilarityResult(datasets=_score_datasets(datasets, cross_score), src_vectors=_name(src_vectors),
@@ -164,6 +177,7 @@ def similarity(
         def vec_score(ds: Path) -> dict[str, Any]:
             triples, multi = read_word_pairs(ds)
             r = word_similarity(triples, words, vecs, lower=lower)
+            _enough_pairs(ds, r.found, r.not_found)
             return {"rho": r.rho, "found": r.found, "not_found": r.not_found, "multiword_skipped": multi}
 
         return WordSimilarityResult(datasets=_score_datasets(datasets, vec_score), vectors=_name(vectors))
@@ -187,7 +201,8 @@ def similarity(
         triples, multi = read_word_pairs(ds)
         r = word_similarity(triples, vocab_words, vocab_vecs, lower=lower)
         # found/not_found in MUSE's terms: only the model's vocabulary, comparable with MUSE tables.
-        entry: dict[str, Any] = {"in_vocabulary": {"rho": r.rho, "found": r.found, "not_found": r.not_found},
+        rho = r.rho if r.found >= MIN_PAIRS else None  # too few pairs: no figure (the composed one may stand)
+        entry: dict[str, Any] = {"in_vocabulary": {"rho": rho, "found": r.found, "not_found": r.not_found},
                                  "multiword_skipped": multi}
         if composed:
             # A separate figure: a compositional model also embeds the words the vocabulary lacks
@@ -199,6 +214,10 @@ def similarity(
             ra = word_similarity(triples, words_all, vecs_all, lower=lower)
             entry["all_pairs_composed"] = {"rho": ra.rho, "found": ra.found, "not_found": ra.not_found,
                                            "composed_unseen": n_composed}
+            if ra.found < MIN_PAIRS:  # the in-vocabulary figure is then null (too few pairs), the composed one not
+                _enough_pairs(ds, ra.found, ra.not_found, f"the model's {lang} words (composed ones included)")
+        else:
+            _enough_pairs(ds, r.found, r.not_found, f"the model's {lang} vocabulary")
         return entry
 
     return WordSimilarityResult(datasets=_score_datasets(datasets, run_score), run=_name(run), lang=lang, side=side,

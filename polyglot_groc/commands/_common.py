@@ -79,8 +79,8 @@ _OS_FIXES: dict[int, str] = {
     errno.ENOTDIR: "a part of the path is not a directory; check the path",
     errno.ENAMETOOLONG: "the name is too long; use a shorter path",
     errno.ENOENT: "it does not exist; check the path",
-    errno.EEXIST: "it already exists; choose another path or remove it",
-    errno.ENOTEMPTY: "the directory is not empty; choose another path or empty it",
+    errno.EEXIST: "it already exists; choose another path or move it away",
+    errno.ENOTEMPTY: "the directory is not empty; choose another path or move its contents away",
     errno.ELOOP: "too many symbolic links; check the path",
 }
 

@@ -161,8 +161,10 @@ def _key_values(items: list[str] | None, flag: str, example: str) -> dict[str, s
         key, sep, value = item.partition("=")
         if not sep or not key or not value:
             raise InputError(f"{flag} {item!r}: write KEY=FILE, e.g. {flag} {example}")
-        if key in out:
-            raise InputError(f"{flag} {key} is given twice; give each once")
+        same = next((k for k in out if k.lower() == key.lower()), None)
+        if same is not None:  # en and EN: one OUT/<lang>.vec on a case-insensitive disk, one lost
+            twice = key if same == key else f"{same} and {key}"
+            raise InputError(f"{flag} {twice} is given twice (keys do not differ by case); give each once")
         out[key] = value
     return out
 

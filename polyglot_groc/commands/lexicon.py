@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from groc_base.errors import InputError
-from polyglot_groc.commands._common import cli_errors, console, print_json
+from polyglot_groc.commands._common import cli_errors, console, print_json, setup_logging
 
 app = typer.Typer(
     help="Wordnets for GroC's relational and definitional forms: import, info, lookup, coverage.",
@@ -222,6 +222,7 @@ def import_(
     from lexicons.omw_import import import_omw
     from lexicons.wn_backend import default_wn_dir
 
+    setup_logging(False)  # "waiting for another import" and the importer's warnings, one line each
     if file is not None:
         from lexicons.user_import import import_wordnet_file
 

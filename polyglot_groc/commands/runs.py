@@ -34,11 +34,12 @@ def summarize_run(run: Path) -> dict[str, Any]:
             result = json.loads((run / "result.json").read_text(encoding="utf-8"))
         except ValueError as exc:
             raise InputError(f"{run / 'result.json'} is not valid JSON ({exc}); it is damaged: move it away (the "
-                             "run then shows as interrupted) or train the run again") from exc
+                             "run then shows as interrupted; its checkpoints are kept)") from exc
         if not isinstance(result, dict) or not all(isinstance(result.get(k, {}), dict) for k in (
                 "best_valid_perplexity", "last_valid_perplexity")):
             raise InputError(f"{run / 'result.json'} is not a run's result (a JSON object with perplexity tables); "
-                             "it is damaged: move it away (the run then shows as interrupted) or train it again")
+                             "it is damaged: move it away (the run then shows as interrupted; its checkpoints are "
+                             "kept)")
     last = records[-1] if records else {}
     best = min(records, key=lambda r: r.get("valid_nll") or float("inf")) if records else {}
     status = ("diverged" if result.get("diverged") else "finished") if result else (

@@ -187,7 +187,7 @@ def _cfg_default(key: str) -> str:
 #: What --resume can change: how far the run goes and how this invocation runs and reports.
 #: Everything else is the run's own config (config.toml) and is refused with --resume.
 RESUME_OPTIONS = frozenset({"resume", "max_steps", "max_epochs", "max_minutes", "threads", "device", "precision",
-                            "compile_", "log_every", "tensorboard", "verbose"})
+                            "compile_", "log_every", "tensorboard", "verbose", "accept_changed_data"})
 
 
 def given_options(ctx: typer.Context) -> list[str]:
@@ -298,6 +298,10 @@ def train_command(
     resume: Annotated[Path | None, typer.Option(
         "--resume", help="Continue this interrupted run exactly, with its own config",
         show_default="none: a new run")] = None,
+    accept_changed_data: Annotated[bool, typer.Option(
+        "--accept-changed-data", help="With --resume: go on although the run's corpus files changed since it "
+                                      "started (refused otherwise; the run records the new data)",
+        show_default="off")] = False,
     log_every: Annotated[int | None, typer.Option(
         "--log-every", help="Log loss/ppl/lr/tok/s/ETA every N steps; 0: no log lines (train.log_every)",
         show_default=_cfg_default("train.log_every"))] = None,
@@ -321,7 +325,7 @@ def train_command(
            tokenize, vocab_mode, no_screen, schedule, lexicon, no_relations, no_definitions, lexicon_coverage,
            threads, device, overwrite, resume, log_every, tensorboard, verbose, init_input, freeze_input, untie,
            precision, compile_, not_for_resume=not_for_resume, wn_dir=wn_dir, languages=languages,
-           softmax=softmax, sampled_k=sampled_k)
+           softmax=softmax, sampled_k=sampled_k, accept_changed_data=accept_changed_data)
 
 
 @cli_errors
@@ -334,7 +338,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
            freeze_input: bool = False, untie: bool = False, precision: str | None = None,
            compile_: bool | None = None, not_for_resume: list[str] | None = None,
            wn_dir: Path | None = None, languages: Path | None = None, softmax: str | None = None,
-           sampled_k: int | None = None) -> None:
+           sampled_k: int | None = None, accept_changed_data: bool = False) -> None:
     from groc_base.errors import ConfigError
     from polyglot_groc.training.distributed import world_from_env
     from polyglot_groc.training.workflows import train
@@ -351,10 +355,14 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
             raise ConfigError(f"--resume continues {resume} with its own config, so {', '.join(not_for_resume)} "
                               f"cannot apply; drop {them} (with --resume only --max-steps, --max-epochs, "
                               "--max-minutes, --threads, --device, --precision, --compile, --log-every, "
-                              "--tensorboard and --verbose apply)")
+                              "--tensorboard, --verbose and --accept-changed-data apply)")
         _resume(resume, tensorboard, max_steps=max_steps, max_epochs=max_epochs, max_minutes=max_minutes,
-                threads=threads, device=device, precision=precision, compile=compile_, log_every=log_every)
+                threads=threads, device=device, precision=precision, compile=compile_, log_every=log_every,
+                accept_changed_data=accept_changed_data)
         return
+    if accept_changed_data:
+        raise ConfigError("--accept-changed-data belongs to --resume RUN (a new run records its data as it is); "
+                          "drop it, or add --resume RUN")
     # The flags that set a config key the library takes no argument for; they win over --set.
     flags: dict[str, Any] = {
         "train.seed": seed, "data.tokenize": tokenize, "data.vocab_mode": vocab_mode,

@@ -22,18 +22,17 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import torch
 
 from groc_base.checks import check_output, check_positive
 from groc_base.errors import InputError, ResourceMissingError
-from groc_base.fileio import dumps_json, write_then_rename
+from groc_base.fileio import atomic_output_dir, dumps_json, write_then_rename
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.model.checkpoint import atomic_write_text
 from polyglot_groc.model.device import use_threads
@@ -230,6 +229,84 @@ class FeaturesResult:
                 "mix": self.mix, "gamma": self.gamma, "aligned": self.aligned}
 
 
+def _hdf5_target(tmp: Path) -> IO[bytes]:
+    """The open file :func:`features` writes HDF5 into (the temporary it renames into place)."""
+    return tmp.open("r+b")
+
+
+class _FailSoftFile:
+    """The file object h5py writes through: the first OSError of a write, flush or truncate (a full
+    disk) is kept and never raised into HDF5, whose C code, met with a Python exception in a write
+    callback, leaves h5py's objects half-closed and reports the failure as some other error (an
+    AttributeError from close, or a crash). Writes after it are dropped; :meth:`check` raises it.
+    """
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self._fh = fh
+        self.error: OSError | None = None
+
+    def check(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def _failed(self, exc: OSError) -> None:
+        if self.error is None:
+            self.error = exc
+
+    def write(self, data: Any) -> int:
+        size = memoryview(data).nbytes
+        if self.error is None:
+            try:
+                self._fh.write(data)
+            except OSError as exc:
+                self._failed(exc)
+        return size
+
+    def flush(self) -> None:
+        if self.error is None:
+            try:
+                self._fh.flush()
+            except OSError as exc:
+                self._failed(exc)
+
+    def truncate(self, size: int | None = None) -> int:
+        if self.error is None:
+            try:
+                return self._fh.truncate(size)
+            except OSError as exc:
+                self._failed(exc)
+        return size if size is not None else 0
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._fh.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self._fh.read(size)
+        except OSError as exc:  # an I/O error: HDF5 then meets end of file and fails in its own words
+            self._failed(exc)
+            return b""
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            return self._fh.readinto(buffer)  # type: ignore[attr-defined,no-any-return]
+        except OSError as exc:
+            self._failed(exc)
+            return 0
+
+    def __enter__(self) -> _FailSoftFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._fh.close()  # a failing final flush is the disk's error too
+        except OSError as err:
+            self._failed(err)
+
+
 def _import_h5py() -> Any:
     try:
         import h5py
@@ -303,17 +380,27 @@ def features(
 
     def fill(tmp: Path) -> Path:
         nonlocal maps, n_tokens, shape
-        with h5py.File(tmp, "w") as fout:
-            for i, lay in enumerate(sentence_layers(bundle, sentences, lang, batch_size, progress)):
-                if align is not None:
-                    if maps is None:
-                        maps = layer_maps(align, lay.shape[0], lay.shape[2])
-                    lay = np.stack([lay[j] @ maps[j].T for j in range(lay.shape[0])])
-                shape = (lay.shape[0], lay.shape[2])
-                n_tokens += lay.shape[1]
-                fout.create_dataset(str(i), data=_select(lay, layers, mix, gamma).astype(np.float32))
-            ds = fout.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
-            ds[0] = json.dumps(index)
+        # HDF5 writes through a Python file object, not its own C driver: a write that fails (a full
+        # disk) is then an OSError raised here, where HDF5's own driver would leave h5py's objects
+        # half-closed and crash the interpreter (a segmentation fault) when they are freed.
+        with _FailSoftFile(_hdf5_target(tmp)) as raw:
+            try:
+                with h5py.File(raw, "w") as fout:
+                    for i, lay in enumerate(sentence_layers(bundle, sentences, lang, batch_size, progress)):
+                        if align is not None:
+                            if maps is None:
+                                maps = layer_maps(align, lay.shape[0], lay.shape[2])
+                            lay = np.stack([lay[j] @ maps[j].T for j in range(lay.shape[0])])
+                        shape = (lay.shape[0], lay.shape[2])
+                        n_tokens += lay.shape[1]
+                        fout.create_dataset(str(i), data=_select(lay, layers, mix, gamma).astype(np.float32))
+                        raw.check()  # a failed write stops the loop here, not after the whole input
+                    ds = fout.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
+                    ds[0] = json.dumps(index)
+            except Exception:
+                raw.check()  # what HDF5 made of a failed write (any error type) is the write's OSError
+                raise
+        raw.check()  # closing flushed the last bytes
         return out
 
     write_then_rename(out.parent, out.name, fill)
@@ -427,23 +514,13 @@ def anchors(
     kept_words = [str(w) for w in words[keep]]
     n_layers = means.shape[1]
     norms = [float(np.linalg.norm(means[:, j], axis=1).mean()) for j in range(n_layers)]
-    # Every file atomically, and all of them or none (as align's outputs): a failed write removes the others.
-    created = not out.exists()
-    files: list[str] = []
-    try:
-        out.mkdir(parents=True, exist_ok=True)
+    # All the files or none, as align's outputs: built in a temporary folder and renamed into place,
+    # so a full disk or a kill leaves the previous `out` whole (and nothing when there was none).
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
         for j in range(n_layers):
-            path = out / f"layer{j}.vec"
-            write_vec(path, kept_words, np.ascontiguousarray(means[:, j]))
-            files.append(str(path))
-        atomic_write_text(out / "norms.json", dumps_json({f"layer{j}": n for j, n in enumerate(norms)}) + "\n")
-        files.append(str(out / "norms.json"))
-    except BaseException:
-        for f in files:
-            Path(f).unlink(missing_ok=True)
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
-        raise
+            write_vec(tmp / f"layer{j}.vec", kept_words, np.ascontiguousarray(means[:, j]))
+        atomic_write_text(tmp / "norms.json", dumps_json({f"layer{j}": n for j, n in enumerate(norms)}) + "\n")
+    files = [str(out / f"layer{j}.vec") for j in range(n_layers)] + [str(out / "norms.json")]
     log.info("wrote %d layers of anchors for %d word types (%d tokens) to %s", n_layers, len(kept_words), n_tokens,
              out)
     return AnchorsResult(str(run if not isinstance(run, ModelBundle) else "<bundle>"), lang, str(out),
@@ -506,8 +583,10 @@ def align_layers(
         raise InputError(f"{src} has {len(n_src)} layer*.vec files and {tgt} {len(n_tgt)}; give two anchors "
                          "directories of runs with the same layers")
     results = []
-    for j in range(len(n_src)):
-        res = align(src=src / f"layer{j}.vec", tgt=tgt / f"layer{j}.vec", train_dict=train_dict,
-                    eval_dict=eval_dict, refine=refine, out=out / f"layer{j}", overwrite=overwrite)
-        results.append(res.to_dict())
+    # Every layer's map or none: they are built in one temporary folder renamed into place at the end.
+    with atomic_output_dir(out, overwrite=overwrite) as tmp:
+        for j in range(len(n_src)):
+            res = align(src=src / f"layer{j}.vec", tgt=tgt / f"layer{j}.vec", train_dict=train_dict,
+                        eval_dict=eval_dict, refine=refine, out=tmp / f"layer{j}")
+            results.append(res.to_dict())
     return LayerAlignResult(str(out), results)

@@ -119,7 +119,7 @@ def init_from_elmo(
     """
     from polyglot_groc.elmo.convert import converted_trainer
     from polyglot_groc.model.device import set_threads
-    from polyglot_groc.training.trainer import run_dir_has_content
+    from polyglot_groc.training.trainer import existing_run_message, run_dir_has_content
     from polyglot_groc.training.workflows import NEW_RUN_FILES, write_result, writing_run
 
     defaults, explicit = _train_overrides(finetune_epochs, max_steps, lr, eval_every, threads, device)
@@ -147,7 +147,7 @@ def init_from_elmo(
 
     out = Path(out)
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+        raise InputError(existing_run_message(out))
     # One writer; an interrupt says what was kept; a failure before the first checkpoint (no CUDA, a
     # full disk) removes the folder it made, lock included, or the files it wrote into an existing one.
     with writing_run(out, "init-from-elmo", clean=NEW_RUN_FILES) as watch:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from groc_base.errors import ModelError
+from langpairs.corpus import MAX_WORD_CHARS
 
 PAD, BOW, EOW, UNK_CHAR = 0, 1, 2, 3
 N_SPECIAL = 4
@@ -155,14 +156,19 @@ class Charset:
         return table + 1  # bilm-tf reserves 0 for masking
 
 
-def check_word_lengths(words: Sequence[str], limit: int = 1000) -> None:
-    """Reject absurd words (e.g. a whole un-tokenised line) with a one-line fix."""
+def check_word_lengths(words: Sequence[str], limit: int = MAX_WORD_CHARS) -> None:
+    """Reject absurd words (a whole un-tokenised line, binary data) with a one-line fix.
+
+    Corpus files are checked where they are read, naming the file and line
+    (:func:`langpairs.corpus.check_token_lengths`); this catches words from elsewhere (vectors, a
+    lexicon) with the same limit."""
     if not words:
         return
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     worst = int(lengths.argmax())
     if lengths[worst] > limit:
         raise ModelError(
-            f"word {words[worst][:40]!r}... has {lengths[worst]} characters (limit {limit}); "
-            "the corpus is probably not tokenised: pass --tokenize auto or split it into words"
+            f"word {words[worst][:40]!r}... has {lengths[worst]:,} characters, more than the {limit:,} a word may "
+            "have: it is not a word (a line that was not tokenised, a URL list, base64 or binary data); remove "
+            "it where it comes from"
         )

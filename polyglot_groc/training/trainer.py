@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from groc_base.errors import CheckpointError, InputError
-from groc_base.fileio import dumps_json
-from langpairs.batching import LanguageSchedule, MultilingualBatcher
+from groc_base.fileio import dumps_json, sweep_folder
+from langpairs.batching import LanguageSchedule, MultilingualBatcher, epoch_restart
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import RunConfig, dump_toml
 from polyglot_groc.model.bundle import ModelBundle
@@ -52,6 +52,7 @@ from polyglot_groc.training import distributed
 from polyglot_groc.training.data import build_vocab, load_corpus, unk_report, vocab_policy
 from polyglot_groc.training.distributed import local_device
 from polyglot_groc.training.evaluation import evaluate_split, split_streams
+from polyglot_groc.training.fingerprint import FINGERPRINT_NAME, record_data
 from polyglot_groc.training.loop import LoopState, RunningLoss
 from polyglot_groc.training.regularizers import ar_tar_penalty
 from polyglot_groc.training.softmax import SoftmaxChoice, choose_softmax, make_sampler
@@ -209,6 +210,26 @@ def run_dir_has_content(run_dir: Path) -> bool:
     return run_dir.is_dir() and any(not p.name.startswith(".lock") for p in run_dir.iterdir())
 
 
+#: What ``--overwrite`` deletes from an existing run directory (other files in it are left alone).
+RUN_FILES = ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json", FINGERPRINT_NAME)
+
+
+def existing_run_message(run_dir: Path) -> str:
+    """The refusal of a new run into the non-empty ``run_dir``, saying what ``--overwrite`` would delete
+    and, for a run with a checkpoint, how to go on with it instead."""
+    run_dir = Path(run_dir)
+    held = [name for name in RUN_FILES if (run_dir / name).exists()]
+    if (run_dir / "last.pt").is_file() and (run_dir / "config.toml").is_file():
+        return (f"run directory {run_dir} already exists and holds a run ({', '.join(held)}); continue it with "
+                f"`polyglot-groc train --resume {run_dir}`, choose another --out, or pass --overwrite to delete "
+                "its checkpoints and train anew")
+    if held:
+        return (f"run directory {run_dir} already exists ({', '.join(held)}); choose another --out, or pass "
+                f"--overwrite to delete those files and train anew")
+    return (f"run directory {run_dir} already exists and holds other files; choose another --out, or pass "
+            "--overwrite to train into it anyway (its other files are kept: nothing is deleted)")
+
+
 def resume_config(cfg: RunConfig, payload: Mapping[str, Any], run_dir: Path, *, max_steps: int | None = None,
                   max_epochs: int | None = None, max_minutes: float | None = None,
                   finished: bool = False) -> tuple[RunConfig, list[str]]:
@@ -264,8 +285,8 @@ def prepare_run_dir(run_dir: Path, overwrite: bool) -> None:
     run_dir = Path(run_dir)
     if run_dir_has_content(run_dir):
         if not overwrite:
-            raise InputError(f"run directory {run_dir} already exists; pass --overwrite or choose another --out")
-        for name in ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json"):
+            raise InputError(existing_run_message(run_dir))
+        for name in RUN_FILES:
             (run_dir / name).unlink(missing_ok=True)
     run_dir.mkdir(parents=True, exist_ok=True)
 
@@ -287,8 +308,10 @@ def place_model(model: LanguageModel, t: Any, device: torch.device) -> torch.dev
 
 
 def remove_temp_files(run_dir: Path) -> None:
-    """Temp files of atomic writes left by a killed process (``.<name>.<random>.tmp``)."""
+    """Temp files of atomic writes left by a killed process (:func:`groc_base.fileio.sweep_folder`;
+    under the run lock, older versions' ``.<name>.<random>.tmp`` files too, whatever their age)."""
     if Path(run_dir).is_dir():
+        sweep_folder(run_dir)
         for tmp in Path(run_dir).glob(".*.tmp"):
             tmp.unlink(missing_ok=True)
 
@@ -339,7 +362,7 @@ class Trainer:
                  hooks: TrainHooks | None = None, corpus: MultilingualCorpus | None = None,
                  bundle: ModelBundle | None = None, resume: Mapping[str, Any] | None = None,
                  optimizer_state: Mapping[str, Any] | None = None,
-                 start_info: Mapping[str, Any] | None = None) -> None:
+                 start_info: Mapping[str, Any] | None = None, data_changed: bool = False) -> None:
         """``resume``: the ``last.pt`` payload of an interrupted run in ``run_dir`` (with its bundle).
 
         ``optimizer_state``: an Adam ``state_dict`` to start from instead of a fresh optimizer
@@ -347,6 +370,9 @@ class Trainer:
         shape. Its learning rate and weight decay are replaced by ``cfg.train``'s.
         ``start_info``: more entries for the info ``hooks.on_start`` receives (the workflows say
         there what they changed or converted).
+        ``data_changed``: a resumed run's corpus changed and the user accepted it
+        (:func:`~polyglot_groc.training.fingerprint.check_data`): a batcher position that no longer
+        fits starts the epoch over, and the run records the new data's fingerprint.
         """
         # The run stores its config: paths in it are absolute, so evaluation works from any directory.
         cfg = self.cfg = cfg.validate().absolute_paths()
@@ -358,6 +384,7 @@ class Trainer:
         check_precision(cfg.train.precision, device)
         self.dist = distributed.setup(requested, cfg.train.batch_size)
         self.resume = resume
+        self.data_changed = data_changed
         self.optimizer_state = optimizer_state
         self.start_info = dict(start_info or {})
         #: The loop's state while :meth:`fit` runs and after (None before): the step reached, for instance.
@@ -426,6 +453,7 @@ class Trainer:
         checkpoint on the way (``train.eval_every``, and once more where a limit stops the run)."""
         loop = self._open_loop()
         state = self.state = self._restore(loop) if self.resume is not None else LoopState.start(self.cfg.train)
+        self._record()  # after a resume's state is restored: a resume refused there changes nothing
         loss = RunningLoss(self.device, self.dist)
         stop_reason = self._run(loop, state, loss)
         return TrainResult(self.run_dir, state.step, state.epoch(loop.steps_per_epoch), stop_reason, loop.n_params,
@@ -433,11 +461,19 @@ class Trainer:
                            state.last_valid, loop.history, loop.n_params_split, checkpoint_step=self.checkpoint_step,
                            unk=loop.unk, softmax=loop.softmax.to_dict())
 
+    def _record(self) -> None:
+        """Write config.toml (on resume too: its limits may have been extended, see resume_config) and,
+        for a new run or accepted new data, the fingerprint of the corpus files it reads."""
+        if not self.dist.is_main:
+            return
+        atomic_write_text(self.run_dir / "config.toml", dump_toml(self.cfg))
+        if self.resume is None or self.data_changed:
+            record_data(self.run_dir, Path(self.cfg.data.root), {lang: list(self.corpus.splits[lang])
+                                                                 for lang in self.corpus.langs})
+
     def _open_loop(self) -> _Loop:
-        """Write config.toml, batch the training streams, make the optimizer, tell the hooks."""
+        """Batch the training streams, make the optimizer, tell the hooks."""
         cfg, t = self.cfg, self.cfg.train
-        if self.dist.is_main:  # on resume too: its limits may have been extended (resume_config)
-            atomic_write_text(self.run_dir / "config.toml", dump_toml(cfg))
         # Per language (t.batch_size, T) ids; the batcher cuts t.bptt-long windows from them.
         train_streams = split_streams(self.bundle, self.corpus, "train", t.batch_size)
         windows = MultilingualBatcher.window_counts(train_streams, t.bptt)
@@ -486,7 +522,14 @@ class Trainer:
             loop.optimizer.load_state_dict(r["optimizer"])
             check_optimizer_shapes(loop.optimizer, self.trainable_parameters(), where,
                                    "it is damaged: resume from a copy of the run, or start a new run")
-            loop.batcher.load_state_dict(r["batcher"])
+            try:
+                loop.batcher.load_state_dict(r["batcher"])
+            except CheckpointError:
+                if not self.data_changed:
+                    raise
+                log.warning("the changed corpus is shorter than the position last.pt reached in it: this epoch "
+                            "starts over at its first window")
+                loop.batcher.load_state_dict(epoch_restart(r["batcher"]))
             self.metrics_lines = list(r["metrics_lines"])
             loop.history = [json.loads(line) for line in self.metrics_lines]
         except (KeyError, TypeError, ValueError) as exc:

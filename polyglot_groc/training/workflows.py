@@ -43,6 +43,7 @@ from polyglot_groc.model.lexforms import lexicon_for_languages
 from polyglot_groc.model.lm import count_parameters, parameter_split
 from polyglot_groc.training.distributed import world_from_env
 from polyglot_groc.training.finetune import finetune_trainer
+from polyglot_groc.training.fingerprint import FINGERPRINT_NAME, check_data
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted
 from polyglot_groc.training.loop import LoopState
 from polyglot_groc.training.runlock import RunLock, RunLockedError, describe_owner, lock_holder, locked_run_dir
@@ -51,6 +52,7 @@ from polyglot_groc.training.trainer import (
     Trainer,
     TrainHooks,
     TrainResult,
+    existing_run_message,
     resume_config,
     run_dir_has_content,
 )
@@ -67,7 +69,7 @@ PathLike = str | os.PathLike[str]
 UNTIE = {"tied": "untied", "lookup": "untied"}
 #: Files a new run removes again when it stops before its first checkpoint in a directory it did not
 #: create (curves.png: the CLI's hooks draw it).
-NEW_RUN_FILES = ("config.toml", "metrics.jsonl", "curves.png")
+NEW_RUN_FILES = ("config.toml", "metrics.jsonl", "curves.png", FINGERPRINT_NAME)
 
 
 def train(
@@ -196,9 +198,10 @@ def resume(
     precision: str | None = None,
     compile: bool | None = None,
     log_every: int | None = None,
+    accept_changed_data: bool = False,
     hooks: TrainHooks | None = None,
 ) -> TrainResult:
-    """Continue ``run`` exactly where its ``last.pt`` left it, with its own config.
+    """Continue ``run`` exactly where its ``last.pt`` left it, with its own config and data.
 
     Steps and epochs are totals for the run: a larger ``max_steps`` or ``max_epochs`` extends it,
     finished or not (a limit not given that would stop it first is lifted). The other arguments
@@ -210,6 +213,9 @@ def resume(
         max_steps, max_epochs: New totals for the run, beyond the step it has reached.
         max_minutes: Stop after this many minutes of this invocation (0: no limit).
         threads, device, precision, compile, log_every: ``train.*`` settings for this invocation on.
+        accept_changed_data: Go on although a corpus file changed since the run started (it
+            recorded their sizes and SHA-256, :mod:`polyglot_groc.training.fingerprint`); the run
+            then records the new fingerprint. Without it such a change is refused.
         hooks: Progress callbacks (:class:`TrainHooks`).
 
     Returns:
@@ -217,7 +223,8 @@ def resume(
 
     Raises:
         InputError: ``run`` is no run or stopped before its first checkpoint; it stopped early, or
-            finished and no larger limit was given, or a limit does not extend it.
+            finished and no larger limit was given, or a limit does not extend it; its corpus
+            changed since it started (without ``accept_changed_data``).
         RunLockedError: Another process is training ``run``.
         ConfigError: A bad setting. CheckpointError: ``last.pt`` cannot be resumed.
         TrainingInterrupted: Ctrl-C or SIGTERM stopped it again.
@@ -228,11 +235,7 @@ def resume(
         raise RunLockedError(f"run {run} is being trained by {describe_owner(holder)}; wait for it to finish, "
                              "or stop it (Ctrl-C, or kill the pid) and resume then")
     if not (run / "last.pt").is_file() or not (run / "config.toml").is_file():
-        if (run / "config.toml").is_file():
-            raise InputError(f"run {run} stopped before its first checkpoint, so there is nothing to resume; "
-                             f"train it again with --out {run} --overwrite")
-        raise InputError(f"{run} is not a run directory (no config.toml and last.pt to resume from); "
-                         "train it first without --resume")
+        raise InputError(_not_resumable(run))
     try:
         cfg = load_config(run / "config.toml", stored=True)
     except ConfigError as exc:
@@ -241,6 +244,8 @@ def resume(
     payload = load_checkpoint(run / "last.pt")
     bundle = bundle_from_payload(payload, run / "last.pt")
     check_same_run(cfg, bundle.cfg, run)
+    # The corpus as the run recorded it, before anything is written (config.toml included).
+    data_changed = check_data(run, accept=accept_changed_data)
     cfg, changes = resume_config(cfg, payload, run, max_steps=max_steps, max_epochs=max_epochs,
                                  max_minutes=max_minutes, finished=(run / "result.json").is_file())
     runtime: dict[str, Any] = {"threads": threads, "device": device, "precision": precision, "compile": compile,
@@ -250,7 +255,39 @@ def resume(
         changes += [f"train.{k} {getattr(cfg.train, k)} -> {v}" for k, v in runtime.items()]
         cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, **runtime)).validate()
     bundle.cfg = dataclasses.replace(bundle.cfg, train=cfg.train)  # the checkpoints then record the new limits
-    return _train_run(cfg, run, payload=payload, bundle=bundle, hooks=hooks, start_info={"changes": changes})
+    if data_changed:
+        changes.append("data: changed since the run started (accepted)")
+    return _train_run(cfg, run, payload=payload, bundle=bundle, hooks=hooks, start_info={"changes": changes},
+                      data_changed=data_changed)
+
+
+def _not_resumable(run: Path) -> str:
+    """Why ``run`` (without a config.toml or last.pt file) cannot be resumed, and a fix that loses nothing.
+
+    Only a run that never wrote a checkpoint is safe to train again with ``--overwrite``; where
+    ``best.pt`` or ``result.json`` exists, last.pt was lost or damaged after the fact and the
+    checkpoints left are named instead.
+    """
+    last, config = run / "last.pt", run / "config.toml"
+    if not config.is_file():
+        if not run.is_dir() or not any(run.iterdir()):
+            return f"{run} is not a run directory (no config.toml and last.pt to resume from); train it first " \
+                   "without --resume"
+        return f"{run} has no config.toml, so it cannot be resumed; restore config.toml from a copy of the run " \
+               "(its checkpoints are kept as they are)"
+    kept = [name for name in ("best.pt", "result.json") if (run / name).is_file()]
+    if os.path.lexists(last) and not last.is_file():
+        what = "a directory" if last.is_dir() else "not a regular file"
+        fix = ("restore last.pt from a copy of the run, or move it away and copy best.pt to last.pt to go on "
+               "from the best checkpoint" if (run / "best.pt").is_file() else "restore last.pt from a copy of the run")
+        return f"run {run}: last.pt is {what}, so there is nothing to resume from; {fix} (best.pt and the other " \
+               "files are kept as they are)"
+    if kept:
+        fix = ("copy best.pt to last.pt to go on from the best checkpoint, or restore last.pt from a copy"
+               if "best.pt" in kept else "restore last.pt from a copy of the run")
+        return f"run {run} has no last.pt ({', '.join(kept)} are there), so there is nothing to resume from; {fix}"
+    return f"run {run} stopped before its first checkpoint, so there is nothing to resume; train it again with " \
+           f"--out {run} --overwrite (it holds only its config.toml and metrics)"
 
 
 #: The config keys a resumed run may change (in config.toml or with resume's arguments): how far it
@@ -291,19 +328,19 @@ def check_same_run(stored: RunConfig, checkpoint: RunConfig, run: Path) -> None:
 
 def _train_run(cfg: RunConfig, out: Path, *, overwrite: bool = False, payload: Mapping[str, Any] | None = None,
                bundle: ModelBundle | None = None, hooks: TrainHooks | None = None,
-               start_info: Mapping[str, Any] | None = None) -> TrainResult:
+               start_info: Mapping[str, Any] | None = None, data_changed: bool = False) -> TrainResult:
     """Lock the run directory, train, write result.json; on an early error leave nothing behind."""
     # Under torchrun only rank 0 owns the run directory (lock, checks, result.json); the other
     # ranks train beside it and write nothing.
     main_rank = world_from_env()[0] == 0
     if main_rank and payload is None and not overwrite and run_dir_has_content(out):
         # Checked before taking the lock, so a refused run leaves not even a lock file behind.
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+        raise InputError(existing_run_message(out))
     kept = int(payload["step"]) if payload is not None else None
     with writing_run(out, "resume" if payload is not None else "train", kept=kept, owner=main_rank,
                   clean=NEW_RUN_FILES if payload is None else ()) as watch:
         trainer = watch.trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload,
-                                          start_info=start_info)
+                                          start_info=start_info, data_changed=data_changed)
         result = dataclasses.replace(trainer.fit(), lexicon=dict(trainer.bundle.lexicon_info))
         if main_rank:
             write_result(out, result.to_dict())
@@ -363,7 +400,7 @@ def finetune(
     if out.resolve() == Path(run).resolve():
         raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+        raise InputError(existing_run_message(out))
     if threads:  # the run's model is loaded and grown before the trainer applies train.threads
         set_threads(threads)
     explicit = {"train.threads": threads, "train.device": device, "train.max_minutes": max_minutes,
@@ -413,7 +450,8 @@ def load_result(*, run: PathLike) -> TrainResult:
                                softmax=dict(r.get("softmax") or {}))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"{run / 'result.json'} is not a run's result ({type(exc).__name__}: {exc}); it is "
-                             "damaged: move it away (the run then reads as interrupted) or train it again") from exc
+                             "damaged: move it away (the run then reads as interrupted; its checkpoints are "
+                             "kept)") from exc
     if not (run / "last.pt").is_file():
         raise InputError(f"{run} holds no result.json and no last.pt; train it first")
     payload = load_checkpoint(run / "last.pt")
