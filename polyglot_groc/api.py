@@ -127,6 +127,9 @@ probe = checked_arguments(probe)
 load_config = checked_arguments(load_config)
 load_registry = checked_arguments(load_registry)
 parse_overrides = checked_arguments(parse_overrides)
+load = checked_arguments(load)
+neighbours = checked_arguments(neighbours)
+score = checked_arguments(score)
 
 __all__ = [
     "AlignManyResult",
