@@ -407,8 +407,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         memory_pair = [targets[0], RELATED[targets[0]]]
     notes: list[str] = []
 
-    # Languages: targets, English and each target's related language (and the memory pair).
-    needed = list(dict.fromkeys([*targets, "en", *(RELATED[t] for t in targets), *memory_pair]))
+    # Languages: the targets, English for EN+tgt, each target's related language for rel+tgt and the
+    # memory pair when it is probed; only those are prepared (or must already be, on a machine
+    # without the shared text, as the GPU campaign's).
+    needed = list(dict.fromkeys([*targets, *(["en"] if "EN+tgt" in wanted else []),
+                                 *(RELATED[t] for t in targets if "rel+tgt" in wanted),
+                                 *(memory_pair if args.memory_steps > 0 else [])]))
     corpora_dir = args.work / "corpora"
     t0 = time.monotonic()
     corpora = prepare(root, corpora_dir, needed, args.train_tokens, args.eval_tokens, args.tokenize)
