@@ -873,9 +873,11 @@ class Runner:
         return 2 * self.min_s(toy) if toy else math.inf
 
     def overhead_s(self, measured: dict[str, Any], toy: bool) -> float:
-        """A stage's own seconds besides its parts (process start, imports, setup): measured, else stated."""
+        """A stage's own seconds besides its parts (process start, imports, setup): measured (at least
+        the floor: a 2026-11-27 figure does not count the process's start), else stated."""
+        floor, default = (3.0, 8.0) if toy else (10.0, 25.0)
         value = measured.get("overhead_s")
-        return float(value) if isinstance(value, int | float) and value >= 0 else (8.0 if toy else 25.0)
+        return max(float(value), floor) if isinstance(value, int | float) and value >= 0 else default
 
     def setup(self, ctx: Ctx, parts: Sequence[str]) -> None:
         """Before the first part (unpack data); timed as the stage's ``setup_s``."""
@@ -2155,7 +2157,10 @@ def cmd_record(args: argparse.Namespace) -> dict[str, Any]:
         timings = obj.get("timings", {})
         overhead = timings.get("overhead_s")
         if overhead is None and c.get("wall_seconds") and status != "killed":
-            overhead = round(max(c["wall_seconds"] - parts_s, 0.0), 1)
+            # 2026-11-27's stages imported the wordnet on the GPU; `prepare` does that now
+            imported = sum(float(m.group(1)) for n in c.get("notes", [])
+                           if (m := re.search(r"^wordnet .* imported into .* in ([\d.]+) s", n)))
+            overhead = round(max(c["wall_seconds"] - parts_s - imported, 0.0), 1)
         run = {"started": c.get("started"), "finished": c.get("finished") or c.get("updated"), "status": status,
                "reason": c.get("reason") or c.get("error") or (f"stopped by {c['stopped_by']}"
                                                                 if c.get("stopped_by") else None),
@@ -2223,6 +2228,26 @@ def plan_window(ledger: dict[str, Any], toy: bool, avail_s: float,
             deferred[name] = {"parts": rest, "why": f"out of this window ({max(avail_s, 0):.0f} s left; estimates "
                                                     f"{', '.join(f'{p} {est[p]:.0f} s' for p in rest if p in est)})"}
     return chosen, deferred
+
+
+def forecast_windows(ledger: dict[str, Any], toy: bool, avail_s: float, first: Sequence[str],
+                     limit: int = 12) -> list[dict[str, list[str]]]:
+    """The windows after this one that the owed work needs, by today's estimates (each window
+    planned as ``plan`` would once the one before it is done; carry and file limits aside)."""
+    sim = json.loads(json.dumps(ledger))
+    windows: list[dict[str, list[str]]] = []
+    chosen, _ = plan_window(sim, toy, avail_s, first)
+    for _ in range(limit + 1):
+        for p in chosen:
+            for part in p.parts:
+                sim["stages"][p.stage.name]["parts"][part] = {**sim["stages"][p.stage.name]["parts"].get(part, {}),
+                                                              "status": "done"}
+        if windows or chosen:
+            windows.append({p.stage.name: p.parts for p in chosen})
+        chosen, _ = plan_window(sim, toy, avail_s)
+        if not chosen:
+            break
+    return windows[1:]
 
 
 def assemble_carry(args: argparse.Namespace, toy: bool, stages: Sequence[Stage]) -> dict[str, Any]:
@@ -2347,6 +2372,7 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
         raise BadInput(f"the window's command is {len(command)} characters (the tool takes {COMMAND_MAX_CHARS}); "
                        "plan fewer stages with `plan --minutes N STAGE...`")
     files = ["window.log", *(f"{p.stage.name}.json" for p in chosen)]
+    forecast = forecast_windows(ledger, toy, deadline_after - INSTALL_S, [p.stage.name for p in chosen])
     out = {
         "dry_run": toy,
         "window": {"minutes": args.minutes, "machine_start_s": MACHINE_START_S, "idle_after_s": IDLE_AFTER_S,
@@ -2362,6 +2388,7 @@ def cmd_plan(args: argparse.Namespace) -> dict[str, Any]:
         "carry_mib": {"tree": round(tree, 2), **{k: carry[k] for k in ("data", "wheels", "carry")},
                       "total": round(tree + carry["carry"], 2), "limit": CARRY_LIMIT_MIB},
         "out_files": files,
+        "forecast": forecast,
         "then": f"python benchmarks/gpu_campaign.py record{' --dry-run' if toy else ''} FILES_AT",
     }
     return out
