@@ -742,6 +742,7 @@ class Ctx:
     threads: int
     measured: dict[str, Any]  # the ledger's entry for this stage (last measured seconds)
     record: StageRecord
+    ledger: dict[str, Any] = dataclasses.field(default_factory=dict)  # every stage's entry (speeds to borrow)
     notes: list[str] = dataclasses.field(default_factory=list)
     invocations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     files: list[str] = dataclasses.field(default_factory=list)
@@ -1040,15 +1041,24 @@ def capped_estimate(cap_s: float, default_s: float, measured: dict[str, Any]) ->
     return default_s
 
 
-def share_cap(ctx: Ctx, part: str, todo: Sequence[str], capped: Callable[[str], bool], target_s: float) -> float:
+def share_cap(ctx: Ctx, part: str, todo: Sequence[tuple[str, ...]], capped: Callable[[str], bool],
+              target_s: float) -> float:
     """``part``'s training cap in minutes: what is left before the deadline, less what the parts after
-    it need (their estimates) and its own overhead, shared with the capped parts after it; at least
-    0.1 minutes. 0 (no cap) without a deadline."""
+    it need (their estimates: the rest of its group, then each later group of ``todo`` that still
+    fits whole) and its own overhead, shared with the capped parts among them; at least 0.1 minutes.
+    0 (no cap) without a deadline."""
     if ctx.deadline is None:
         return 0.0
-    after = list(todo[todo.index(part) + 1:]) if part in todo else []
+    own = ctx.estimate(part)
+    room = ctx.left() - own
+    at = next(i for i, g in enumerate(todo) if part in g)
+    after = list(todo[at][todo[at].index(part) + 1:])
+    for group in todo[at + 1:]:
+        if sum(ctx.estimate(q) for q in (*after, *group)) > room:
+            break  # it will not start in this call: no time is kept for it
+        after += group
     n = 1 + sum(capped(p) for p in after)
-    fixed = sum(ctx.estimate(p) for p in after) - (n - 1) * target_s + max(ctx.estimate(part) - target_s, 0)
+    fixed = sum(ctx.estimate(p) for p in after) - (n - 1) * target_s + max(own - target_s, 0)
     return round(max((ctx.left() - fixed) / n / 60, 0.1), 3)
 
 
@@ -1319,7 +1329,7 @@ class ThesisAlign(Runner):
         langs = ["en", *(p.split(".")[0].split("-")[1] for p in parts)]
         materialize_corpora(ctx, "thesis", list(dict.fromkeys(langs)), ctx.work / "table" / "corpora")
         ctx.state["steps"] = self.steps(ctx)
-        ctx.state["todo"] = list(parts)
+        ctx.state["todo"] = [g for g in self.groups() if set(g) <= set(parts)]
         _, ctx.state["sizes"] = config_sizes("paper.toml", {
             "model.d": "--d", "model.prefix.hidden": "--hidden", "model.prefix.n_layers": "--layers",
             "model.prefix.dropout": "--dropout", "model.output.dropout": "--output-dropout",
@@ -1512,7 +1522,9 @@ class ElmoInit(Runner):
 
     def budget(self, ctx: Ctx, seconds: float) -> int:
         """B: what fits ``seconds`` at the measured speeds (steps/s of each training, seconds of a
-        validation), else the stated defaults; a multiple of EVALS."""
+        validation), else thesis-align's measured sampled-softmax speeds at the same sizes (tied's for
+        ELMo, whose output is a lookup table; GroC's for the GroC runs), else the stated defaults; a
+        multiple of 4 x EVALS."""
         if ctx.steps:
             return ctx.steps
         if ctx.toy:
@@ -1520,7 +1532,15 @@ class ElmoInit(Runner):
         if ctx.full:
             return 8000
         parts = ctx.measured.get("parts", {})
-        rate = {p: float(parts.get(p, {}).get("steps_per_s") or self.RATE_DEFAULT) for p in self.parts}
+        thesis = ctx.ledger.get("thesis-align", {}).get("parts", {})
+
+        def borrowed(kind: str) -> float | None:
+            rates = [float(m["steps_per_s"]) for p, m in thesis.items() if p.endswith(f".{kind}")
+                     and m.get("status") == "done" and m.get("softmax") == "sampled" and m.get("steps_per_s")]
+            return min(rates) if rates else None
+
+        proxy = {"elmo": borrowed("lookup"), "finetune": borrowed("groc"), "groc_scratch": borrowed("groc")}
+        rate = {p: float(parts.get(p, {}).get("steps_per_s") or proxy[p] or self.RATE_DEFAULT) for p in self.parts}
         eval_s = max([float(parts.get(p, {}).get("eval_s") or self.EVAL_S_DEFAULT) for p in self.parts])
         n_evals = self.EVALS + 1 + (1 + self.EVALS) + 2 * self.EVALS  # elmo, random GroC, finetune, scratch
         per_b = 1 / rate["elmo"] + 1 / rate["finetune"] + 2 / rate["groc_scratch"]
@@ -1618,7 +1638,7 @@ class Family(Runner):
         return capped_estimate(FAMILY_ROW_MIN * 60, self.default_s(part, toy), measured)
 
     def setup(self, ctx: Ctx, parts: Sequence[str]) -> None:
-        ctx.state["todo"] = list(parts)
+        ctx.state["todo"] = [(p,) for p in parts]
 
     def run_part(self, ctx: Ctx, row: str) -> dict[str, Any]:
         from benchmarks.output_family import PAPER
@@ -1874,10 +1894,10 @@ def cmd_run(args: argparse.Namespace) -> dict[str, Any]:
         "parts_asked": parts, "command": shlex.join(["python3", "benchmarks/gpu_campaign.py", *args.argv]),
         "data": str(data), "files": [f"{stage.name}.json"], "notes": []}}
     record = StageRecord(out / f"{stage.name}.json", header, parts)
-    measured = load_ledger(ledger_path(args, toy))["stages"][stage.name]
+    ledger = load_ledger(ledger_path(args, toy))["stages"]
     ctx = Ctx(stage=stage, toy=toy, full=bool(args.full), device=device, data=data, work=work, out=out,
-              deadline=deadline, steps=args.steps, threads=args.threads or (1 if toy else 12), measured=measured,
-              record=record, slices=load_slices(data).get("slices", {}))
+              deadline=deadline, steps=args.steps, threads=args.threads or (1 if toy else 12),
+              measured=ledger[stage.name], ledger=ledger, record=record, slices=load_slices(data).get("slices", {}))
     record.ctx = ctx
     record.write()  # from here on a kill leaves this JSON (every part owed, or what is done)
     c = record.obj["campaign"]

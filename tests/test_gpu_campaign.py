@@ -382,6 +382,22 @@ def test_the_next_gpu_window_is_planned_from_the_committed_ledger_in_priority_or
     assert gc.RUNNERS["throughput"].estimate("bf16", {}, False) == gc.RUNNERS["throughput"].default_s("bf16", False)
 
 
+def test_a_training_part_gets_the_slack_of_its_window_but_leaves_what_the_parts_after_it_need(tmp_path: Path) -> None:
+    ctx = gc.Ctx(stage=gc.STAGES["thesis-align"], toy=False, full=False, device="cuda", data=tmp_path, work=tmp_path,
+                 out=tmp_path, deadline=time.time() + 500, steps=None, threads=1, measured={}, record=None)  # type: ignore[arg-type]
+    runner = gc.RUNNERS["thesis-align"]
+    train, align = runner.default_s("en-fr.groc", False), runner.default_s("en-fr.align", False)
+    assert (train, align) == (gc.THESIS_TRAIN_MIN * 60 + 45, 200)
+    todo = runner.groups()  # both pairs asked, only en-fr fits: en-es keeps nothing back
+    cap = gc.share_cap(ctx, "en-fr.groc", todo, lambda p: not p.endswith(".align"), gc.THESIS_TRAIN_MIN * 60)
+    # 500 s less en-fr.lookup's and en-fr.align's estimates and this model's overhead, shared by the two models
+    assert abs(cap - (500 - (train + align - 90 + 45)) / 2 / 60) < 0.01 and cap > gc.THESIS_TRAIN_MIN
+    later = gc.share_cap(ctx, "en-fr.lookup", todo, lambda p: not p.endswith(".align"), 90.0)
+    assert abs(later - (500 - (align + 45)) / 60) < 0.01  # the last model of the pair: all but the alignment
+    ctx.deadline = None
+    assert gc.share_cap(ctx, "en-fr.groc", todo, lambda p: True, 90.0) == 0.0  # --full: no cap
+
+
 def test_vocab_scaling_children_respect_the_deadline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from benchmarks import vocab_scaling as vs
 
