@@ -150,8 +150,9 @@ def test_each_stage_of_the_window_writes_the_real_stages_keys(window: dict[str, 
             rows = s["table_5_4_alignment"][f"en-{tgt}"]["rows"]
             assert {"identical string", "char 3-gram"} <= {r["model"] for r in rows}
         assert 'train.softmax="sampled"' in argv and s["softmax"]["train.softmax"] == "sampled"
-        assert all(e.get("softmax") == "sampled" and e["steps_per_s"] > 0 for p, e in result["parts"].items()
-                   if not p.endswith(".align"))
+        speeds = [e["steps_per_s"] for p, e in result["parts"].items() if not p.endswith(".align")]
+        assert all(s is None or s > 0 for s in speeds)  # None: 4 toy steps in under 0.05 s
+        assert all(e["softmax"] == "sampled" for p, e in result["parts"].items() if not p.endswith(".align"))
     elif stage == "ptb-paper":
         assert set(s["models"]) == set(gc.PTB_MODELS) and s["unfinished"] == []
         assert {m: r["output_update_prob"] for m, r in s["models"].items()} == {
