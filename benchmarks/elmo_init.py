@@ -33,7 +33,7 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,8 +129,22 @@ def steps_to_reach(curve: list[dict[str, Any]], target_nll: float) -> float | No
     return None
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+#: The trainings of one run, in order; ``progress`` hears of each as it ends.
+PHASES = ("elmo", "finetune", "groc_scratch")
+
+
+def run(args: argparse.Namespace, *,
+        progress: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The experiment; ``progress(phase, figures)`` is called after each of :data:`PHASES` with that
+    training's steps, stop reason, seconds and curve, so a caller keeps what finished if the rest
+    is stopped."""
     B = args.budget
+
+    def report(phase: str, res: Any, curve: list[dict[str, Any]], **extra: Any) -> None:
+        if progress is not None:
+            progress(phase, {"steps": res.steps, "stop_reason": res.stop_reason, "seconds": round(seconds[phase], 1),
+                             "train_seconds": round(res.train_seconds, 1), "n_params": res.n_params,
+                             "curve": curve, **extra})
     every = B // args.evals
     out = Path(args.out)
     cfg = base_config(args)
@@ -141,6 +155,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     elmo_res = train(config=elmo_cfg, out=out / "elmo", overwrite=args.overwrite)
     seconds["elmo"] = time.monotonic() - tick
     elmo_curve = [point(r) for r in elmo_res.history]
+    report("elmo", elmo_res, elmo_curve)
 
     # Random GroC, not trained: the "random (no train)" column.
     groc_cfg = with_train(cfg, "groc", max_steps=2 * B, eval_every=every)
@@ -156,11 +171,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         eval_every=every, threads=args.threads, overwrite=args.overwrite)
     seconds["finetune"] = time.monotonic() - tick
     ft_curve = [point(ft.converted)] + [point(r) for r in ft.train.history if r.get("phase") != "converted"]
+    report("finetune", ft.train, ft_curve, random_groc_no_train=random_rec)
 
     tick = time.monotonic()
     scratch_res = train(config=groc_cfg, out=out / "groc", overwrite=args.overwrite)
     seconds["groc_scratch"] = time.monotonic() - tick
     scratch_curve = [point(r) for r in scratch_res.history]
+    report("groc_scratch", scratch_res, scratch_curve)
 
     scratch_b = at(scratch_curve, B)
     needed = steps_to_reach(ft_curve, scratch_b["valid_nll"]) if scratch_b else None
@@ -186,11 +203,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None, *,
+         progress: Callable[[str, dict[str, Any]], None] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
-    emit(run(args), args.name, not args.no_save)
+    emit(run(args, progress=progress), args.name, not args.no_save)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,9 @@ def train_one(name: str, spec: tuple[str, dict[str, Any]], overrides: dict[str, 
 
     kind, extra = spec
     sparse = {"train.output_update_prob": output_update_prob} if kind.startswith("groc") else {}
-    cfg = load_config(None, merge_overrides(overrides, {"model.kind": kind}, extra, sparse))
+    # A variant's own settings come last: ``groc-p0.3=groc;train.output_update_prob=0.3`` is seed 000
+    # B.4's sparse-update model beside the full-update ones of --output-update-prob.
+    cfg = load_config(None, merge_overrides(overrides, {"model.kind": kind}, sparse, extra))
     t = cfg.train
     run_dir = Path(work) / "runs" / name
     done = run_dir / "protocol.json"
@@ -202,7 +205,7 @@ def train_one(name: str, spec: tuple[str, dict[str, Any]], overrides: dict[str, 
         "train_seconds": round(res.train_seconds, 1),
         "wall_seconds": round(time.monotonic() - t0, 1),  # this session's (train_seconds spans all)
         "resumed": resumed,
-        "output_update_prob": output_update_prob if kind.startswith("groc") else 1.0,
+        "output_update_prob": cfg.train.output_update_prob,
     }
     if collect:  # trains and writes nothing; an unfinished model says why it stands where it does
         if res.stop_reason in ("max_minutes", "interrupted"):
@@ -259,7 +262,10 @@ def plot(models: dict[str, dict[str, Any]], path: Path) -> None:
     tmp.replace(path)
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def main(argv: list[str] | None = None, *,
+         progress: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The protocol; ``progress(model, result)`` is called as each model finishes (in finishing order
+    with ``--jobs``), so a caller can keep what is done if the rest is stopped."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=Path("bench_out/ptb_convergence"))
     ap.add_argument("--models", default="tied,untied,groc,groc-lex")
@@ -330,13 +336,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.jobs > 1:
         # spawn, not fork: a forked child cannot use CUDA, and spawn behaves the same on CPU.
         with ProcessPoolExecutor(max_workers=args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {m: pool.submit(train_one, m, specs[m], overrides, str(args.work), args.output_update_prob,
-                                      args.resume, args.collect)
+            futures = {pool.submit(train_one, m, specs[m], overrides, str(args.work), args.output_update_prob,
+                                   args.resume, args.collect): m
                        for m in todo}
-            results = {m: f.result() for m, f in futures.items()}
+            done: dict[str, dict[str, Any]] = {}
+            for future in as_completed(futures):
+                done[futures[future]] = future.result()
+                if progress is not None:
+                    progress(futures[future], done[futures[future]])
+            results = {m: done[m] for m in todo}
     else:
-        results = {m: train_one(m, specs[m], overrides, str(args.work), args.output_update_prob, args.resume,
-                                     args.collect) for m in todo}
+        for m in todo:
+            results[m] = train_one(m, specs[m], overrides, str(args.work), args.output_update_prob, args.resume,
+                                   args.collect)
+            if progress is not None:
+                progress(m, results[m])
     out: dict[str, Any] = {
         "benchmark": "ptb_convergence",
         "device": device,

@@ -20,6 +20,13 @@ full-softmax variant is given fewer steps where ``--max-full-step-s`` says its s
 Targets (issue "GroC at a real vocabulary"), all at ~140k: GroC sampled / tied sampled >= 0.5 train
 tokens/s; GroC sampled >= 10x GroC full; GroC eval tokens/s >= 0.9x tied's; GroC sampled's peak
 memory <= tied full's.
+
+``--deadline EPOCH_SECONDS`` (an absolute time, as ``date +%s`` prints it) makes the run end by then
+on its own: a child that cannot start at least ``MIN_CHILD_S`` before it is skipped (its row says
+so), and each child that starts gets ``train.max_minutes`` of what is left (less the reserve for
+its final validation) and stops at the deadline itself, at a step boundary (``pg.StopTraining``).
+``benchmarks/gpu_campaign.py`` runs it this way, one child per sub-run, through :func:`child_spec`,
+:func:`run_child` and :func:`summarise`.
 """
 
 from __future__ import annotations
@@ -68,6 +75,10 @@ MODELS: dict[str, dict[str, Any]] = {
 #: Corpora: (languages, training tokens per language, eval tokens per split); 0 = PTB as it is.
 CORPORA: dict[str, tuple[tuple[str, ...], int, int]] = {
     "10k": (("en",), 0, 0), "40k": (("en", "fr"), 60_000, 15_000), "140k": (("en", "fr"), 1_000_000, 50_000)}
+#: With ``--deadline``: a child starts only with at least this many seconds left, and keeps this
+#: much of them for its final validation (``train.max_minutes`` gets the rest).
+MIN_CHILD_S = 20.0
+EVAL_RESERVE_S = 10.0
 
 
 def corpus_root(name: str, data: Path, work: Path) -> Path:
@@ -90,8 +101,9 @@ class _Timer:
     the trainer's loss read at each log point and the validation's final read sync the device).
     """
 
-    def __init__(self, clock: Any) -> None:
+    def __init__(self, clock: Any, deadline: float | None = None) -> None:
         self.clock = clock
+        self.deadline = deadline  # absolute (time.time()); a step boundary past it ends the run
         self.step_ends: list[float] = []
         self.eval_record: dict[str, Any] = {}
         self.eval_s = 0.0
@@ -104,6 +116,10 @@ class _Timer:
 
     def on_step(self, info: Any) -> None:
         self.step_ends.append(self.clock())
+        if self.deadline is not None and time.time() >= self.deadline:
+            import polyglot_groc as pg
+
+            raise pg.StopTraining("the --deadline passed")
 
     def on_eval(self, record: Mapping[str, Any]) -> None:
         # The validation ran between the last step's end and this call (nothing else does).
@@ -121,13 +137,16 @@ def child(spec: Mapping[str, Any]) -> dict[str, Any]:
     device = resolve_device(spec["overrides"].get("train.device", "auto"))
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    timer = _Timer(time.perf_counter if device.type == "cuda" else time.process_time)
+    timer = _Timer(time.perf_counter if device.type == "cuda" else time.process_time, spec.get("deadline"))
     steps = int(spec["steps"])
     # log_every=1 on CUDA: the loss read after each step syncs the device, so each step's time is its own.
     res = pg.train(out=spec["out"], langs=spec["langs"], data=spec["corpus"], size="small",
                    overrides={**spec["overrides"], "train.max_steps": steps, "train.eval_every": steps,
                               "train.log_every": 1 if device.type == "cuda" else 0},
                    overwrite=True, hooks=timer)
+    if len(timer.step_ends) < 2:
+        raise RuntimeError(f"{spec.get('name')}: {len(timer.step_ends)} step(s) before its time ran out; "
+                           "a median needs at least 2 (give it more time)")
     ends = [timer.started, *timer.step_ends]
     step_s = [b - a for a, b in zip(ends, ends[1:], strict=False)]
     measured = step_s[1:] or step_s  # the first step warms up (allocations, first encodes)
@@ -135,7 +154,7 @@ def child(spec: Mapping[str, Any]) -> dict[str, Any]:
     median = statistics.median(measured)
     valid_tokens = sum(timer.eval_record.get("valid_tokens", {}).values())
     return {
-        "clock": "wall" if device.type == "cuda" else "cpu", "steps": res.steps,
+        "clock": "wall" if device.type == "cuda" else "cpu", "steps": res.steps, "stop_reason": res.stop_reason,
         "step_seconds": [round(s, 3) for s in step_s], "median_step_s": round(median, 4),
         "train_tokens_per_s": tokens_per_step / median, "eval_seconds": round(timer.eval_s, 2),
         "eval_tokens": valid_tokens, "eval_tokens_per_s": valid_tokens / timer.eval_s if timer.eval_s else None,
@@ -146,7 +165,34 @@ def child(spec: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_child(spec: Mapping[str, Any], threads: int) -> dict[str, Any]:
+def child_spec(corpus: str, model: str, root: Path | str, *, size: str, steps: int, device: str, threads: int,
+               precision: str, sampled_k: int, proposal: str, work: Path, overrides: dict[str, Any] | None = None,
+               deadline: float | None = None) -> dict[str, Any]:
+    """The spec of one child: ``model`` trained ``steps`` steps on the prepared corpus ``root``."""
+    merged = {**SIZES[size], **MODELS[model], "train.threads": threads, "train.device": device,
+              "train.precision": precision, "train.sampled_k": sampled_k, "train.sampled_proposal": proposal,
+              **(overrides or {})}
+    return {"name": f"{corpus}/{model}", "overrides": merged, "steps": steps, "corpus": str(root),
+            "langs": ",".join(CORPORA[corpus][0]), "out": str(work / "runs" / corpus / model), "deadline": deadline}
+
+
+def run_child(spec: dict[str, Any], threads: int, *, in_process: bool = False) -> dict[str, Any]:
+    """Train and measure one model in a child process (``in_process``: in this one, for a CPU dry run).
+
+    A ``spec["deadline"]`` (absolute, ``time.time()``) gives the child ``train.max_minutes`` of what
+    is left less :data:`EVAL_RESERVE_S`; one with under :data:`MIN_CHILD_S` left is not started
+    (``{"skipped": ...}``)."""
+    deadline = spec.get("deadline")
+    if deadline is not None:
+        left = deadline - time.time()
+        if left < MIN_CHILD_S:
+            return {"skipped": f"not started: {max(left, 0):.0f} s to the deadline (a child needs {MIN_CHILD_S:.0f})"}
+        cap = (left - EVAL_RESERVE_S) / 60
+        spec = {**spec, "overrides": {**spec["overrides"],
+                                      "train.max_minutes": round(min(cap, spec["overrides"].get("train.max_minutes")
+                                                                     or cap), 3)}}
+    if in_process:
+        return child(spec)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec, default=str)], env=env,
                           capture_output=True, text=True)
@@ -159,6 +205,30 @@ def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str) -> float
     if not a or not b or not a.get(key) or not b.get(key):
         return None
     return round(float(a[key]) / float(b[key]), 4)
+
+
+def summarise(corpus: str, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One corpus's entry: its rows and the ratios between them (rows skipped for time are kept, unused)."""
+    done = {m: r for m, r in rows.items() if "skipped" not in r and "error" not in r}
+    summary = {
+        "groc_sampled_over_tied_sampled_train": ratio(done.get("groc_sampled"), done.get("tied_sampled"),
+                                                      "train_tokens_per_s"),
+        "groc_sampled_over_tied_full_train": ratio(done.get("groc_sampled"), done.get("tied_full"),
+                                                   "train_tokens_per_s"),
+        "groc_sampled_over_groc_full_train": ratio(done.get("groc_sampled"), done.get("groc_full"),
+                                                   "train_tokens_per_s"),
+        "groc_sparse_over_tied_sampled_train": ratio(done.get("groc_sampled_sparse"), done.get("tied_sampled"),
+                                                     "train_tokens_per_s"),
+        "groc_full_over_tied_full_train": ratio(done.get("groc_full"), done.get("tied_full"), "train_tokens_per_s"),
+        "groc_over_tied_eval": ratio(done.get("groc_full") or done.get("groc_sampled"),
+                                     done.get("tied_full") or done.get("tied_sampled"), "eval_tokens_per_s"),
+        "groc_sampled_memory_over_tied_full": ratio(done.get("groc_sampled"), done.get("tied_full"),
+                                                    "peak_memory_mib"),
+    }
+    first = next(iter(done.values()), None)
+    return {"langs": ",".join(CORPORA[corpus][0]), "vocab": first["vocab"] if first else None,
+            "largest_screened_vocab": first["softmax"]["largest_vocab"] if first else None,
+            "models": rows, "summary": summary}
 
 
 def main() -> None:
@@ -175,6 +245,9 @@ def main() -> None:
     ap.add_argument("--precision", default="auto")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--work", type=Path, default=Path("bench_out/vocab_scaling"))
+    ap.add_argument("--deadline", type=float, default=None,
+                    help="absolute end (seconds since the epoch, `date +%%s`): children that cannot start "
+                         "before it are skipped, and each stops by it")
     add_output_args(ap)
     args = ap.parse_args()
     if args.child is not None:
@@ -194,39 +267,20 @@ def main() -> None:
                            "precision": args.precision, "corpora": {}}
     for name in corpora:
         root = corpus_root(name, data, args.work)
-        langs = ",".join(CORPORA[name][0])
         rows: dict[str, dict[str, Any]] = {}
         for model in names:
             steps = args.full_steps if name == corpora[-1] and MODELS[model]["train.softmax"] == "full" \
                 else args.steps
-            overrides = {**SIZES[args.size], **MODELS[model], "train.threads": args.threads,
-                         "train.device": args.device, "train.precision": args.precision,
-                         "train.sampled_k": args.sampled_k, "train.sampled_proposal": args.proposal}
-            spec = {"name": f"{name}/{model}", "overrides": overrides, "steps": steps, "corpus": str(root),
-                    "langs": langs, "out": str(args.work / "runs" / name / model)}
+            spec = child_spec(name, model, root, size=args.size, steps=steps, device=args.device,
+                              threads=args.threads, precision=args.precision, sampled_k=args.sampled_k,
+                              proposal=args.proposal, work=args.work, deadline=args.deadline)
             rows[model] = run_child(spec, args.threads)
+            if "skipped" in rows[model]:
+                print(f"{name} {model}: {rows[model]['skipped']}", file=sys.stderr)
+                continue
             print(f"{name} {model}: {rows[model]['median_step_s']} s/step, "
                   f"{rows[model]['train_tokens_per_s']:.0f} tok/s", file=sys.stderr)
-        summary = {
-            "groc_sampled_over_tied_sampled_train": ratio(rows.get("groc_sampled"), rows.get("tied_sampled"),
-                                                          "train_tokens_per_s"),
-            "groc_sampled_over_tied_full_train": ratio(rows.get("groc_sampled"), rows.get("tied_full"),
-                                                       "train_tokens_per_s"),
-            "groc_sampled_over_groc_full_train": ratio(rows.get("groc_sampled"), rows.get("groc_full"),
-                                                       "train_tokens_per_s"),
-            "groc_sparse_over_tied_sampled_train": ratio(rows.get("groc_sampled_sparse"), rows.get("tied_sampled"),
-                                                         "train_tokens_per_s"),
-            "groc_full_over_tied_full_train": ratio(rows.get("groc_full"), rows.get("tied_full"),
-                                                    "train_tokens_per_s"),
-            "groc_over_tied_eval": ratio(rows.get("groc_full") or rows.get("groc_sampled"),
-                                         rows.get("tied_full") or rows.get("tied_sampled"), "eval_tokens_per_s"),
-            "groc_sampled_memory_over_tied_full": ratio(rows.get("groc_sampled"), rows.get("tied_full"),
-                                                        "peak_memory_mib"),
-        }
-        vocab = next(iter(rows.values()))["vocab"] if rows else None
-        largest = next(iter(rows.values()))["softmax"]["largest_vocab"] if rows else None
-        out["corpora"][name] = {"langs": langs, "vocab": vocab, "largest_screened_vocab": largest,
-                                "models": rows, "summary": summary}
+        out["corpora"][name] = summarise(name, rows)
     out["wall_seconds"] = round(time.time() - started, 1)
     emit(out, args.name, not args.no_save)
 
