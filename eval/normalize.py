@@ -23,13 +23,16 @@ ITERNORM_ROUNDS = 5
 
 
 def parse_normalize(ops: Sequence[str] | str) -> tuple[str, ...]:
-    """The ops of a chain (``"renorm,center"`` or a sequence), checked; unknown ops raise InputError."""
+    """The ops of a chain (``"renorm,center"`` or a sequence), checked; unknown ops raise InputError.
+    ``"none"`` (alone) is the empty chain."""
     op_list = [op.strip() for op in ops.split(",") if op.strip()] if isinstance(ops, str) else list(ops)
+    if op_list == ["none"]:
+        return ()
     for op in op_list:
         name, _, count = op.partition(":")
         if name not in NORMALIZATIONS or (count and name != "iternorm"):
             raise InputError(f"unknown normalisation {op!r}; use a comma-separated chain of renorm, center, "
-                             "iternorm (or iternorm:N), e.g. --normalize renorm,center,renorm")
+                             "iternorm (or iternorm:N), e.g. renorm,center,renorm, or none")
         if count and not (count.isdigit() and 1 <= int(count) <= 100):
             raise InputError(f"normalisation {op!r}: the iternorm round count must be 1..100, e.g. iternorm:5")
     return tuple(op_list)

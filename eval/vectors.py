@@ -207,28 +207,44 @@ def _looks_binary(path: Path, stream: IO[bytes], dim: int) -> bool:
 
 class _Rows:
     """MUSE's reading rule applied row by row: lowercase (``lower``), first occurrence wins,
-    stop after ``max_vocab`` distinct words; ``unique`` makes a repeated word an error instead."""
+    stop after ``max_vocab`` distinct words; ``unique`` makes a repeated word an error instead.
+
+    Two kinds of skipped rows are told apart: a word written twice (a real duplicate: warned
+    about) and a case variant merged by ``lower`` (``The`` after ``the``: MUSE's rule, what every
+    cased vocabulary gives, the toolkit's own exports included; counted at INFO only)."""
 
     def __init__(self, path: Path, lower: bool, max_vocab: int | None, unique: bool) -> None:
         self.path, self.lower, self.max_vocab, self.unique = path, lower, max_vocab, unique
         self.kept = 0
         self.seen: set[str] = set()
+        self.written: set[str] = set()  # the words as written (only with lower): tells duplicates from case variants
         self.duplicates = 0
         self.examples: list[str] = []
+        self.case_variants = 0
+        self.case_examples: list[str] = []
 
     def keep(self, word: str, where: str) -> str | None:
         """The word as kept (lowercased with ``lower``), or None when this row is a later duplicate."""
         if self.unique and word in self.seen:
             raise InputError(f"{self.path}: {where} repeats the word {word[:40]!r}; this use needs one "
                                  "vector per word: deduplicate the file (or regenerate it)")
+        written = word
         if self.lower:
             word = word.lower()
         if word in self.seen:
+            if self.lower and written not in self.written:
+                self.written.add(written)
+                self.case_variants += 1
+                if len(self.case_examples) < 5:
+                    self.case_examples.append(written)
+                return None
             self.duplicates += 1
             if len(self.examples) < 5:
-                self.examples.append(word)
+                self.examples.append(written)
             return None
         self.seen.add(word)
+        if self.lower:
+            self.written.add(written)
         self.kept += 1
         return word
 
@@ -237,6 +253,9 @@ class _Rows:
         return self.max_vocab is not None and self.kept >= self.max_vocab
 
     def log_duplicates(self) -> None:
+        if self.case_variants:
+            logger.info("%s: %d case variant(s) merged into their first (most frequent) casing, as MUSE reads "
+                        "(e.g. %s)", self.path, self.case_variants, ", ".join(repr(w) for w in self.case_examples))
         if self.duplicates:
             logger.warning("%s: %d duplicate word(s) skipped, first occurrence kept (e.g. %s)", self.path,
                            self.duplicates, ", ".join(repr(w) for w in self.examples))

@@ -104,6 +104,25 @@ def test_rcsls_descends_from_procrustes_and_spectral_clips(spaces: tuple[np.ndar
     assert p1 >= p0 - 2.0
 
 
+def test_rcsls_makes_fasttexts_number_of_updates_and_lands_on_its_map(spaces: tuple[np.ndarray, ...]) -> None:
+    """fastText's align.py loop, transcribed: ``for it in range(niter + 1)`` an update each pass; at
+    a small step the loss falls every pass, so its final R is ours, after niter + 1 updates."""
+    src, tgt, train, _ = spaces
+    xs, xt = _unit(src).astype(np.float64), _unit(tgt).astype(np.float64)
+    X, Y = xs[train[:, 0]], xt[train[:, 1]]
+    R = procrustes(X, Y).astype(np.float64)
+    w0 = R.copy()
+    niter, lr, fold = 3, 0.05, 0.0
+    for it in range(niter + 1):
+        f, df = _dense_rcsls(X, Y, xs, xt, R, 5)
+        R = R - lr * df  # (no rising step at this lr, so the reference's aliasing undo never runs)
+        assert it == 0 or f <= fold
+        fold = f
+    res = rcsls(src, tgt, train, w0, RcslsConfig(knn=5, n_iter=niter, lr=lr))
+    assert len(res.history) == niter + 2 and all(h["accepted"] for h in res.history)  # 4 updates, each scored
+    np.testing.assert_allclose(res.W, R, atol=2e-5)
+
+
 def test_rcsls_config_ranges() -> None:
     for bad in ({"knn": 0}, {"lr": 0.0}, {"n_iter": -1}, {"max_neg": 0}, {"lr": float("nan")}):
         with pytest.raises(InputError):
@@ -173,15 +192,23 @@ def test_fit_mapping_every_method_and_refusals(spaces: tuple[np.ndarray, ...]) -
     src, tgt, train, test = spaces
     for method, ops in (("procrustes", "iternorm"), ("rcsls", ""), ("vecmap", "renorm,center,renorm")):
         res = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
-                          rcsls_config=RcslsConfig(knn=5, n_iter=2))
+                          rcsls_config=RcslsConfig(knn=5, n_iter=2), criterion=True)
         p = translation_precision(res.map_source(src), res.prepare_target(tgt), test)["precision_at_1"]
         assert p > 50.0 and np.isfinite(res.history[-1]["criterion"]) and res.method == method
+        # without criterion=True only procrustes (which selects by it) pays for the criterion
+        plain = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
+                            rcsls_config=RcslsConfig(knn=5, n_iter=2))
+        assert ("criterion" in plain.history[-1]) is (method == "procrustes")
     assert fit_mapping(src, tgt, train, method="rcsls", rcsls_config=RcslsConfig(n_iter=0)).normalize == ("renorm",)
+    # each method's reference normalisation by default: VecMap's --supervised normalises unit, center, unit
+    assert fit_mapping(src, tgt, train, method="vecmap").normalize == ("renorm", "center", "renorm")
+    assert fit_mapping(src, tgt, train, method="vecmap", normalize="none").normalize == ()
+    assert fit_mapping(src, tgt, train, method="procrustes", refine=0).normalize == ()
     with pytest.raises(InputError, match="unknown alignment method 'muse'"):
         fit_mapping(src, tgt, train, method="muse")  # type: ignore[arg-type]
-    with pytest.raises(InputError, match="--refine 3 applies to procrustes only"):
+    with pytest.raises(InputError, match="refine=3 applies to procrustes only"):  # Python names keywords
         fit_mapping(src, tgt, train, method="rcsls", refine=3)
-    with pytest.raises(InputError, match="--select-on eval chooses"):
+    with pytest.raises(InputError, match="select_on='eval' chooses"):
         fit_mapping(src, tgt, train, method="vecmap", select_on="eval", select_pairs=test)
     with pytest.raises(InputError, match="outside"):
         fit_mapping(src, tgt, train + 1000, method="vecmap")
@@ -225,15 +252,17 @@ def test_align_methods_and_both_protocols_through_the_cli(vec_files: Path, extra
     assert out["method"] == (extra[1] if extra[0] == "--method" else "procrustes")
     if "eval" in extra:
         assert "tuned on the test pairs" in out["selection"] and "eval_precision_at_1" in out["history"][0]
-    assert "fastText (all test words)" in res.stderr
+    assert "fastText protocol: all 125 test source words" in res.stderr
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
     (["--method", "muse"], "unknown alignment method 'muse'"),
     (["--method", "rcsls", "--refine", "2"], "--refine 2 applies to procrustes only"),
     (["--method", "vecmap", "--select-on", "eval"], "--select-on eval chooses"),
-    (["--select-on", "test"], "--select-on 'test' is unknown"),
-    (["--spectral"], "--spectral constrains rcsls"),
+    (["--select-on", "test"], "--select-on test is unknown"),
+    (["--spectral"], "--spectral sets up rcsls; it does nothing for procrustes"),
+    (["--rcsls-lr", "25"], "--rcsls-lr sets up rcsls"),
+    (["--method", "rcsls", "--rcsls-lr", "0"], "--rcsls-lr=0.0 must be a positive number"),
     (["--normalize", "renorm,whiten"], "unknown normalisation 'whiten'"),
     (["--normalize", "iternorm:0"], "round count must be 1..100"),
 ])
@@ -314,7 +343,7 @@ def test_align_many_puts_every_language_in_one_space(three_languages: Path) -> N
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
-    (["--pivot", "de"], "--pivot 'de' has no vectors"),
+    (["--pivot", "de"], "--pivot de has no vectors; add --vectors de=FILE"),
     (["--method", "vecmap"], "vecmap moves the target space too"),
     (["--method", "rcsls", "--refine", "1"], "--refine 1 applies to procrustes only"),
     (["--eval-dict", "fr-de=x.txt"], "no vectors for 'de'"),
