@@ -77,10 +77,12 @@ REFERENCE_RECIPES: dict[str, str] = {
 
 def resolve_normalize(method: str, normalize: Sequence[str] | str | None) -> tuple[str, ...]:
     """The chain ``method`` applies: ``normalize`` as given (``"none"`` or ``""``: nothing), or the
-    reference's own (:data:`REFERENCE_NORMALIZE`) when it is None."""
-    if normalize is None:
-        return REFERENCE_NORMALIZE.get(method, ())
-    return parse_normalize(normalize)
+    reference's own (:data:`REFERENCE_NORMALIZE`) when it is None; ``rcsls`` always ends with
+    ``renorm`` (its loss is defined on unit rows)."""
+    ops = REFERENCE_NORMALIZE.get(method, ()) if normalize is None else parse_normalize(normalize)
+    if method == "rcsls" and (not ops or ops[-1] != "renorm"):
+        ops = (*ops, "renorm")
+    return ops
 
 
 def recipe(method: str, ops: Sequence[str], *, refine: int | None = None, select_on: str = "criterion",
@@ -170,10 +172,9 @@ def fit_mapping(
         return align(src, tgt, train_pairs, n_refinement=n_refine, normalize=ops, dico_build=dico_build,
                      dico_max_rank=dico_max_rank, knn_mode=knn_mode, select_on=select_on,
                      select_pairs=select_pairs, criterion_n_src=criterion_n_src, batch_size=batch_size)
-    if method == "rcsls" and (not ops or ops[-1] != "renorm"):
-        ops = (*ops, "renorm")  # RCSLS's loss is defined on unit rows
-    src_n = np.ascontiguousarray(normalize_embeddings(src, ops), dtype=np.float32)  # (n_src, d)
-    tgt_n = np.ascontiguousarray(normalize_embeddings(tgt, ops), dtype=np.float32)  # (n_tgt, d)
+    # No copy without a chain: a caller that normalised the spaces itself passes normalize="none".
+    src_n = np.ascontiguousarray(normalize_embeddings(src, ops) if ops else src, dtype=np.float32)  # (n_src, d)
+    tgt_n = np.ascontiguousarray(normalize_embeddings(tgt, ops) if ops else tgt, dtype=np.float32)  # (n_tgt, d)
     if src_n.shape[1] != tgt_n.shape[1]:
         raise InputError(f"source vectors have dimension {src_n.shape[1]} but target vectors {tgt_n.shape[1]}; "
                          "align embeddings of the same size")

@@ -19,7 +19,7 @@ from typing import Any
 from groc_base.errors import ConfigError, InputError
 
 __all__ = ["check_input_file", "check_non_negative", "check_output", "check_positive", "check_probability",
-           "check_seed", "cli_face", "flag_name", "in_cli", "option"]
+           "check_seed", "cli_face", "flag_name", "in_cli", "option", "setting"]
 
 #: Which face is calling: "python" (the default: a library call) or "cli" (inside :func:`cli_face`).
 _FACE: contextvars.ContextVar[str] = contextvars.ContextVar("polyglot_groc_face", default="python")
@@ -70,6 +70,32 @@ def option(name: str, value: Any = _UNSET) -> str:
     if value is _UNSET:
         return name
     return f"{name}={value!r}"
+
+
+#: Config keys with a command-line flag of their own (the others are set with ``--set key=value``).
+SETTING_FLAGS: dict[str, str] = {
+    "data.vocab_mode": "--vocab-mode", "data.tokenize": "--tokenize", "data.schedule": "--schedule",
+    "train.max_steps": "--max-steps", "train.max_minutes": "--max-minutes", "train.max_epochs": "--max-epochs",
+    "train.seed": "--seed", "train.threads": "--threads", "train.device": "--device", "train.log_every": "--log-every",
+    "model.kind": "--model", "model.lexicon.wn_dir": "--wn-dir",
+}
+
+
+def setting(key: str, value: Any) -> str:
+    """A config setting as the user gives it in the current face: ``--vocab-mode open`` or
+    ``--set train.lr=0.001`` on the command line, ``overrides={'data.vocab_mode': 'open'}`` from Python."""
+    if _FACE.get() == "cli":
+        flag = SETTING_FLAGS.get(key)
+        return f"{flag} {value}" if flag else f"--set {key}={value}"
+    return f"overrides={{{key!r}: {value!r}}}"
+
+
+def _label(flag: str) -> str:
+    """How a check names what it checks: an option (``out``, ``--out``) in the current face, a
+    description (``"wordnet file"``) as it is."""
+    if flag.startswith("--") or flag.replace("_", "").isalnum():
+        return option(flag)
+    return flag
 
 
 def flag_name(name: str) -> str:
@@ -127,7 +153,7 @@ def check_output(path: str | os.PathLike[str], overwrite: bool, *, directory: bo
             file is wanted (or the other way round).
     """
     path = Path(path)
-    flag = option(flag)
+    flag = _label(flag)
     if directory:
         if path.exists() and not path.is_dir():
             raise InputError(f"{flag} {path} is a file, not a directory; give a directory path")
@@ -157,7 +183,7 @@ def check_input_file(path: str | os.PathLike[str], *, flag: str, what: str = "fi
     import stat
 
     path = Path(path)
-    flag = option(flag)
+    flag = _label(flag)
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:

@@ -289,8 +289,11 @@ def _publish(tmp: Path, out: Path, *, overwrite: bool, flag: str) -> None:
         if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
             raise
         if not overwrite:
-            raise InputError(f"{flag} {out} was written by another process while this one ran; "
-                             f"pass --overwrite to replace it or choose another {flag}") from exc
+            from groc_base.checks import option
+
+            raise InputError(f"{option(flag)} {out} was written by another process while this one ran; "
+                             f"pass {option('overwrite', True)} to replace it or choose another "
+                             f"{option(flag)}") from exc
     old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-{os.getpid()}-", dir=out.parent))
     os.rename(out, old / "result")
     os.rename(tmp, out)

@@ -19,7 +19,7 @@ API_NAMES = frozenset({
     "features", "probe",
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
-    "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
+    "LexiconCoverageResult", "PreparedLanguage", "ProgressBar", "RunConfig",
     "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult", "WordSimilarityResult",
     "align", "align_many",
     "curves", "evaluate", "export", "finetune", "freq_bins", "import_wordnet_file", "init_from_elmo",

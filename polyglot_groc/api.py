@@ -31,6 +31,9 @@ function                    command                                result
 :func:`probe`               ``probe``                              :class:`ProbeResult`
 ==========================  =====================================  ==============================
 
+Training progress: the workflows log at INFO (``logging.basicConfig(level=logging.INFO)`` shows
+it); :class:`ProgressBar` is a ready ``hooks`` object drawing the command line's progress bar.
+
 Languages beyond the built-in ten come from a languages TOML file: :func:`load_registry` reads it
 (``train(languages=...)`` takes its path and records the entries the run uses).
 
@@ -79,6 +82,7 @@ from polyglot_groc.contextual.parser import ParserConfig
 from polyglot_groc.contextual.probe import ProbeResult, probe
 from polyglot_groc.elmo.workflows import ElmoInitResult, init_from_elmo
 from polyglot_groc.training.interrupts import TrainingInterrupted
+from polyglot_groc.training.progress import ProgressBar
 from polyglot_groc.training.trainer import StepInfo, TrainHooks, TrainResult
 from polyglot_groc.training.workflows import finetune, load_result, resume, train
 
@@ -88,7 +92,7 @@ __all__ = [
     "features", "probe",
     "AlignResult", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult", "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
-    "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
+    "LexiconCoverageResult", "PreparedLanguage", "ProgressBar", "RunConfig",
     "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult", "WordSimilarityResult",
     "align", "align_many",
     "curves", "evaluate", "export", "finetune", "freq_bins", "init_from_elmo", "lexicon_coverage",

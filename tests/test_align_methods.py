@@ -159,6 +159,34 @@ def test_vecmap_full_pipeline_whitens_and_reduces(spaces: tuple[np.ndarray, ...]
         VecmapConfig(src_dewhiten="both")  # type: ignore[arg-type]
 
 
+def test_vecmap_method_is_vecmaps_supervised_recipe_with_its_normalisation(spaces: tuple[np.ndarray, ...]) -> None:
+    """VecMap's map_embeddings.py --supervised, transcribed: normalize unit, center, unit; whiten;
+    SVD; re-weight S^0.5 both sides; de-whiten src/trg. fit_mapping's default is that recipe."""
+    src, tgt, train, _ = spaces
+
+    def unit(m: np.ndarray) -> np.ndarray:
+        n = np.sqrt((m**2).sum(axis=1))
+        n[n == 0] = 1
+        return m / n[:, None]
+
+    x, z = (unit(unit(m.astype(np.float64)) - unit(m.astype(np.float64)).mean(axis=0)) for m in (src, tgt))
+
+    def whitening(m: np.ndarray) -> np.ndarray:
+        _, s, vt = np.linalg.svd(m, full_matrices=False)
+        return vt.T @ np.diag(1 / s) @ vt
+
+    wx1, wz1 = whitening(x[train[:, 0]]), whitening(z[train[:, 1]])
+    xw, zw = x @ wx1, z @ wz1
+    wx2, s, wz2_t = np.linalg.svd(xw[train[:, 0]].T @ zw[train[:, 1]])
+    wz2 = wz2_t.T
+    xw, zw = xw @ wx2 * s**0.5, zw @ wz2 * s**0.5
+    xw = xw @ (wx2.T @ np.linalg.inv(wx1) @ wx2)
+    zw = zw @ (wz2.T @ np.linalg.inv(wz1) @ wz2)
+    res = fit_mapping(src, tgt, train, method="vecmap")
+    np.testing.assert_allclose(res.map_source(src), xw, atol=2e-4)
+    np.testing.assert_allclose(res.prepare_target(tgt), zw, atol=2e-4)
+
+
 def test_iterative_normalisation_ends_unit_length_and_centred() -> None:
     rng = np.random.default_rng(1)
     x = (rng.standard_normal((400, 8)) * rng.uniform(0.5, 3, (400, 1)) + 2.0).astype(np.float32)
@@ -271,6 +299,41 @@ def test_align_new_options_bad_input_exit_2_and_nothing_written(vec_files: Path,
     res = runner.invoke(app, _args(vec_files, *extra))
     assert needle in one_error_line(res)
     assert not (vec_files / "out").exists()
+
+
+def test_align_names_its_reference_and_flips_a_dictionary(vec_files: Path) -> None:
+    # a dictionary written target-first: as given nothing is found, and the error names the flip
+    (vec_files / "rev.txt").write_text("".join(f"x{i} w{i}\n" for i in range(300)), encoding="utf-8")
+    (vec_files / "rev-test.txt").write_text("".join(f"x{i} w{i}\n" for i in range(300, 400)), encoding="utf-8")
+    args = ["align", "--src", str(vec_files / "s.vec"), "--tgt", str(vec_files / "t.vec"), "--train-dict",
+            str(vec_files / "rev.txt"), "--eval-dict", str(vec_files / "rev-test.txt"), "--out", str(vec_files / "o")]
+    res = runner.invoke(app, args)
+    assert "300 do read the other way round; pass --reverse-dicts" in one_error_line(res)
+    res = runner.invoke(app, [*args, "--reverse-dicts", "--method", "vecmap"])
+    assert res.exit_code == 0, res.output
+    out = json.loads((vec_files / "o" / "result.json").read_text())
+    assert out["train_dictionary"]["reversed"] is True and out["eval_dictionary"]["found"] == 100
+    assert out["normalize"] == "renorm,center,renorm" and "VecMap" in out["reference"]["recipe"]
+    assert any("--keep-case" in d for d in out["reference"]["differences"])
+    # fastText's example settings are reachable, and the differences say what was changed
+    rc = polyglot_groc_align(vec_files, method="rcsls", rcsls_lr=25.0, rcsls_n_iter=1)
+    assert rc.reference is not None and "rcsls lr 25.0 (fastText's default: 1.0)" in rc.reference["differences"]
+    assert rc.history[0]["rcsls_steps"] == 3  # 2 updates (niter 1), the last one scored too
+
+
+def polyglot_groc_align(root: Path, **kwargs: object) -> object:
+    import polyglot_groc as pg
+
+    return pg.align(src=root / "s.vec", tgt=root / "t.vec", train_dict=root / "train.txt", **kwargs)  # type: ignore[arg-type]
+
+
+def test_align_without_out_never_reuses_a_folder(vec_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(vec_files)
+    args = ["align", "--src", "s.vec", "--tgt", "t.vec", "--train-dict", "train.txt", "--refine", "0"]
+    first, second = runner.invoke(app, args), runner.invoke(app, args)
+    assert first.exit_code == second.exit_code == 0, second.output
+    assert "wrote alignment-s-t\n" in first.stderr and "wrote alignment-s-t-2\n" in second.stderr
+    assert (vec_files / "alignment-s-t" / "W.npy").is_file() and (vec_files / "alignment-s-t-2" / "W.npy").is_file()
 
 
 def test_select_on_eval_needs_an_eval_dictionary(vec_files: Path) -> None:

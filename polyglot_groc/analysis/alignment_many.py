@@ -39,8 +39,9 @@ class AlignManyResult:
 
     ``pairs["A-B"]`` holds ``eval_dictionary`` (coverage counts) and ``protocols`` (MUSE's and
     fastText's P@k, nn and csls, each with its own identical-string and char 3-gram baselines and
-    the identical / non-identical gold split, as ``align`` reports them).  The mapped spaces (``spaces``: words and vectors per language,
-    all in the pivot's space) are in memory only; :meth:`to_dict` is the JSON the command prints.
+    the identical / non-identical gold split, as ``align`` reports them).  The mapped spaces
+    (``spaces``: words and vectors per language, all in the pivot's space) are in memory only;
+    :meth:`to_dict` is the JSON the command prints.
     """
 
     pivot: str
@@ -91,7 +92,8 @@ def _pair_key(key: str, langs: set[str], name: str) -> tuple[str, str]:
     unknown = [lang for lang in parts if lang not in langs]
     if unknown:
         raise InputError(f"{flag} {key!r}: no vectors for {unknown[0]!r}; add "
-                         f"{_mapping_entry('vectors', unknown[0], 'FILE')} (languages given: {', '.join(sorted(langs))})")
+                         f"{_mapping_entry('vectors', unknown[0], 'FILE')} (languages given: "
+                         f"{', '.join(sorted(langs))})")
     return parts[0], parts[1]
 
 
@@ -166,7 +168,8 @@ def align_many(
     for key, path in train_dicts.items():
         a, b = _pair_key(key, langs, "train_dicts")
         if pivot not in (a, b):
-            raise InputError(f"{option('train_dicts')} {key!r} does not involve the pivot {pivot!r}; align-many maps every "
+            raise InputError(f"{option('train_dicts')} {key!r} does not involve the pivot {pivot!r}; align-many "
+                             f"maps every "
                              f"language onto the pivot: give {a}-{pivot} or {pivot}-{a} dictionaries")
         other = b if a == pivot else a
         if other in train_for:

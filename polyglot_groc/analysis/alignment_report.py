@@ -79,9 +79,11 @@ def _gold(pairs: Sequence[tuple[str, str]], qindex: dict[str, int], tgt_words: S
 
 
 def _retrieval_ranks(pairs: Sequence[tuple[str, str]], src: Side, tgt: Side, qindex: dict[str, int],
-                     lower: bool, knn_mode: KnnMode) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, int]]:
-    """Best gold rank of every query for nn and csls (and on the unmapped spaces), the mask of
-    scorable queries, and the dictionary's coverage counts. A query that cannot be scored is a MISS."""
+                     lower: bool, knn_mode: KnnMode, no_mapping: Sequence[str] = ("nn", "csls"),
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, int]]:
+    """Best gold rank of every query for nn and csls (and, for the ``no_mapping`` retrievals, on the
+    unmapped spaces), the mask of scorable queries, and the dictionary's coverage counts. A query
+    that cannot be scored is a MISS."""
     n_q = len(qindex)
     scorable = np.zeros(n_q, dtype=bool)
     ranks: dict[str, np.ndarray] = {}
@@ -92,11 +94,11 @@ def _retrieval_ranks(pairs: Sequence[tuple[str, str]], src: Side, tgt: Side, qin
             raise
         stats = {"pairs": len(pairs), "found": 0}
         indices = None
-    spaces = [("", src.vectors, tgt.vectors)]
-    if src.unmapped is not None and tgt.unmapped is not None:
-        spaces.append(("no_mapping_", src.unmapped, tgt.unmapped))
-    for prefix, s_vecs, t_vecs in spaces:
-        for method in ("nn", "csls"):
+    spaces = [("", src.vectors, tgt.vectors, ("nn", "csls"))]
+    if src.unmapped is not None and tgt.unmapped is not None and no_mapping:
+        spaces.append(("no_mapping_", src.unmapped, tgt.unmapped, tuple(no_mapping)))
+    for prefix, s_vecs, t_vecs, methods in spaces:
+        for method in methods:
             best = np.full(n_q, MISS, dtype=np.int64)
             if indices is not None:
                 res = translation_precision(s_vecs, t_vecs, indices, method=method, knn_mode=knn_mode,  # type: ignore[arg-type]
@@ -128,9 +130,9 @@ def _entry(ranks: dict[str, np.ndarray], mask: np.ndarray, identical: np.ndarray
         for key in ("nn", "csls"):
             out[key] = _row(ranks, key, m)
         out["baselines"] = {name: _row(ranks, name, m) for name in ("identical_string", "char_ngram")}
-        if "no_mapping_csls" in ranks:
-            out["baselines"]["no_mapping"] = {method: _row(ranks, f"no_mapping_{method}", m)
-                                              for method in ("nn", "csls")}
+        unmapped = [method for method in ("nn", "csls") if f"no_mapping_{method}" in ranks]
+        if unmapped:
+            out["baselines"]["no_mapping"] = {method: _row(ranks, f"no_mapping_{method}", m) for method in unmapped}
         return out
 
     entry = block(mask)
@@ -165,12 +167,15 @@ def evaluate_protocols(
     eval_words: set[str] | None = None,
     knn_mode: KnnMode = "exact",
     composed: tuple[Side, Side, dict[str, int]] | None = None,
+    no_mapping: Sequence[str] = ("nn", "csls"),
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """``(dictionary stats, precision, baselines, protocols)`` of a mapped space on the test ``pairs``.
 
     ``src``/``tgt``: the vocabularies' spaces (with ``unmapped`` vectors, the ``no_mapping``
-    baseline too). ``composed``: the spaces extended by the composed test words (their words
-    appended after the vocabulary's) and ``{"composed_source_words": n, "composed_target_words": m}``.
+    baseline too, by the retrievals in ``no_mapping``: a CSLS search over a large vocabulary costs
+    as much as the model's, so a caller may ask for ``("nn",)`` only). ``composed``: the spaces
+    extended by the composed test words (their words appended after the vocabulary's) and
+    ``{"composed_source_words": n, "composed_target_words": m}``.
     ``precision`` and ``baselines`` are MUSE's protocol (kept at the top level of the JSON);
     ``protocols`` holds every protocol with its own baselines and split (see the module docstring).
 
@@ -189,7 +194,7 @@ def evaluate_protocols(
             raise InputError(f"none of the {total_pairs} test pairs has its source word in "
                              f"{option('eval_words')}; check that list against the dictionary")
     qwords, qindex, identical = _queries(pairs)
-    ranks, scorable, found = _retrieval_ranks(pairs, src, tgt, qindex, lower, knn_mode)
+    ranks, scorable, found = _retrieval_ranks(pairs, src, tgt, qindex, lower, knn_mode, no_mapping)
     if not scorable.any():  # as pairs_to_indices says it: none of the pairs can be scored
         pairs_to_indices(pairs, src.words, tgt.words, lower=lower)
     stats.update(found)
@@ -225,7 +230,7 @@ def evaluate_protocols(
     protocols["fasttext"] = {**_entry(ranks, every, identical), "coverage": float(scorable.mean())}
     if composed is not None:
         c_src, c_tgt, counts = composed
-        c_ranks, c_scorable, _ = _retrieval_ranks(pairs, c_src, c_tgt, qindex, lower, knn_mode)
+        c_ranks, c_scorable, _ = _retrieval_ranks(pairs, c_src, c_tgt, qindex, lower, knn_mode, no_mapping)
         c_ranks["identical_string"] = identical_ranks(qwords, c_tgt.words, golds[1])
         c_ranks["char_ngram"] = ngram[1]
         protocols["composed"] = {**_entry(c_ranks, every, identical), "coverage": float(c_scorable.mean()),
@@ -289,10 +294,13 @@ def report_lines(stats: dict[str, Any], protocols: dict[str, Any]) -> list[str]:
                 continue
             lines.append(f"  {name:<20} " + " ".join(f"{c:<22}" for c in cells).rstrip())
         share = entry.get("identical_gold_share", 0.0)
-        nomap = entry["baselines"].get("no_mapping", {}).get("csls", {}).get("precision_at_1")
-        model = entry["csls"]["precision_at_1"]
+        unmapped = entry["baselines"].get("no_mapping", {})
+        retrieval = "csls" if "csls" in unmapped else "nn"
+        nomap = unmapped.get(retrieval, {}).get("precision_at_1")
+        model = entry[retrieval]["precision_at_1"]
         if nomap is not None and model is not None and nomap >= model:
-            lines.append(f"  NOTE: no mapping at all scores {nomap:.1f} P@1 here, the aligned model {model:.1f}: "
+            lines.append(f"  NOTE: no mapping at all scores {nomap:.1f} P@1 ({retrieval}) here, the aligned model "
+                         f"{model:.1f}: "
                          f"{100 * share:.0f}% of these words have themselves as a translation; compare on "
                          "'other gold'")
     return lines

@@ -183,13 +183,19 @@ class OneLineHandler(logging.Handler):
             self.handleError(record)
 
 
-def setup_logging(verbose: bool) -> None:
-    """Route library logging to stderr, one line a record; the library itself never prints."""
+def setup_logging(verbose: bool, progress: tuple[str, ...] = ()) -> None:
+    """Route library logging to stderr, one line a record; the library itself never prints.
+
+    Warnings always show, INFO with ``--verbose``; the loggers named in ``progress`` (e.g.
+    ``"lexicons"`` for a wordnet import) show their INFO lines anyway: they are the progress of
+    a step that takes a while."""
     level = logging.INFO if verbose else logging.WARNING
     root = logging.getLogger()
     if not any(isinstance(h, OneLineHandler) for h in root.handlers):
         root.addHandler(OneLineHandler())
     root.setLevel(level)
+    for name in progress:
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
 def print_json(obj: object) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from groc_base.checks import setting
 from groc_base.errors import ModelError
 
 PAD, BOW, EOW, UNK_CHAR = 0, 1, 2, 3
@@ -164,5 +165,5 @@ def check_word_lengths(words: Sequence[str], limit: int = 1000) -> None:
     if lengths[worst] > limit:
         raise ModelError(
             f"word {words[worst][:40]!r}... has {lengths[worst]} characters (limit {limit}); "
-            "the corpus is probably not tokenised: pass --tokenize auto or split it into words"
+            f"the corpus is probably not tokenised: pass {setting('data.tokenize', 'auto')} or split it into words"
         )

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groc_base.checks import check_input_file
+from groc_base.checks import check_input_file, option
 from groc_base.errors import ConfigError, InputError
 from groc_base.fileio import dumps_json
 from langpairs.corpus import check_corpora
@@ -145,10 +145,11 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
                   languages: PathLike | None = None) -> RunConfig:
     """The new run's config, loaded (and validated) once."""
     if size is not None and size not in PRESETS:
-        raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(PRESETS)}")
+        raise ConfigError(f"{option('size', size)} is unknown; use {' or '.join(PRESETS)}")
     if size is not None and config is not None:
-        raise ConfigError(f"--size {size} and --config {config} both choose the configuration; pass one of them "
-                          f"(--size {size} is --config {PRESETS[size]}; add --set overrides to either)")
+        raise ConfigError(f"{option('size', size)} and {option('config', str(config))} both choose the configuration; "
+                          f"pass one of them ({option('size', size)} is {option('config', str(PRESETS[size]))}; add "
+                          f"{option('overrides')} to either)")
     # Runs record the absolute data path, so evaluation works from any directory.
     explicit = {"data.root": str(Path(data).resolve()) if data is not None else None, "model.kind": model,
                 "train.max_steps": max_steps, "train.max_epochs": max_epochs, "train.max_minutes": max_minutes,
@@ -164,7 +165,7 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
         cfg = load_config(PRESETS[size or "small"] if config is None else config, values,
                           kind_map=UNTIE if untie else None)
     if untie and cfg.model.kind != "untied":
-        log.warning("--untie applies to the tied kind only; %s is kept", cfg.model.kind)
+        log.warning("%s applies to the tied kind only; %s is kept", option("untie", True), cfg.model.kind)
     # A languages file and the config may define languages ([languages.xx]); the codes are resolved
     # against them.
     registry = load_registry(languages, config=cfg.languages, env=False)
@@ -173,9 +174,9 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
     codes = parse_lang_spec(spec, also, registry=registry)
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, langs=codes))
     if not cfg.data.root:
-        raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
+        raise ConfigError(f"no corpus given; pass {option('data')} DIR with <DIR>/<lang>/{{train,valid,test}}.txt")
     if cfg.model.init_input:  # before anything is written (a FIFO would block the reader)
-        check_input_file(cfg.model.init_input, flag="--init-input", what="word2vec file")
+        check_input_file(cfg.model.init_input, flag="init_input", what="word2vec file")
     # A language with_related added without a corpus is named as such (not as a missing file).
     check_corpora(Path(cfg.data.root), codes, primary=parse_lang_spec(spec, registry=registry), registry=registry)
     # The run records the registry entries it uses, and their wordnets and fallback settings.
@@ -230,9 +231,9 @@ def resume(
     if not (run / "last.pt").is_file() or not (run / "config.toml").is_file():
         if (run / "config.toml").is_file():
             raise InputError(f"run {run} stopped before its first checkpoint, so there is nothing to resume; "
-                             f"train it again with --out {run} --overwrite")
+                             f"train it again with {option('out', str(run))} {option('overwrite', True)}")
         raise InputError(f"{run} is not a run directory (no config.toml and last.pt to resume from); "
-                         "train it first without --resume")
+                         "train it first (without resuming)")
     try:
         cfg = load_config(run / "config.toml", stored=True)
     except ConfigError as exc:
@@ -257,7 +258,7 @@ def resume(
 #: goes and how this invocation runs. Any other difference between config.toml and last.pt would
 #: silently train another model, or crash, so it is refused.
 RESUMABLE_KEYS = frozenset(f"train.{k}" for k in ("max_steps", "max_epochs", "max_minutes", "threads", "device",
-                                                  "precision", "compile", "log_every"))
+                                                  "precision", "compile", "log_every", "checkpoint_minutes"))
 
 
 def _flat(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -283,10 +284,10 @@ def check_same_run(stored: RunConfig, checkpoint: RunConfig, run: Path) -> None:
         return
     shown = "; ".join(f"{k} = {theirs.get(k)!r} in last.pt, {mine.get(k)!r} in config.toml" for k in changed[:3])
     more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
-    raise InputError(f"run {run} cannot be resumed as it is: {shown}{more}; --resume continues the model last.pt "
+    raise InputError(f"run {run} cannot be resumed as it is: {shown}{more}; resuming continues the model last.pt "
                      "holds, and only train.max_steps/max_epochs/max_minutes/threads/device/precision/compile/"
-                     "log_every may change: put the value back in config.toml, or start a new run with "
-                     f"--config {run / 'config.toml'} --out NEW")
+                     "log_every/checkpoint_minutes may change: put the value back in config.toml, or start a new "
+                     f"run with {option('config', str(run / 'config.toml'))} {option('out', 'NEW')}")
 
 
 def _train_run(cfg: RunConfig, out: Path, *, overwrite: bool = False, payload: Mapping[str, Any] | None = None,
@@ -298,7 +299,8 @@ def _train_run(cfg: RunConfig, out: Path, *, overwrite: bool = False, payload: M
     main_rank = world_from_env()[0] == 0
     if main_rank and payload is None and not overwrite and run_dir_has_content(out):
         # Checked before taking the lock, so a refused run leaves not even a lock file behind.
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+        raise InputError(f"run directory {out} already exists; pass {option('overwrite', True)} or choose another "
+                         f"{option('out')}")
     kept = int(payload["step"]) if payload is not None else None
     with writing_run(out, "resume" if payload is not None else "train", kept=kept, owner=main_rank,
                   clean=NEW_RUN_FILES if payload is None else ()) as watch:
@@ -361,9 +363,11 @@ def finetune(
     """
     out = Path(out)
     if out.resolve() == Path(run).resolve():
-        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
+        raise InputError(f"{option('out')} {out} is the run being finetuned; choose a new directory for the "
+                         f"finetuned run")
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
-        raise InputError(f"run directory {out} already exists; pass --overwrite or choose another --out")
+        raise InputError(f"run directory {out} already exists; pass {option('overwrite', True)} or choose another "
+                         f"{option('out')}")
     if threads:  # the run's model is loaded and grown before the trainer applies train.threads
         set_threads(threads)
     explicit = {"train.threads": threads, "train.device": device, "train.max_minutes": max_minutes,
