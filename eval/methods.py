@@ -47,7 +47,7 @@ from eval.align import (
 from eval.normalize import normalize_embeddings, parse_normalize
 from eval.rcsls import RcslsConfig, rcsls
 from eval.vecmap import VecmapConfig, vecmap
-from groc_base.checks import option
+from groc_base.checks import either_face, option
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -104,11 +104,11 @@ def recipe(method: str, ops: Sequence[str], *, refine: int | None = None, select
             diffs.append(f"{refine} refinement rounds (MUSE: 5)")
         if select_on != "eval":
             diffs.append("the refinement round is picked by the unsupervised mean-CSLS criterion (MUSE's supervised "
-                         f"script picks it by P@1 on the test dictionary: {option('select_on', 'eval')})")
+                         f"script picks it by P@1 on the test dictionary: {either_face('select_on', 'eval')})")
     else:
         if lowercase:
             diffs.append("words lowercased, the first casing kept (MUSE's rule; the reference keeps every word as "
-                         f"written: {option('keep_case', True)})")
+                         f"written: {either_face('keep_case', True)})")
     if method == "rcsls":
         cfg = rcsls_config or RcslsConfig()
         ref = RcslsConfig()
@@ -119,7 +119,7 @@ def recipe(method: str, ops: Sequence[str], *, refine: int | None = None, select
                      "returned (the reference's in-place update keeps the risen map)")
     if method == "vecmap" and max_vocab is not None:
         diffs.append(f"at most {max_vocab} words per side are read (VecMap reads the whole file: "
-                     f"{option('max_vocab', 0)})")
+                     f"{either_face('max_vocab', 0)})")
     if method == "rcsls" and max_vocab is not None and max_vocab != 200_000:
         diffs.append(f"at most {max_vocab} words per side are read (fastText: --maxload 200000)")
     return {"recipe": REFERENCE_RECIPES[method], "differences": diffs}

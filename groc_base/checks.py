@@ -19,7 +19,7 @@ from typing import Any
 from groc_base.errors import ConfigError, InputError
 
 __all__ = ["check_input_file", "check_non_negative", "check_output", "check_positive", "check_probability",
-           "check_seed", "cli_face", "flag_name", "in_cli", "option", "setting"]
+           "check_seed", "cli_face", "either_face", "flag_name", "in_cli", "option", "setting"]
 
 #: Which face is calling: "python" (the default: a library call) or "cli" (inside :func:`cli_face`).
 _FACE: contextvars.ContextVar[str] = contextvars.ContextVar("polyglot_groc_face", default="python")
@@ -96,6 +96,23 @@ def _label(flag: str) -> str:
     if flag.startswith("--") or flag.replace("_", "").isalnum():
         return option(flag)
     return flag
+
+
+def either_face(name: str, value: Any = _UNSET, *, key: str | None = None) -> str:
+    """An option named for both faces at once (``select_on='eval'`` / ``--select-on eval``), for text that
+    is data (a result's JSON is the same from Python and from the command line); ``key``: a config key
+    instead (``overrides={'data.vocab_mode': 'open'}`` / ``--vocab-mode open``)."""
+    token = _FACE.set("python")
+    try:
+        python = setting(key, value) if key is not None else option(name, value)
+    finally:
+        _FACE.reset(token)
+    token = _FACE.set("cli")
+    try:
+        cli = setting(key, value) if key is not None else option(name, value)
+    finally:
+        _FACE.reset(token)
+    return f"{python} / {cli}"
 
 
 def flag_name(name: str) -> str:

@@ -547,14 +547,14 @@ def prepare_language(
             continue
         item.text, found, examples = clean_text(item.text, cleaning)
         removed = {k: n for k, n in found.items() if k in cleaning}
-        kept = {k: n for k, n in found.items() if k not in cleaning}
-        cleaned[item.path] = {"removed": removed, "kept": kept}
+        left = {k: n for k, n in found.items() if k not in cleaning}
+        cleaned[item.path] = {"removed": removed, "kept": left}
         if removed:
             logger.info("input %s: removed %s", item.path, ", ".join(f"{n} {_WHAT[k]}" for k, n in removed.items()))
-        if kept:
+        if left:
             logger.warning("input %s holds %s, kept as text; remove them with %s", item.path,
-                           "; ".join(f"{n} {_WHAT[k]} (e.g. {examples[k]!r})" for k, n in kept.items()),
-                           option("clean", ",".join(k for k in CLEANING if k in kept or k in cleaning)))
+                           "; ".join(f"{n} {_WHAT[k]} (e.g. {examples[k]!r})" for k, n in left.items()),
+                           option("clean", ",".join(k for k in CLEANING if k in left or k in cleaning)))
     plain = [i for i in items if i.kind != "conllu"]
     tok: SentenceTokenizer | None = None
     splitter: str | None = None

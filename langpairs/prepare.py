@@ -361,7 +361,7 @@ def prepare_corpora(
         raise UnknownLanguageError(
             f"the shared text has no source for language(s) {', '.join(map(repr, unknown))} (it has "
             f"{', '.join(SOURCES)}); prepare your own text with {prepare_hint(unknown[0], 'DIR')} (a new language "
-            f"also needs a languages file: {option('languages')})"
+            f"also needs a languages file: {option('languages', 'FILE')})"
         )
     for name, value in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

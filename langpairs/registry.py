@@ -190,7 +190,8 @@ def _aliases(language: Language) -> tuple[str, ...]:
 def _how_to_add(code: object) -> str:
     shown = code if isinstance(code, str) and _CODE_RE.match(code.strip().lower()) else "<code>"
     return (f"to add one, write a languages file with a [languages.{shown}] section (name, iso3, script; "
-            f"optional related, wordnets, tokenizer) and pass it with {option('languages')} FILE or ${LANGUAGES_ENV}")
+            f"optional related, wordnets, tokenizer) and pass it with {option('languages', 'FILE')} or "
+            f"${LANGUAGES_ENV}")
 
 
 class LanguageRegistry:
@@ -281,7 +282,7 @@ class LanguageRegistry:
             language = self.get(code)
             raise ConfigError(
                 f"language {language.code!r} has no related language; set `related = [\"xx\"]` in its "
-                f"[languages.{language.code}] section ({option('languages')} FILE) or name the partner explicitly "
+                f"[languages.{language.code}] section ({option('languages', 'FILE')}) or name the partner explicitly "
                 f"({option('extra_langs', 'xx')})"
             )
         return partners[0]

@@ -332,7 +332,8 @@ def test_align_without_out_never_reuses_a_folder(vec_files: Path, monkeypatch: p
     args = ["align", "--src", "s.vec", "--tgt", "t.vec", "--train-dict", "train.txt", "--refine", "0"]
     first, second = runner.invoke(app, args), runner.invoke(app, args)
     assert first.exit_code == second.exit_code == 0, second.output
-    assert "wrote alignment-s-t\n" in first.stderr and "wrote alignment-s-t-2\n" in second.stderr
+    assert "wrote alignment-s-t (no --out given)" in first.stderr
+    assert "wrote alignment-s-t-2 (no --out given)" in second.stderr
     assert (vec_files / "alignment-s-t" / "W.npy").is_file() and (vec_files / "alignment-s-t-2" / "W.npy").is_file()
 
 
@@ -390,12 +391,15 @@ def _many(root: Path, *extra: str) -> list[str]:
             "--out", str(root / "many"), *extra]
 
 
-def test_align_many_puts_every_language_in_one_space(three_languages: Path) -> None:
+def test_align_many_puts_every_language_in_one_space(three_languages: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from eval.vectors import read_vec
 
     res = runner.invoke(app, _many(three_languages, "--refine", "1"))
     assert res.exit_code == 0, res.output
     out = json.loads((three_languages / "many" / "result.json").read_text())
+    # every protocol beside its own baselines, and the table says so
+    assert out["pairs"]["fr-es"]["protocols"]["fasttext"]["baselines"]["identical_string"]["precision_at_1"] == 0.0
+    assert "identical string" in res.stderr and "char 3-grams" in res.stderr
     assert out["languages"]["es"]["train_dictionary"]["reversed"] is True
     # fr and es never met in training: through the pivot they translate each other
     assert out["pairs"]["fr-es"]["protocols"]["muse"]["csls"]["precision_at_1"] > 80.0
@@ -403,6 +407,12 @@ def test_align_many_puts_every_language_in_one_space(three_languages: Path) -> N
     words, vecs = read_vec(three_languages / "many" / "fr.vec")
     assert len(words) == 400 and (three_languages / "many" / "W-es.npy").exists()
     assert not (three_languages / "many" / "W-en.npy").exists()  # the pivot does not move
+    # without --out: a fresh alignment-many-<pivot>, named on stderr
+    monkeypatch.chdir(three_languages)
+    args = _many(three_languages, "--refine", "0")
+    again = runner.invoke(app, args[: args.index("--out")] + args[args.index("--out") + 2 :])
+    assert again.exit_code == 0 and "wrote alignment-many-en (no --out given)" in again.stderr
+    assert (three_languages / "alignment-many-en" / "result.json").is_file()
 
 
 @pytest.mark.parametrize(("extra", "needle"), [

@@ -354,8 +354,9 @@ def align(
             raise InputError(f"{option(given[0])} sets up rcsls; it does nothing for {method}: add "
                              f"{option('method', 'rcsls')} or drop {option(given[0])}")
     ops = resolve_normalize(method, normalize)
-    rcsls_config = RcslsConfig(spectral=spectral, **({"n_iter": rcsls_n_iter} if rcsls_n_iter is not None else {}),
-                               **({"lr": rcsls_lr} if rcsls_lr is not None else {}))
+    defaults = RcslsConfig()
+    rcsls_config = RcslsConfig(spectral=spectral, n_iter=defaults.n_iter if rcsls_n_iter is None else rcsls_n_iter,
+                               lr=defaults.lr if rcsls_lr is None else rcsls_lr)
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
     check_input_files(("src", src), ("tgt", tgt), ("train_dict", train_dict), ("eval_dict", eval_dict),

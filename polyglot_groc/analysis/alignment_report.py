@@ -94,7 +94,7 @@ def _retrieval_ranks(pairs: Sequence[tuple[str, str]], src: Side, tgt: Side, qin
             raise
         stats = {"pairs": len(pairs), "found": 0}
         indices = None
-    spaces = [("", src.vectors, tgt.vectors, ("nn", "csls"))]
+    spaces: list[tuple[str, np.ndarray, np.ndarray, tuple[str, ...]]] = [("", src.vectors, tgt.vectors, ("nn", "csls"))]
     if src.unmapped is not None and tgt.unmapped is not None and no_mapping:
         spaces.append(("no_mapping_", src.unmapped, tgt.unmapped, tuple(no_mapping)))
     for prefix, s_vecs, t_vecs, methods in spaces:
@@ -207,7 +207,7 @@ def evaluate_protocols(
                "target word not in the target vocabulary": int((src_in & ~tgt_in).sum()),
                "neither word in the vocabularies": int((~src_in & ~tgt_in).sum())}
     if eval_words is not None:
-        reasons[f"source word not in {option('eval_words')}"] = stats["not_in_eval_words"]
+        reasons["source word not in the eval_words list"] = stats["not_in_eval_words"]
     stats["dropped_reasons"] = reasons
     stats["unique_source_all"] = len(qwords)
     scored = "\n".join(w for w, ok in zip(qwords, scorable.tolist(), strict=True) if ok)

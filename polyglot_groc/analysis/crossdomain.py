@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from groc_base.checks import option, setting
+from groc_base.checks import either_face, option, setting
 from groc_base.errors import CorpusError, InputError
 from langpairs.batching import batchify, bptt_windows
 from polyglot_groc.analysis.caches import (
@@ -274,7 +274,7 @@ def unseen_report(tokens: Sequence[str], lang: str, seen: dict[str, set[str]] | 
                 f"{100 * (unseen - oov_rate):.1f}% are words of its closed vocabulary (train+valid+test), scored as "
                 "known words (a lookup model's untrained rows, GroC's composed vectors), so the OOV rate says "
                 f"{100 * oov_rate:.1f}%; to score words unseen in training as new, train with "
-                f"{setting('data.vocab_mode', 'open')}")
+                f"{either_face('vocab_mode', key='data.vocab_mode', value='open')}")
         out["note"] = note
         log.warning("%s", note)
     return out

@@ -186,16 +186,18 @@ class OneLineHandler(logging.Handler):
 def setup_logging(verbose: bool, progress: tuple[str, ...] = ()) -> None:
     """Route library logging to stderr, one line a record; the library itself never prints.
 
-    Warnings always show, INFO with ``--verbose``; the loggers named in ``progress`` (e.g.
-    ``"lexicons"`` for a wordnet import) show their INFO lines anyway: they are the progress of
-    a step that takes a while."""
+    Warnings always show, INFO with ``--verbose``; on a terminal the loggers named in ``progress``
+    (e.g. ``"lexicons"`` for a wordnet import) show their INFO lines anyway: they are the progress
+    of a step that takes a while (in a log or a pipe only ``--verbose`` adds them)."""
     level = logging.INFO if verbose else logging.WARNING
     root = logging.getLogger()
     if not any(isinstance(h, OneLineHandler) for h in root.handlers):
         root.addHandler(OneLineHandler())
     root.setLevel(level)
+    import sys
+
     for name in progress:
-        logging.getLogger(name).setLevel(logging.INFO)
+        logging.getLogger(name).setLevel(logging.INFO if verbose or sys.stderr.isatty() else logging.NOTSET)
 
 
 def print_json(obj: object) -> None:

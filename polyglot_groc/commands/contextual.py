@@ -25,7 +25,7 @@ def features_command(
     run: Annotated[Path, typer.Argument(help="Run directory (bilm, elmo, groc, ... any kind)")],
     input: Annotated[Path, typer.Option("--input", help="Sentences: text (one a line) or CoNLL-U (.conllu[.gz])")],
     out: Annotated[Path, typer.Option(
-        "--out", help="Output .hdf5 (AllenNLP elmo layout; needs h5py: pip install 'polyglot-groc[elmo]')")],
+        "--out", help="Output .hdf5 (AllenNLP elmo layout; needs the h5py package: the elmo extra)")],
     lang: Annotated[str | None, typer.Option("--lang", help="The sentences' language (runs with several)")] = None,
     layers: Annotated[str, typer.Option("--layers", help="all (layers, T, D) | top | average (T, D)")] = "all",
     mix: Annotated[str | None, typer.Option(

@@ -185,6 +185,7 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     from polyglot_groc.analysis.alignment import align
 
     setup_logging(verbose)
+    defaulted = out is None
     if out is None:
         base = f"alignment-{_side_name(src, src_lang, 'src')}-{_side_name(tgt, tgt_lang, 'tgt')}"
         out = fresh_output(Path(base))
@@ -197,7 +198,8 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
                 rcsls_lr=rcsls_lr, criterion=criterion or None)
     for line in res.summary():
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
-    err_console.print(f"wrote {out}", highlight=False, markup=False, soft_wrap=True)
+    if defaulted:  # the user did not name the folder: say which one it is
+        err_console.print(f"wrote {out} (no --out given)", highlight=False, markup=False, soft_wrap=True)
     print_json(res.to_dict())
 
 
@@ -251,10 +253,13 @@ def align_many_command(
 @cli_errors
 def _align_many(vectors: list[str], pivot: str, train_dict: list[str], eval_dict: list[str] | None, method: str,
                 normalize: str, refine: int | None, max_vocab: int | None, keep_case: bool, knn: str, lenient: bool,
-                out: Path, threads: int | None, overwrite: bool, verbose: bool) -> None:
+                out: Path | None, threads: int | None, overwrite: bool, verbose: bool) -> None:
     from polyglot_groc.analysis.alignment_many import align_many
 
     setup_logging(verbose)
+    defaulted = out is None
+    if out is None:  # a fresh folder: running it twice never fails on, or replaces, the first result
+        out = fresh_output(Path(f"alignment-many-{pivot}"))
     res = align_many(vectors=_key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
                      train_dicts=_key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
                      eval_dicts=_key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
@@ -262,7 +267,8 @@ def _align_many(vectors: list[str], pivot: str, train_dict: list[str], eval_dict
                      lenient=lenient, out=out, overwrite=overwrite, threads=threads)
     for line in res.table():
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
-    err_console.print(f"wrote {out}", highlight=False, markup=False, soft_wrap=True)
+    if defaulted:
+        err_console.print(f"wrote {out} (no --out given)", highlight=False, markup=False, soft_wrap=True)
     print_json(res.to_dict())
 
 

@@ -530,7 +530,7 @@ class Trainer:
             self.hooks.on_step(StepInfo(state.step, state.epoch(spe), lang, loss.last, state.lr,
                                         state.tokens / max(state.train_time, 1e-9), dict(state.lang_batches),
                                         log_point))
-            if log_point:
+            if log_point or (state.step - loop.start_step) in (1, 10):  # early lines: a slow run is not silent
                 self._log_progress(loop, state, loss)
             if due or timed:
                 evaluated_at = state.step
