@@ -147,8 +147,8 @@ def _align_one(src: str, tgt: str, train: str, test: str, method: str, normalize
     base, _, rounds = method.partition("-refine")  # procrustes-refine5: MUSE's refinement, 5 rounds
     extra = {"refine": int(rounds)} if rounds else dict(METHODS)[base]
     started = time.perf_counter()
-    res = pg.align(src=src, tgt=tgt, train_dict=train, eval_dict=test, method=base, normalize=normalize,
-                   threads=threads, max_vocab=max_vocab, **extra)
+    res = pg.align(src=src, tgt=tgt, train_dict=train, eval_dict=test, method=base, normalize=normalize or "none",
+                   threads=threads, max_vocab=max_vocab, criterion=True, **extra)
     seconds = time.perf_counter() - started
     out = res.to_dict()
     proto = out["protocols"]

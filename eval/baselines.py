@@ -25,7 +25,11 @@ from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["char_ngram_matrix", "char_ngram_precision", "identical_precision", "split_by_identical"]
+__all__ = ["MISS", "best_gold_rank", "char_ngram_matrix", "char_ngram_precision", "char_ngram_ranks",
+           "identical_precision", "identical_ranks", "split_by_identical"]
+
+#: The rank of a query none of whose gold targets was found: a miss at every cut-off.
+MISS = np.iinfo(np.int64).max
 
 # Queries per sparse product: a dense (batch, n_targets) float32 block of ~50 MB at 200k targets.
 _NGRAM_BATCH = 64
@@ -59,6 +63,54 @@ def _best_rank(top: np.ndarray, pairs: np.ndarray, inverse: np.ndarray, n_querie
     best = np.full(n_queries, miss, dtype=np.int64)
     np.minimum.at(best, inverse, pair_rank)
     return best
+
+
+def best_gold_rank(top: np.ndarray, gold: np.ndarray, n_queries: int) -> np.ndarray:
+    """Each query's best rank of a gold target in its candidate list ``top`` ``(q, k)`` (:data:`MISS` if none).
+
+    ``gold`` ``(m, 2)``: (query index, target row) for every gold target that is a candidate at all.
+    """
+    best = np.full(n_queries, MISS, dtype=np.int64)
+    if gold.shape[0] == 0:
+        return best
+    hits = top[gold[:, 0]] == gold[:, 1:2]  # (m, k)
+    pair_rank = np.where(hits.any(axis=1), hits.argmax(axis=1), MISS)  # (m,)
+    np.minimum.at(best, gold[:, 0], pair_rank)
+    return best
+
+
+def identical_ranks(query_words: Sequence[str], tgt_words: Sequence[str], gold: np.ndarray) -> np.ndarray:
+    """Best rank ``(q,)`` of the identical-string guess: rank 0 where the query's own string is a target
+    word and one of its gold targets, else :data:`MISS`. ``gold`` as in :func:`best_gold_rank`."""
+    tgt_index = {w: i for i, w in reversed(list(enumerate(tgt_words)))}
+    guess = np.fromiter((tgt_index.get(w, -1) for w in query_words), dtype=np.int64, count=len(query_words))
+    return best_gold_rank(guess[:, None], np.asarray(gold, dtype=np.int64).reshape(-1, 2), len(query_words))
+
+
+def char_ngram_ranks(query_words: Sequence[str], tgt_words: Sequence[str], golds: Sequence[np.ndarray],
+                     limits: Sequence[int], k: int = 10, n: int = 3) -> list[np.ndarray]:
+    """Best gold rank ``(q,)`` of the character n-gram baseline, once per candidate set.
+
+    The candidates of set ``i`` are the first ``limits[i]`` target words (a vocabulary and the
+    same vocabulary extended by more words share one n-gram matrix and one product per query
+    block); ``golds[i]`` its gold pairs as in :func:`best_gold_rank`.
+    """
+    targets, vocab = char_ngram_matrix(tgt_words, n)
+    query_m, _ = char_ngram_matrix(list(query_words), n, vocabulary=vocab)
+    targets_t = targets.T.tocsr()  # (features, n_tgt)
+    tops = [np.empty((len(query_words), min(k, limit)), dtype=np.int64) for limit in limits]
+    for start in range(0, len(query_words), _NGRAM_BATCH):
+        block = (query_m[start : start + _NGRAM_BATCH] @ targets_t).toarray()  # (b, n_tgt)
+        for top, limit in zip(tops, limits, strict=True):
+            kk = top.shape[1]
+            if kk == 0:
+                continue
+            sub = block[:, :limit]  # (b, limit)
+            part = np.argpartition(-sub, kk - 1, axis=1)[:, :kk]  # (b, kk) unordered
+            order = np.argsort(-np.take_along_axis(sub, part, axis=1), axis=1, kind="stable")
+            top[start : start + block.shape[0]] = np.take_along_axis(part, order, axis=1)
+    return [best_gold_rank(top, np.asarray(gold, dtype=np.int64).reshape(-1, 2), len(query_words))
+            for top, gold in zip(tops, golds, strict=True)]
 
 
 def identical_precision(

@@ -10,7 +10,10 @@ The objective over the training pairs ``(x_i, y_i)`` (unit rows; ``n`` pairs) wi
 minimised by full-batch (sub)gradient steps from the Procrustes solution; the step size halves
 whenever the loss rises (the rising step is undone), and with ``spectral=True`` the singular
 values of ``R`` are clipped to [0, 1] after every step.  This is fastText's
-``alignment/align.py`` (read as the reference, not copied) with two differences on purpose:
+``alignment/align.py`` (read as the reference, not copied), with its defaults (k=10, 200k
+negatives, ``--niter 10``, ``--lr 1.0``) and its step count: its loop runs ``niter + 1``
+passes and updates ``R`` after each, so ``n_iter=10`` applies 11 updates here too.  Three
+differences, on purpose:
 
 * memory: the reference builds two dense ``(n, max_neg)`` score matrices (float64 by NumPy's
   promotion; ~17 GB at n=5000, 200k, d=300).  Here the top-``k`` of each row comes from the
@@ -18,7 +21,10 @@ values of ``R`` are clipped to [0, 1] after every step.  This is fastText's
   128 MiB), so memory stays bounded and the objective is the same;
 * the undo: the reference's ``R -= lr * df`` updates ``R`` in place, so its saved ``Rold``
   aliases ``R`` and a rising step is not really undone (without ``spectral``); here the
-  previous map is restored and the smaller step retried from it.
+  previous map is restored and the smaller step retried from it;
+* the result: the reference returns ``R`` after its last update without scoring it; here the
+  last update is scored too (one more loss evaluation) and the map with the lowest loss is
+  returned.  While the loss falls at every step (the usual case) the two are the same map.
 """
 
 from __future__ import annotations
@@ -39,7 +45,11 @@ __all__ = ["RcslsConfig", "RcslsResult", "rcsls", "rcsls_loss_and_grad", "spectr
 
 @dataclass(frozen=True)
 class RcslsConfig:
-    """RCSLS settings (fastText's defaults); ranges checked once, here."""
+    """RCSLS settings, fastText ``align.py``'s defaults; ranges checked once, here.
+
+    ``n_iter`` counts as fastText's ``--niter``: ``n_iter + 1`` gradient updates (its loop runs
+    ``niter + 1`` times); ``lr`` is its ``--lr`` (its README's example uses ``--lr 25 --niter 10``).
+    """
 
     knn: int = 10
     max_neg: int = 200_000
@@ -214,8 +224,9 @@ def rcsls(
     ``train_pairs`` ``(n, 2)``: checked (source row, target row) indices; the negatives are the
     first ``max_neg`` rows of each side (word2vec files are sorted by frequency).  Every pass
     computes the loss and gradient at one map; a pass whose loss is above the best so far halves
-    the step and retries from the best map.  Stops after ``n_iter`` passes or when the step falls
-    below 1e-4 (the reference's rule).  Returns the best map found (lowest loss).
+    the step and retries from the best map.  ``n_iter + 1`` updates are made, as fastText's loop
+    makes (a last pass scores the last one), or fewer when the step falls below 1e-4 (the
+    reference's rule).  Returns the best map found (lowest loss).
     """
     cfg = config or RcslsConfig()
     src_m, tgt_m = _two_matrices(src, tgt)
@@ -233,7 +244,8 @@ def rcsls(
     candidate = best_w
     tgt_side = _TopK(Z_tgt, Z_tgt, cfg.knn, cfg.batch_size)
     src_side = _TopK(Z_src, Z_src, cfg.knn, cfg.batch_size)
-    for step in range(cfg.n_iter + 1):
+    updates = cfg.n_iter + 1  # fastText's `for it in range(0, niter + 1)`, an update in every pass
+    for step in range(updates + 1):
         if lr < 1e-4:
             break
         started = time.perf_counter()
@@ -248,8 +260,8 @@ def rcsls(
                         "full_searches": tgt_side.full_rows + src_side.full_rows})
         logger.info("rcsls step %d: loss %.5f (%s), lr %.4g, %.1fs", step, f,
                     "accepted" if accepted else "rejected", lr, history[-1]["seconds"])
-        if step == cfg.n_iter:
-            break  # the last pass only scores the last candidate
+        if step == updates:
+            break  # the last pass only scores the last update
         candidate = best_w - np.float32(lr) * best_grad
         if cfg.spectral:
             candidate = spectral_projection(candidate)

@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, cast
+from typing import IO, NoReturn, cast
 
 import numpy as np
 
@@ -136,27 +136,45 @@ def _parse_header(path: Path, raw: bytes) -> tuple[int, int]:
     return count, dim
 
 
-def _convert_chunk(path: Path, fields: list[str], line_numbers: list[int], dim: int) -> np.ndarray:
-    """Turn the whitespace-split values of ``len(line_numbers)`` rows into a float32 block."""
+def _convert_chunk(path: Path, rests: list[str], line_numbers: list[int], words: list[str], dim: int) -> np.ndarray:
+    """Parse the value parts of ``len(line_numbers)`` text rows into a float32 block ``(rows, dim)``.
+
+    NumPy's C parser (``np.loadtxt``) reads the block and checks that every row has as many
+    values as the first; only when that fails (or the width is not ``dim``) are the rows checked
+    one by one, to name the first bad line and what is wrong with it.
+    """
     try:
-        block = np.array(fields, dtype=np.float32).reshape(len(line_numbers), dim)  # (rows, dim)
+        block = np.loadtxt(rests, dtype=np.float32, comments=None, ndmin=2)  # (rows, dim)
+        if block.shape != (len(line_numbers), dim):
+            raise ValueError(f"shape {block.shape}")
     except ValueError as exc:
-        # Slow path, only on error: find the row holding the token numpy could not parse.
-        for row, lineno in enumerate(line_numbers):
-            for token in fields[row * dim : (row + 1) * dim]:
-                try:
-                    float(token)
-                except ValueError:
-                    raise InputError(
-                        f"{path}: line {lineno} has the non-numeric value {token[:40]!r}; "
-                        "each row must be a word followed by numbers"
-                    ) from exc
+        _check_rows(path, rests, line_numbers, words, dim)
         raise InputError(f"{path}: unparsable values near line {line_numbers[0]}; {exc}") from exc
     finite = np.isfinite(block).all(axis=1)  # (rows,)
     if not finite.all():
         lineno = line_numbers[int(np.argmin(finite))]
         raise InputError(f"{path}: line {lineno} contains nan or inf; remove or retrain that vector")
     return block
+
+
+def _check_rows(path: Path, rests: list[str], line_numbers: list[int], words: list[str], dim: int) -> None:
+    """The slow path of :func:`_convert_chunk`: raise for the first row with the wrong number of
+    values or a value that is not a number (returns when every row is well formed)."""
+    for rest, lineno, word in zip(rests, line_numbers, words, strict=True):
+        values = rest.split()
+        if len(values) != dim:
+            raise InputError(
+                f"{path}: line {lineno} (word {word[:40]!r}) has {len(values)} values but the header "
+                f"says {dim}; the file is truncated or the word contains a space, regenerate it"
+            )
+        for token in values:
+            try:
+                float(token)
+            except ValueError:
+                raise InputError(
+                    f"{path}: line {lineno} has the non-numeric value {token[:40]!r}; "
+                    "each row must be a word followed by numbers"
+                ) from None
 
 
 def _open(path: Path) -> tuple[IO[bytes], str | None]:
@@ -207,28 +225,44 @@ def _looks_binary(path: Path, stream: IO[bytes], dim: int) -> bool:
 
 class _Rows:
     """MUSE's reading rule applied row by row: lowercase (``lower``), first occurrence wins,
-    stop after ``max_vocab`` distinct words; ``unique`` makes a repeated word an error instead."""
+    stop after ``max_vocab`` distinct words; ``unique`` makes a repeated word an error instead.
+
+    Two kinds of skipped rows are told apart: a word written twice (a real duplicate: warned
+    about) and a case variant merged by ``lower`` (``The`` after ``the``: MUSE's rule, what every
+    cased vocabulary gives, the toolkit's own exports included; counted at INFO only)."""
 
     def __init__(self, path: Path, lower: bool, max_vocab: int | None, unique: bool) -> None:
         self.path, self.lower, self.max_vocab, self.unique = path, lower, max_vocab, unique
         self.kept = 0
         self.seen: set[str] = set()
+        self.written: set[str] = set()  # the words as written (only with lower): tells duplicates from case variants
         self.duplicates = 0
         self.examples: list[str] = []
+        self.case_variants = 0
+        self.case_examples: list[str] = []
 
     def keep(self, word: str, where: str) -> str | None:
         """The word as kept (lowercased with ``lower``), or None when this row is a later duplicate."""
         if self.unique and word in self.seen:
             raise InputError(f"{self.path}: {where} repeats the word {word[:40]!r}; this use needs one "
                                  "vector per word: deduplicate the file (or regenerate it)")
+        written = word
         if self.lower:
             word = word.lower()
         if word in self.seen:
+            if self.lower and written not in self.written:
+                self.written.add(written)
+                self.case_variants += 1
+                if len(self.case_examples) < 5:
+                    self.case_examples.append(written)
+                return None
             self.duplicates += 1
             if len(self.examples) < 5:
-                self.examples.append(word)
+                self.examples.append(written)
             return None
         self.seen.add(word)
+        if self.lower:
+            self.written.add(written)
         self.kept += 1
         return word
 
@@ -237,6 +271,9 @@ class _Rows:
         return self.max_vocab is not None and self.kept >= self.max_vocab
 
     def log_duplicates(self) -> None:
+        if self.case_variants:
+            logger.info("%s: %d case variant(s) merged into their first (most frequent) casing, as MUSE reads "
+                        "(e.g. %s)", self.path, self.case_variants, ", ".join(repr(w) for w in self.case_examples))
         if self.duplicates:
             logger.warning("%s: %d duplicate word(s) skipped, first occurrence kept (e.g. %s)", self.path,
                            self.duplicates, ", ".join(repr(w) for w in self.examples))
@@ -248,17 +285,25 @@ Chunk = tuple[list[str], np.ndarray]
 
 def _text_chunks(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Rows,
                  chunk_rows: int) -> Iterator[Chunk]:
-    fields: list[str] = []
-    words: list[str] = []
+    rests: list[str] = []  # the value part of each kept row, parsed a chunk at a time
+    words: list[str] = []  # kept (lowercased) words
+    given: list[str] = []  # the same words as written, for messages
     pending_lines: list[int] = []
     n_rows = 0
     first_blank: int | None = None
+
+    def fail(message: str) -> NoReturn:
+        # A malformed row earlier in the pending chunk is named first, as a row-by-row reader would.
+        _check_rows(path, rests, pending_lines, given, dim)
+        raise InputError(message)
+
     # Binary handles split on b"\n" only: a word holding another unicode line separator
     # (fastText vocabularies have some) stays on its row.
     for lineno, raw in enumerate(handle, start=2):
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
+            _check_rows(path, rests, pending_lines, given, dim)
             raise InputError(
                 f"{path}: line {lineno} is not valid utf-8 (byte {exc.start}); re-encode the file as utf-8"
             ) from exc
@@ -269,40 +314,35 @@ def _text_chunks(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Row
                 first_blank = lineno
             continue
         if first_blank is not None:
-            raise InputError(f"{path}: line {first_blank} is blank inside the data; delete it")
+            fail(f"{path}: line {first_blank} is blank inside the data; delete it")
         word, _, rest = line.partition(" ")
-        values = rest.split()
         if not word:
-            raise InputError(f"{path}: line {lineno} starts with a space (empty word); remove it")
-        if len(values) != dim:
-            raise InputError(
-                f"{path}: line {lineno} (word {word[:40]!r}) has {len(values)} values but the header "
-                f"says {dim}; the file is truncated or the word contains a space, regenerate it"
-            )
+            fail(f"{path}: line {lineno} starts with a space (empty word); remove it")
         n_rows += 1
         if n_rows > count:
-            raise InputError(
-                f"{path}: line {lineno} is row {n_rows} but the header declares {count} words; fix the header count"
-            )
+            fail(f"{path}: line {lineno} is row {n_rows} but the header declares {count} words; fix the header count")
+        if rows.unique and word in rows.seen:
+            _check_rows(path, rests, pending_lines, given, dim)
         kept = rows.keep(word, f"line {lineno}")
-        if kept is None:
+        if kept is None:  # a later duplicate: not kept, but it must still have dim values
+            if len(rest.split()) != dim:
+                _check_rows(path, [rest], [lineno], [word], dim)
             continue
         words.append(kept)
-        fields.extend(values)
+        given.append(word)
+        rests.append(rest)
         pending_lines.append(lineno)
         if len(pending_lines) == chunk_rows:
-            yield words, _convert_chunk(path, fields, pending_lines, dim)
-            fields, words, pending_lines = [], [], []
+            yield words, _convert_chunk(path, rests, pending_lines, given, dim)
+            rests, words, given, pending_lines = [], [], [], []
         if rows.full:
             break
     else:
         if n_rows != count:
-            raise InputError(
-                f"{path}: the header declares {count} words but the file has {n_rows} rows; "
-                f"fix the header to '{n_rows} {dim}' or re-export the file"
-            )
+            fail(f"{path}: the header declares {count} words but the file has {n_rows} rows; "
+                 f"fix the header to '{n_rows} {dim}' or re-export the file")
     if pending_lines:
-        yield words, _convert_chunk(path, fields, pending_lines, dim)
+        yield words, _convert_chunk(path, rests, pending_lines, given, dim)
 
 
 def _binary_rows(path: Path, handle: IO[bytes], count: int, dim: int) -> Iterator[tuple[int, bytes, bytes]]:

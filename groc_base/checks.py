@@ -1,28 +1,123 @@
 """Checks of user-given values and outputs, shared by the library's workflows and the CLI.
 
-Numbers are named by their command-line flag (``max_vocab`` -> ``--max-vocab``), so one message
-serves the CLI and the Python API (whose keyword is the flag's name). Outputs are refused before
-any work when they exist and ``overwrite`` is not set: a refused call costs nothing and changes
-nothing.
+One message serves both faces of the toolkit: an option is named the way the user gave it,
+``max_vocab=0`` from Python and ``--max-vocab 0`` on the command line (:func:`option`; the CLI
+runs every command inside :func:`cli_face`). Outputs are refused before any work when they exist
+and ``overwrite`` is not set: a refused call costs nothing and changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
 __all__ = ["check_input_file", "check_non_negative", "check_output", "check_positive", "check_probability",
-           "check_seed", "checked_arguments", "flag_name"]
+           "check_seed", "checked_arguments", "cli_face", "either_face", "flag_name", "in_cli", "option", "setting"]
+
+#: Which face is calling: "python" (the default: a library call) or "cli" (inside :func:`cli_face`).
+_FACE: contextvars.ContextVar[str] = contextvars.ContextVar("polyglot_groc_face", default="python")
+
+#: Keywords whose command-line spelling is not ``--`` + the keyword with dashes.
+CLI_SPELLING: dict[str, str] = {
+    "overrides": "--set", "screen": "--no-screen", "with_related": "--with related", "extra_langs": "--with",
+    "dictionary_mode": "--dictionary-mode", "train_dicts": "--train-dict", "eval_dicts": "--eval-dict",
+    "datasets": "--dataset", "inputs": "--input", "specs": "--specs", "data_root": "--data",
+    "size": "--size", "run_dir": "--run", "rcsls_n_iter": "--rcsls-niter",
+}
+
+_UNSET: Any = object()
+
+
+@contextlib.contextmanager
+def cli_face() -> Iterator[None]:
+    """Inside this block, :func:`option` names options as command-line flags (the CLI wraps every command)."""
+    token = _FACE.set("cli")
+    try:
+        yield
+    finally:
+        _FACE.reset(token)
+
+
+def in_cli() -> bool:
+    """Whether the current call came through the command line (see :func:`cli_face`)."""
+    return _FACE.get() == "cli"
+
+
+def option(name: str, value: Any = _UNSET) -> str:
+    """An option as the user gives it in the current face, optionally with a value.
+
+    ``option("max_vocab")``: ``max_vocab`` from Python, ``--max-vocab`` on the command line;
+    ``option("knn", "fast")``: ``knn='fast'`` / ``--knn fast``; ``option("overwrite", True)``:
+    ``overwrite=True`` / ``--overwrite`` (a flag). ``name`` is the Python keyword (a ``--flag``
+    is accepted too and read as its keyword).
+    """
+    if name.startswith("--"):
+        name = name[2:].replace("-", "_")
+    if _FACE.get() == "cli":
+        flag = CLI_SPELLING.get(name, "--" + name.replace("_", "-"))
+        if value is _UNSET or value is True:
+            return flag
+        if value is False and flag.startswith("--no-"):
+            return flag
+        return f"{flag} {value}"
+    if value is _UNSET:
+        return name
+    return f"{name}={value!r}"
+
+
+#: Config keys with a command-line flag of their own (the others are set with ``--set key=value``).
+SETTING_FLAGS: dict[str, str] = {
+    "data.vocab_mode": "--vocab-mode", "data.tokenize": "--tokenize", "data.schedule": "--schedule",
+    "train.max_steps": "--max-steps", "train.max_minutes": "--max-minutes", "train.max_epochs": "--max-epochs",
+    "train.seed": "--seed", "train.threads": "--threads", "train.device": "--device", "train.log_every": "--log-every",
+    "model.kind": "--model", "model.lexicon.wn_dir": "--wn-dir",
+}
+
+
+def setting(key: str, value: Any) -> str:
+    """A config setting as the user gives it in the current face: ``--vocab-mode open`` or
+    ``--set train.lr=0.001`` on the command line, ``overrides={'data.vocab_mode': 'open'}`` from Python."""
+    if _FACE.get() == "cli":
+        flag = SETTING_FLAGS.get(key)
+        return f"{flag} {value}" if flag else f"--set {key}={value}"
+    return f"overrides={{{key!r}: {value!r}}}"
+
+
+def _label(flag: str) -> str:
+    """How a check names what it checks: an option (``out``, ``--out``) in the current face, a
+    description (``"wordnet file"``) as it is."""
+    if flag.startswith("--") or flag.replace("_", "").isalnum():
+        return option(flag)
+    return flag
+
+
+def either_face(name: str, value: Any = _UNSET, *, key: str | None = None) -> str:
+    """An option named for both faces at once (``select_on='eval'`` / ``--select-on eval``), for text that
+    is data (a result's JSON is the same from Python and from the command line); ``key``: a config key
+    instead (``overrides={'data.vocab_mode': 'open'}`` / ``--vocab-mode open``)."""
+    token = _FACE.set("python")
+    try:
+        python = setting(key, value) if key is not None else option(name, value)
+    finally:
+        _FACE.reset(token)
+    token = _FACE.set("cli")
+    try:
+        cli = setting(key, value) if key is not None else option(name, value)
+    finally:
+        _FACE.reset(token)
+    return f"{python} / {cli}"
 
 
 def flag_name(name: str) -> str:
-    """``max_vocab`` -> ``--max-vocab``: the command-line flag of a keyword."""
-    return "--" + name.replace("_", "-")
+    """How the keyword ``name`` is given in the current face: ``--max-vocab`` (CLI) or ``max_vocab`` (Python)."""
+    return option(name)
 
 
 def check_positive(**values: int | float | None) -> None:
@@ -75,6 +170,7 @@ def check_output(path: str | os.PathLike[str], overwrite: bool, *, directory: bo
             file is wanted (or the other way round).
     """
     path = Path(path)
+    flag = _label(flag)
     if directory:
         if path.exists() and not path.is_dir():
             raise InputError(f"{flag} {path} is a file, not a directory; give a directory path")
@@ -82,13 +178,14 @@ def check_output(path: str | os.PathLike[str], overwrite: bool, *, directory: bo
         if held and not overwrite:
             shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
             raise InputError(f"{flag} {path} already exists and is not empty ({shown}); "
-                             f"pass --overwrite to replace its results or choose another {flag}")
+                             f"pass {option('overwrite', True)} to replace its results or choose another {flag}")
         return
     for target in (path, *map(Path, also)):
         if target.is_dir():
             raise InputError(f"{flag} {target} is a directory; give a file path")
         if target.exists() and not overwrite:
-            raise InputError(f"{target} already exists; pass --overwrite to replace it or choose another {flag}")
+            raise InputError(f"{target} already exists; pass {option('overwrite', True)} to replace it or choose "
+                             f"another {flag}")
 
 
 def check_input_file(path: str | os.PathLike[str], *, flag: str, what: str = "file") -> Path:
@@ -103,6 +200,7 @@ def check_input_file(path: str | os.PathLike[str], *, flag: str, what: str = "fi
     import stat
 
     path = Path(path)
+    flag = _label(flag)
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:

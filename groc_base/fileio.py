@@ -468,9 +468,11 @@ def publish_dir(tmp: Path, out: Path, *, overwrite: bool, flag: str = "--out") -
         if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
             raise
         if not overwrite:
-            raise InputError(f"{flag} {out} was written by another process while this one ran (its result is "
-                             f"kept); choose another {flag}, or run again with --overwrite to replace it with "
-                             "this run's") from exc
+            from groc_base.checks import option
+
+            raise InputError(f"{option(flag)} {out} was written by another process while this one ran (its result "
+                             f"is kept); choose another {option(flag)}, or run again with "
+                             f"{option('overwrite', True)} to replace it with this run's") from exc
     old = Path(tempfile.mkdtemp(prefix=temp_prefix(out.name, "old"), dir=out.parent))
     os.rename(out, old / "result")
     try:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from groc_base.checks import in_cli, option
 from groc_base.errors import CorpusError, UnknownLanguageError
 from groc_base.fileio import read_bytes
 
@@ -154,8 +155,15 @@ def find_split(root: Path, lang: str, split: str) -> Path:
             return candidate
     raise CorpusError(
         f"no {split} split for {lang!r}: expected {candidates[0]} (or {split}.conllu); check the corpus "
-        f"root, or prepare it with `polyglot-groc data prepare --lang {lang} --input FILE... --out {root}`"
+        f"root, or prepare it with {prepare_hint(lang, root)}"
     )
+
+
+def prepare_hint(lang: str, root: object) -> str:
+    """How to prepare ``lang``'s corpus from one's own files, in the face the user is in."""
+    if in_cli():
+        return f"`polyglot-groc data prepare --lang {lang} --input FILE... --out {root}`"
+    return f"pg.prepare_language(lang={lang!r}, inputs=[FILE, ...], out={str(root)!r})"
 
 
 def has_corpus(root: Path, lang: str) -> bool:
@@ -177,18 +185,18 @@ def check_corpora(root: Path, codes: Sequence[str], *, primary: Sequence[str] = 
             continue
         from .prepare import SOURCES  # prepare imports this module
 
-        how = f"`polyglot-groc data prepare --lang {code} --input FILE... --out {root}`"
-        if code in SOURCES:
+        how = prepare_hint(code, root)
+        if code in SOURCES and in_cli():
             how = f"`polyglot-groc data prepare --langs {code} --out {root}` (shared text) or {how}"
         owners = [p for p in primary if code in registry.partners(p)] if code not in primary else []
         if owners:
             raise CorpusError(
-                f"{code!r} is the related language of {owners[0]!r} (--with related) but has no corpus in {root} "
-                f"(no {Path(root) / code / 'train.txt'}); prepare it with {how}, or name another partner with "
-                f"--with CODE"
+                f"{code!r} is the related language of {owners[0]!r} ({option('with_related', True)}) but has no corpus "
+                f"in {root} (no {Path(root) / code / 'train.txt'}); prepare it with {how}, or name another partner "
+                f"with {option('extra_langs', 'CODE')}"
             )
         raise CorpusError(f"language {code!r} has no corpus in {root} (no {Path(root) / code / 'train.txt'}); "
-                          f"prepare it with {how}, or pass another --data")
+                          f"prepare it with {how}, or pass another {option('data')}")
 
 
 @dataclass(frozen=True)

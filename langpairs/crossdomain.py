@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from groc_base.checks import check_output
+from groc_base.checks import check_output, option
 from groc_base.errors import ConfigError, CorpusError
 from groc_base.fileio import atomic_output_dir, atomic_write_bytes
 
@@ -138,10 +138,11 @@ def prepare_crossdomain_en(data_root: Path, out: Path, train_tokens: int = 1_000
     """
     check_output(out, overwrite, directory=True)
     if min(train_tokens, eval_tokens, finetune_tokens) < 100:
-        raise ConfigError("token budgets must be at least 100; e.g. --train-tokens 1000000 --eval-tokens 20000")
+        raise ConfigError(f"token budgets must be at least 100; e.g. {option('train_tokens', 1000000)} "
+                          f"{option('eval_tokens', 20000)}")
     text_root = Path(data_root) / "text"
     if not text_root.is_dir():
-        raise CorpusError(f"{text_root} does not exist; pass --data-root or set POLYGLOT_GROC_DATA")
+        raise CorpusError(f"{text_root} does not exist; pass {option('data_root')} or set POLYGLOT_GROC_DATA")
     brown = _brown(text_root)
     pools = {
         "nonfiction": sorted(brown["nonfiction"], key=lambda d: _order("nf:" + d[0])),

@@ -17,6 +17,13 @@ default the language's (``toktok`` unless its registry entry says otherwise), so
 give the same corpus on every machine; ``auto`` is refused here because what it runs depends on
 which Stanza models are installed.
 
+Plain text is inspected before it is tokenised, because scraped and downloaded text carries more
+than words: Leipzig's ``id<TAB>sentence`` lines (the shared data's own format), HTML/XML markup
+(``<b>12</b>`` verse numbers, ``&amp;``), and metadata header lines at the top of a file or block
+(``Title: ...``, ``Author: ...``). ``clean`` chooses what is removed: by default only Leipzig ids
+(unambiguous); ``markup`` and ``headers`` on request. Whatever is found and kept is logged as a
+warning with its count and the option that removes it, and the manifest records both.
+
 Splits are deterministic: units (sentences with ``split_by="line"``, documents with
 ``"document"``) keep their order, or are put in a seeded hash order with ``shuffle``; train comes
 first, then valid, then test, cut by cumulative tokens (a unit belongs where its middle token
@@ -38,9 +45,11 @@ import contextlib
 import fcntl
 import gzip
 import hashlib
+import html
 import json
 import logging
 import os
+import re
 import shutil
 import zlib
 from collections import Counter
@@ -51,6 +60,7 @@ from typing import Any
 
 import numpy as np
 
+from groc_base.checks import option
 from groc_base.errors import ConfigError, CorpusError
 from groc_base.fileio import (
     atomic_write_bytes,
@@ -68,8 +78,10 @@ from .registry import Language, LanguageRegistry, load_registry
 from .tokenize import SentenceTokenizer, make_tokenizer
 
 __all__ = [
+    "CLEANING",
     "SPLIT_BY",
     "TEXT_FORMATS",
+    "clean_text",
     "PreparedLanguage",
     "SplitStats",
     "manifest_lock",
@@ -90,6 +102,17 @@ TEXT_FORMATS: tuple[str, ...] = ("lines", "paragraphs", "running")
 SPLIT_BY: tuple[str, ...] = ("line", "document")
 #: Tokenisers prepare_language accepts (``auto`` is machine-dependent, see the module docstring).
 PREPARE_TOKENIZERS: tuple[str, ...] = ("toktok", "stanza", "whitespace")
+
+#: What ``clean`` may remove from plain text: Leipzig sentence ids, HTML/XML markup, header lines.
+CLEANING: tuple[str, ...] = ("ids", "markup", "headers")
+#: Removed unless told otherwise: Leipzig ids are unambiguous (every line ``<number><TAB>``).
+DEFAULT_CLEANING: tuple[str, ...] = ("ids",)
+
+_LEIPZIG_LINE = re.compile(r"^\d+\t")
+_TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>|<!--.*?-->", re.DOTALL)
+_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,30}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
+#: A metadata header line: a short capitalised key, a colon, a value ("Title: ...", "Release Date: ...").
+_HEADER = re.compile(r"^[^\W\d_][\w'/-]*(?: [\w'/-]+){0,3}:[ \t]+\S")
 
 _CONLLU_SUFFIXES = (".conllu", ".conllu.gz")
 _PUNKT_SAMPLE_MAX_CHARS = 1_000_000
@@ -201,6 +224,77 @@ def _read_input(path: Path, text_format: str) -> _Input:
     return _Input(path, kind, raw, text)
 
 
+def parse_cleaning(clean: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``clean`` as a tuple of :data:`CLEANING` names (None: :data:`DEFAULT_CLEANING`; ``none``: nothing;
+    ``all``: everything); a comma-separated string or a sequence."""
+    if clean is None:
+        return DEFAULT_CLEANING
+    names = [c.strip() for c in clean.split(",")] if isinstance(clean, str) else [str(c).strip() for c in clean]
+    names = [c for c in names if c]
+    if names == ["none"]:
+        return ()
+    if names == ["all"]:
+        return CLEANING
+    bad = [c for c in names if c not in CLEANING]
+    if bad:
+        raise ConfigError(f"{option('clean', ','.join(names))}: {bad[0]!r} is unknown; use a comma-separated list of "
+                          f"{', '.join(CLEANING)}, or all, or none")
+    return tuple(dict.fromkeys(names))
+
+
+def clean_text(text: str, clean: Sequence[str] = DEFAULT_CLEANING) -> tuple[str, dict[str, int], dict[str, str]]:
+    """``(text with the ``clean`` kinds removed, what was found of each kind, an example of each)``.
+
+    ``ids``: Leipzig's leading ``<number><TAB>`` when EVERY non-blank line has one (counted in
+    lines); ``markup``: HTML/XML tags and comments (each replaced by a space) and character
+    entities (decoded), counted in tags and entities; ``headers``: metadata lines (``Key: value``)
+    heading the text or a blank-line block, counted in lines. Kinds not in ``clean`` are counted
+    and left in place.
+    """
+    found: dict[str, int] = {}
+    examples: dict[str, str] = {}
+    lines = text.split("\n")
+    nonblank = [line for line in lines if line.strip()]
+    if nonblank and all(_LEIPZIG_LINE.match(line) for line in nonblank):
+        found["ids"] = len(nonblank)
+        examples["ids"] = nonblank[0][:60]
+        if "ids" in clean:
+            lines = [_LEIPZIG_LINE.sub("", line) for line in lines]
+    # Header runs: consecutive "Key: value" lines heading the text or a blank-line block, at most 20
+    # each; when they make up most of the text it is dialogue or a glossary, not metadata.
+    heads: list[int] = []
+    run: list[int] = []
+    at_start = True
+    for i, line in enumerate(lines + [""]):
+        if at_start and line.strip() and _HEADER.match(line.strip()):
+            run.append(i)
+            continue
+        if run and len(run) <= 20:
+            heads.extend(run)
+        run = []
+        at_start = not line.strip()
+    if heads and 2 * len(heads) > len(nonblank):
+        heads = []
+    if heads:
+        found["headers"] = len(heads)
+        examples["headers"] = lines[heads[0]].strip()[:60]
+        if "headers" in clean:
+            drop = set(heads)
+            lines = [line for i, line in enumerate(lines) if i not in drop]
+    text = "\n".join(lines)
+    tags = _TAG.findall(text)
+    entities = _ENTITY.findall(text)
+    if tags or entities:
+        found["markup"] = len(tags) + len(entities)
+        examples["markup"] = (tags or entities)[0][:60]
+        if "markup" in clean:
+            text = html.unescape(_TAG.sub(" ", text))
+    return text, found, examples
+
+
+_WHAT = {"ids": "Leipzig sentence ids", "markup": "HTML/XML tags or entities", "headers": "metadata header lines"}
+
+
 def _blocks(text: str) -> Iterator[list[str]]:
     """Groups of non-blank lines separated by blank lines (stripped)."""
     block: list[str] = []
@@ -277,8 +371,9 @@ def _assign(counts: Sequence[int], valid: float | int, test: float | int) -> np.
     v = valid * total if isinstance(valid, float) else float(valid)
     t = test * total if isinstance(test, float) else float(test)
     if v + t >= total:
-        raise ConfigError(f"--valid and --test ask for {v + t:.0f} held-out tokens but the input has only "
-                          f"{total:.0f}; ask for fewer (e.g. --valid 0.1 --test 0.1) or add text")
+        raise ConfigError(f"{option('valid')} and {option('test')} ask for {v + t:.0f} held-out tokens but the "
+                          f"input has only {total:.0f}; ask for fewer (e.g. {option('valid', 0.1)} "
+                          f"{option('test', 0.1)}) or add text")
     mid = np.cumsum(c) - c / 2  # (U,) a unit belongs where its middle token falls
     bounds = np.asarray([total - v - t, total - t])  # (2,) end of train, end of valid
     index = np.searchsorted(bounds, mid, side="right")  # (U,) in {0, 1, 2}
@@ -313,22 +408,22 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         return {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": {}}
     except (OSError, ValueError) as exc:
         raise CorpusError(f"{path} is unreadable ({exc}); move it away (the corpora next to it stay "
-                          f"usable) or choose another --out") from exc
+                          f"usable) or choose another {option('out')}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT \
             or not isinstance(manifest.get("languages"), dict):
         raise CorpusError(f"{path} is not a polyglot-groc prepare.json (format {MANIFEST_FORMAT}); move it away "
-                          f"or choose another --out")
+                          f"or choose another {option('out')}")
     return manifest
 
 
 def _check_free(out: Path, lang: str, overwrite: bool) -> None:
     if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file, not a folder; give a folder path")
+        raise ConfigError(f"{option('out')} {out} is a file, not a folder; give a folder path")
     target = out / lang
     in_manifest = lang in _read_manifest(out / MANIFEST_NAME).get("languages", {}) if out.is_dir() else False
     if (target.exists() or in_manifest) and not overwrite:
-        raise ConfigError(f"{target} already holds language {lang!r}; pass --overwrite to replace it, or choose "
-                          f"another --out")
+        raise ConfigError(f"{target} already holds language {lang!r}; pass {option('overwrite', True)} to replace it, "
+                          f"or choose another {option('out')}")
 
 
 def _install_dir(tmp: Path, target: Path) -> None:
@@ -381,7 +476,7 @@ def _library_versions(tokenizer: str) -> dict[str, str]:
 def _write_language(tmp: Path, code: str, language: Language, split_sentences: Mapping[str, list[list[str]]],
                     per_input: list[dict[str, Any]], text: str, tok: SentenceTokenizer | None, mode: str,
                     splitter: str | None, split_by: str, valid_size: float | int, test_size: float | int,
-                    shuffle: bool, seed: int, dedupe: bool, duplicates: int,
+                    shuffle: bool, seed: int, dedupe: bool, cleaning: Sequence[str], duplicates: int,
                     n_units: int) -> tuple[dict[str, SplitStats], dict[str, Any]]:
     """Write the three splits into the temporary folder ``tmp``; their counts and the manifest entry."""
     stats: dict[str, SplitStats] = {}
@@ -408,6 +503,7 @@ def _write_language(tmp: Path, code: str, language: Language, split_sentences: M
         "split": {"by": split_by, "valid": valid_size, "test": test_size, "order": "seeded hash" if shuffle
                   else "text order (held-out last)", "shuffle": shuffle, "seed": seed, "units": n_units},
         "dedupe": dedupe,
+        "clean": list(cleaning),
         "duplicates_dropped": duplicates,
         "counts": {"sentences": sum(s.sentences for s in stats.values()), "tokens": all_tokens,
                    "types": all_types, "type_token_ratio": round(all_types / all_tokens, 4)},
@@ -431,12 +527,14 @@ def prepare_language(
     shuffle: bool = False,
     seed: int = 0,
     dedupe: bool = False,
+    clean: str | Sequence[str] | None = None,
     overwrite: bool = False,
 ) -> PreparedLanguage:
     """Tokenise ``inputs`` (text or CoNLL-U, plain or ``.gz``) into ``out/<lang>/{train,valid,test}.txt``.
 
     Args:
-        lang: a code the registry knows (built in, or from a languages file).
+        lang: a code the registry knows (built in, or from a languages file), or its ISO 639-3/639-2
+            code or English name (``tgl``, ``Tagalog``).
         inputs: the files, read in the order given.
         out: the corpus folder; ``out/prepare.json`` gets (or updates) this language's entry.
         registry: the languages (default :func:`langpairs.registry.load_registry`: built-in plus
@@ -449,6 +547,11 @@ def prepare_language(
         shuffle, seed: put the units in a seeded hash order before cutting (default: text order,
             held-out text last).
         dedupe: drop repeated sentences (the first is kept).
+        clean: what to remove from plain text before tokenising (:func:`clean_text`): a list (or
+            comma-separated string) of ``ids`` (Leipzig's leading sentence ids), ``markup`` (HTML/XML
+            tags and entities), ``headers`` (``Key: value`` metadata lines heading the text or a
+            block); ``all`` or ``none``. Default: ``ids`` only; markup and headers found and kept are
+            warned about with their counts.
         overwrite: replace ``out/<lang>`` if it exists.
 
     Returns:
@@ -464,27 +567,28 @@ def prepare_language(
         ResourceMissingError: ``tokenizer="stanza"`` without its model installed.
     """
     registry = registry if registry is not None else load_registry()
-    language = registry.get(lang)
+    language = registry.resolve(lang)  # a code, or its ISO 639-3/639-2 code or name ("tgl", "Tagalog")
     code = language.code
     if text not in TEXT_FORMATS:
-        raise ConfigError(f"--text {text!r} is unknown; use lines (a sentence per line), paragraphs (a paragraph "
-                          f"per line) or running (paragraphs between blank lines)")
+        raise ConfigError(f"{option('text', text)} is unknown; use lines (a sentence per line), paragraphs (a "
+                          "paragraph per line) or running (paragraphs between blank lines)")
     if split_by not in SPLIT_BY:
-        raise ConfigError(f"--split-by {split_by!r} is unknown; use line or document")
+        raise ConfigError(f"{option('split_by', split_by)} is unknown; use line or document")
     mode = tokenizer if tokenizer is not None else language.tokenizer
     if mode == "auto":
         raise ConfigError("tokenizer 'auto' gives different corpora depending on which stanza models are installed; "
                           "name one: toktok (the default, rule-based), stanza or whitespace (pre-tokenised text)")
     if mode not in PREPARE_TOKENIZERS:
-        raise ConfigError(f"--tokenizer {mode!r} is unknown; use {', '.join(PREPARE_TOKENIZERS)}")
+        raise ConfigError(f"{option('tokenizer', mode)} is unknown; use {', '.join(PREPARE_TOKENIZERS)}")
     valid_size, test_size = parse_split_size(valid, "valid"), parse_split_size(test, "test")
+    cleaning = parse_cleaning(clean)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ConfigError(f"--seed {seed!r} must be an integer")
+        raise ConfigError(f"{option('seed', seed)} must be an integer")
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
     paths = [Path(p).expanduser() for p in inputs]
     if not paths:
-        raise ConfigError("no input files; pass --input FILE (text, .conllu or .gz), one or more")
+        raise ConfigError(f"no input files; pass {option('inputs')} FILE (text, .conllu or .gz), one or more")
     seen_paths: set[Path] = set()
     for path in paths:
         if path.resolve() in seen_paths:
@@ -494,6 +598,20 @@ def prepare_language(
     _check_free(out, code, overwrite)
 
     items = [_read_input(path, text) for path in paths]
+    cleaned: dict[Path, dict[str, Any]] = {}
+    for item in items:
+        if item.kind == "conllu":
+            continue
+        item.text, found, examples = clean_text(item.text, cleaning)
+        removed = {k: n for k, n in found.items() if k in cleaning}
+        left = {k: n for k, n in found.items() if k not in cleaning}
+        cleaned[item.path] = {"removed": removed, "kept": left}
+        if removed:
+            logger.info("input %s: removed %s", item.path, ", ".join(f"{n} {_WHAT[k]}" for k, n in removed.items()))
+        if left:
+            logger.warning("input %s holds %s, kept as text; remove them with %s", item.path,
+                           "; ".join(f"{n} {_WHAT[k]} (e.g. {examples[k]!r})" for k, n in left.items()),
+                           option("clean", ",".join(k for k in CLEANING if k in left or k in cleaning)))
     plain = [i for i in items if i.kind != "conllu"]
     tok: SentenceTokenizer | None = None
     splitter: str | None = None
@@ -533,11 +651,13 @@ def prepare_language(
             else:
                 units.extend([s] for s in kept)
         if n_tok == 0:
-            raise CorpusError(f"input {item.path} has no tokens{' left after --dedupe' if dedupe else ''}; "
+            raise CorpusError(f"input {item.path} has no "
+                              f"tokens{' left after ' + option('dedupe', True) if dedupe else ''}; "
                               f"give a file with text in it")
         per_input.append({"path": str(item.path.resolve()), "sha256": hashlib.sha256(item.raw).hexdigest(),
                           "bytes": len(item.raw), "format": item.kind if item.kind == "conllu" else f"text/{item.kind}",
-                          "sentences": n_sent, "tokens": n_tok})
+                          "sentences": n_sent, "tokens": n_tok,
+                          **({"cleaning": cleaned[item.path]} if item.path in cleaned else {})})
 
     order = list(range(len(units)))
     if shuffle:
@@ -551,8 +671,8 @@ def prepare_language(
     unit_name = "documents" if split_by == "document" else "sentences"
     for split in SPLITS:
         if not split_sentences[split]:
-            fix = ("use --split-by line, or give more documents" if split_by == "document"
-                   else "give more text, or larger --valid/--test")
+            fix = (f"use {option('split_by', 'line')}, or give more documents" if split_by == "document"
+                   else f"give more text, or larger {option('valid')}/{option('test')}")
             raise CorpusError(f"{code}: the {split} split came out empty ({len(units)} {unit_name}, "
                               f"{sum(counts)} tokens); {fix}")
 
@@ -565,7 +685,7 @@ def prepare_language(
         try:
             stats, entry = _write_language(tmp, code, language, split_sentences, per_input, text, tok, mode,
                                            splitter, split_by, valid_size, test_size, shuffle, seed, dedupe,
-                                           duplicates, len(units))
+                                           cleaning, duplicates, len(units))
             with manifest_lock(out):
                 _check_free(out, code, overwrite)  # another process may have prepared it meanwhile
                 manifest_path = out / MANIFEST_NAME

@@ -45,10 +45,11 @@ from typing import Any
 
 import numpy as np
 
+from groc_base.checks import option
 from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
 from groc_base.fileio import atomic_write_bytes, make_temp_dir, named_for_user, removing_new_dirs, write_then_rename
 
-from .corpus import EOS, SPLITS, decode_utf8
+from .corpus import EOS, SPLITS, decode_utf8, prepare_hint
 from .files import LOCK_NAME, _sweep, _write_manifest_then, manifest_lock
 from .tokenize import SentenceTokenizer, make_tokenizer
 
@@ -109,7 +110,7 @@ def _text_root(data_root: Path) -> Path:
         if (candidate / "leipzig").is_dir() or (candidate / "palito").is_dir():
             return candidate
     raise CorpusError(
-        f"{data_root} holds no text/leipzig or text/palito folder; point data_root at the shared data "
+        f"{data_root} holds no text/leipzig or text/palito folder; point {option('data_root')} at the shared data "
         f"folder ($POLYGLOT_GROC_DATA)"
     )
 
@@ -345,8 +346,8 @@ def prepare_corpora(
     if unknown:
         raise UnknownLanguageError(
             f"the shared text has no source for language(s) {', '.join(map(repr, unknown))} (it has "
-            f"{', '.join(SOURCES)}); prepare your own text with `polyglot-groc data prepare --lang "
-            f"{unknown[0]} --input FILE... --out DIR` (a new language also needs a --languages file)"
+            f"{', '.join(SOURCES)}); prepare your own text with {prepare_hint(unknown[0], 'DIR')} (a new language "
+            f"also needs a languages file: {option('languages', 'FILE')})"
         )
     for name, value in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -358,7 +359,7 @@ def prepare_corpora(
                     if (out / lang / f"{split}.txt").exists()]
         if existing:
             raise ConfigError(f"{existing[0]} already exists ({len(existing)} corpus files would be replaced); "
-                              "pass --overwrite or choose another --out")
+                              f"pass {option('overwrite', True)} or choose another {option('out')}")
     budgets = {"train": train_tokens, "valid": eval_tokens, "test": eval_tokens}
 
     manifest_path = out / MANIFEST_NAME
@@ -387,7 +388,8 @@ def prepare_corpora(
                 taken = [lang for lang in codes if (out / lang).exists()]
                 if taken and not overwrite:  # another process prepared it while this one ran
                     raise ConfigError(f"{out / taken[0]} was written by another process while this one ran (it is "
-                                      "kept); choose another --out, or run again with --overwrite to replace it")
+                                      f"kept); choose another {option('out')}, or run again with "
+                                      f"{option('overwrite', True)} to replace it")
                 manifest = _load_manifest(manifest_path)
                 languages: dict[str, Any] = {**dict(manifest.get("languages", {})), **entries}
                 manifest = {"format": MANIFEST_FORMAT, "tool": "langpairs.prepare", "languages": languages}

@@ -12,6 +12,7 @@ config (:meth:`LanguageRegistry.from_config`). A run records the entries it used
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import re
 import tomllib
@@ -20,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groc_base.checks import check_input_file
+from groc_base.checks import check_input_file, option
 from groc_base.errors import ConfigError, UnknownLanguageError
 from groc_base.languages import to_iso3
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "APOSTROPHE_MODES",
@@ -194,10 +197,26 @@ def _normalise_code(code: str) -> str:
     return code.strip().lower()
 
 
+#: ISO 639-2/B codes that differ from the 639-3 (= 639-2/T) ones, for the languages that have them.
+_ISO639_2B: dict[str, str] = {"fra": "fre", "deu": "ger", "nld": "dut", "zho": "chi", "ces": "cze", "ell": "gre",
+                              "fas": "per", "msa": "may", "ron": "rum", "slk": "slo", "sqi": "alb", "hye": "arm",
+                              "eus": "baq", "mya": "bur", "kat": "geo", "isl": "ice", "mkd": "mac", "mri": "mao",
+                              "bod": "tib", "cym": "wel"}
+
+
+def _aliases(language: Language) -> tuple[str, ...]:
+    """Other names a user may give ``language`` by: its ISO 639-3 and 639-2/B codes and its name."""
+    out = [language.iso3, language.name.lower()]
+    if language.iso3 in _ISO639_2B:
+        out.append(_ISO639_2B[language.iso3])
+    return tuple(a for a in out if a != language.code)
+
+
 def _how_to_add(code: object) -> str:
     shown = code if isinstance(code, str) and _CODE_RE.match(code.strip().lower()) else "<code>"
     return (f"to add one, write a languages file with a [languages.{shown}] section (name, iso3, script; "
-            f"optional related, wordnets, tokenizer) and pass it with --languages FILE or ${LANGUAGES_ENV}")
+            f"optional related, wordnets, tokenizer) and pass it with {option('languages', 'FILE')} or "
+            f"${LANGUAGES_ENV}")
 
 
 class LanguageRegistry:
@@ -221,9 +240,38 @@ class LanguageRegistry:
         except (KeyError, TypeError) as exc:
             raise self._unknown(code) from exc
 
+    def resolve(self, name: str) -> Language:
+        """The language ``name`` means: its code, else its ISO 639-3 or 639-2/B code or its English name
+        (case-insensitive): ``tgl``, ``Tagalog`` -> ``tl``. Anything else is :class:`UnknownLanguageError`,
+        with a suggestion when one is close. Parse user input with this; the code it returns is the one
+        folders, runs and wordnets use."""
+        key = _normalise_code(name) if isinstance(name, str) else name
+        if key in self._languages:
+            return self._languages[key]
+        if isinstance(key, str):
+            matches = [lang for lang in self._languages.values() if key in _aliases(lang)]
+            if len(matches) == 1:
+                logger.info("language %r is %s: using its code %r", name, matches[0].name, matches[0].code)
+                return matches[0]
+        raise self._unknown(name)
+
     def _unknown(self, code: object) -> UnknownLanguageError:
         known = ", ".join(self._languages) or "(none)"
-        return UnknownLanguageError(f"unknown language code {code!r}; known codes: {known}; {_how_to_add(code)}")
+        hint = ""
+        if isinstance(code, str):
+            close = self._closest(_normalise_code(code))
+            if close is not None:
+                hint = f"did you mean {close.code!r} ({close.name}, ISO 639-3 {close.iso3})? "
+        return UnknownLanguageError(f"unknown language code {code!r}; {hint}known codes: {known}; "
+                                    f"{_how_to_add(code)}")
+
+    def _closest(self, key: str) -> Language | None:
+        """The registered language whose code, ISO codes or name ``key`` is closest to (None: none close)."""
+        import difflib
+
+        names = {alias: lang for lang in self._languages.values() for alias in (lang.code, *_aliases(lang))}
+        found = difflib.get_close_matches(key, list(names), n=1, cutoff=0.75)
+        return names[found[0]] if found else None
 
     @property
     def codes(self) -> tuple[str, ...]:
@@ -259,7 +307,8 @@ class LanguageRegistry:
             language = self.get(code)
             raise ConfigError(
                 f"language {language.code!r} has no related language; set `related = [\"xx\"]` in its "
-                f"[languages.{language.code}] section (--languages FILE) or name the partner explicitly (--with xx)"
+                f"[languages.{language.code}] section ({option('languages', 'FILE')}) or name the partner explicitly "
+                f"({option('extra_langs', 'xx')})"
             )
         return partners[0]
 
@@ -410,7 +459,8 @@ def read_languages_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     try:
         data = path.read_bytes()
     except FileNotFoundError as exc:
-        raise ConfigError(f"languages file {path} does not exist; check --languages or ${LANGUAGES_ENV}") from exc
+        raise ConfigError(f"languages file {path} does not exist; check {option('languages')} or "
+                          f"${LANGUAGES_ENV}") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read languages file {path} ({exc.strerror or exc}); check the path") from exc
     try:
@@ -458,6 +508,9 @@ def parse_lang_spec(
 ) -> tuple[str, ...]:
     """Parse ``--langs`` / ``--with`` into validated, deduplicated codes, first-seen order kept.
 
+    A language may be named by its code, its ISO 639-3 or 639-2/B code or its English name
+    (``tgl``, ``Tagalog``: ``tl``; :meth:`LanguageRegistry.resolve`); the result holds codes.
+
     ``langs`` is a comma-separated list (``"en,fr"``). ``with_`` adds languages after them: a
     code or comma list (``"en"``) and/or the keyword ``"related"`` (each language's related
     languages), so ``parse_lang_spec("fr", "related") == ("fr", "en")``.
@@ -465,7 +518,7 @@ def parse_lang_spec(
     registry = registry if registry is not None else default_registry()
     if not isinstance(langs, str):
         raise ConfigError(f"language spec must be a comma-separated string such as 'en,fr', got {langs!r}")
-    primary = [registry.get(code).code for code in _split_codes(langs)]
+    primary = [registry.resolve(code).code for code in _split_codes(langs)]
     if not primary:
         raise ConfigError(
             f"no languages given ({langs!r}); pass comma-separated codes such as 'en,fr' "
@@ -478,5 +531,5 @@ def parse_lang_spec(
                 registry.related_to(code)  # a language without partners is an error, not a no-op
                 extra.extend(registry.partners(code))
         else:
-            extra.append(registry.get(item).code)
+            extra.append(registry.resolve(item).code)
     return tuple(dict.fromkeys([*primary, *extra]))

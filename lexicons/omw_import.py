@@ -36,6 +36,7 @@ from typing import IO
 from xml.sax.saxutils import escape as xml_escape
 from xml.sax.saxutils import quoteattr
 
+from groc_base.checks import option
 from groc_base.errors import (
     InputError,
     LexiconDownloadError,
@@ -524,6 +525,12 @@ def lexicon_id(lang: str, source: str = "tab") -> str:
     return f"{'wikt' if source == 'wikt' else 'omw'}-{normalize_lang(lang)}"
 
 
+def tab_source(path: Path) -> str:
+    """``wikt`` for OMW's Wiktionary-derived files (``wn-wikt-<iso3>.tab``), else ``tab``: the same file gets
+    the same lexicon id whichever way it is imported (``lexicon import --langs`` or a path)."""
+    return "wikt" if Path(path).name.startswith("wn-wikt-") else "tab"
+
+
 def _digest(paths: Sequence[Path]) -> str:
     h = hashlib.sha256(f"polyglot-groc-lmf/{CONVERTER_VERSION}".encode())
     for path in paths:
@@ -551,7 +558,7 @@ def _find_tab(data_root: Path, lang: str) -> tuple[Path, str]:
         return tabs[0], "tab"
     wikt = data_root / "omw" / "wikt" / f"wn-wikt-{iso3}.tab"
     if wikt.is_file():
-        return wikt, "wikt"
+        return wikt, tab_source(wikt)
     have = sorted(
         {normalize_lang(p.stem.rsplit("-", 1)[-1]) for p in (data_root / "omw").glob("*/**/wn-*.tab")} | {"en"}
     )
@@ -597,7 +604,7 @@ def import_omw(
     if data_root is None:
         env = os.environ.get(DATA_ENV)
         if not env:
-            raise LexiconMissingError(f"no data root given and {DATA_ENV} is not set; pass --data DIR")
+            raise LexiconMissingError(f"no data root given and {DATA_ENV} is not set; pass {option('data_root')} DIR")
         data_root = env
     root = Path(data_root).expanduser()
     if not root.is_dir():
@@ -626,6 +633,9 @@ def import_omw(
         return list(specs.values())
 
     t0 = time.perf_counter()
+    # Progress at INFO (the CLI shows it): an import takes about a minute, most of it in wn.add.
+    logger.info("importing %s into %s: reading princeton wordnet 3.0 and the ili map...", ", ".join(
+        specs[lang] for lang in todo), wn_dir)
     pwn = read_pwn(pwn_path)
     ili = read_ili_map(ili_path)
     logger.info("parsed pwn 3.0 (%d synsets) in %.1fs", len(pwn.synsets), time.perf_counter() - t0)
@@ -633,8 +643,11 @@ def import_omw(
     # One import at a time into wn_dir, all the languages or none (lexicons.wn_install).
     with writing_wordnets(wn_dir) as db_dir:
         installed = _installed_specs(db_dir)  # again: an import that held the lock may have added them
-        for lang in [x for x in todo if force or specs[x] not in installed]:
+        work = [x for x in todo if force or specs[x] not in installed]
+        for done, lang in enumerate(work, start=1):
             t1 = time.perf_counter()
+            logger.info("[%d/%d] converting %s to WN-LMF and adding it to wn's database (tens of seconds)...", done,
+                        len(work), specs[lang])
             if lang == "en":
                 lex = _english_lexicon(pwn, ili, versions["en"])
             else:
@@ -688,7 +701,9 @@ def import_tab_file(
     data_root: Path | str | None = None,
     force: bool = False,
 ) -> tuple[str, str, bool, bool]:
-    """Convert one user OMW tab file (PWN 3.0 offsets) to WN-LMF and install it as ``omw-<lang>:3.0+<hash>``.
+    """Convert one user OMW tab file (PWN 3.0 offsets) to WN-LMF and install it as ``omw-<lang>:3.0+<hash>``
+    (``wikt-<lang>`` for OMW's Wiktionary files: :func:`tab_source`), the specifier ``lexicon import --langs``
+    gives the same file from the shared data.
 
     ``ili_map`` (default ``<data_root>/omw/ili-map-pwn30.tab``) links its synsets to ILI ids;
     with PWN 3.0 under ``data_root`` its hyponym relations and sense order are used, without it
@@ -703,32 +718,37 @@ def import_tab_file(
         raise InputError(f"omw tab file {path} is not utf-8 ({exc}); re-encode it as utf-8") from exc
     code = normalize_lang(lang) if lang else (normalize_lang(labels[0]) if labels else "")
     if not code:
-        raise InputError(f"cannot tell the language of {path} (no iso3 header, no 'xxx:lemma' labels); pass --lang")
+        raise InputError(f"cannot tell the language of {path} (no iso3 header, no 'xxx:lemma' labels); pass "
+                         f"{option('lang')}")
     iso3 = to_iso3(code)
     if ili_map is None and data_root is not None:
         ili_map = data_root / "omw" / "ili-map-pwn30.tab"
     if ili_map is None or not ili_map.is_file():
         raise LexiconMissingError("an omw tab file needs the ili map (ili-map-pwn30.tab) to link its synsets: pass "
-                                  "--ili-map FILE or --data with the shared data root (omw/ili-map-pwn30.tab)"
+                                  f"{option('ili_map')} FILE or {option('data_root')} with the shared data root "
+                                  "(omw/ili-map-pwn30.tab)"
                                   + (f"; {ili_map} does not exist" if ili_map is not None else ""))
     tab = read_tab(path, iso3)
     if not tab.lemmas:
         raise InputError(f"{path} has no lemmas labelled {iso3!r} (labels found: {', '.join(labels) or 'none'}); "
-                                 f"pass --lang with the file's language")
+                                 f"pass {option('lang')} with the file's language")
     pwn_path = None
     if data_root is not None:
         try:
             pwn_path = _find_pwn(data_root)
         except LexiconMissingError:
             pwn_path = None
-    inputs = [path, ili_map, *([pwn_path if pwn_path.is_file() else pwn_path / "data.noun"] if pwn_path else [])]
+    # Hashed in import_omw's order (PWN, ILI map, tab): one file, one specifier, whichever way it comes in.
+    inputs = [*([pwn_path if pwn_path.is_file() else pwn_path / "data.noun"] if pwn_path else []), ili_map, path]
     version = f"{_PWN_VERSION}+{_digest(inputs)}"
-    lex_id = lexicon_id(code, "tab")
+    source = tab_source(path)
+    lex_id = lexicon_id(code, source)
     spec = f"{lex_id}:{version}"
     already = spec in _installed_specs(wn_dir)
     if already and not force:
         logger.info("already installed: %s", spec)
         return spec, code, True, pwn_path is not None
+    logger.info("importing %s into %s (converting to WN-LMF, then adding it to wn's database)...", spec, wn_dir)
     ili = read_ili_map(ili_map)
     if pwn_path is not None:
         pwn = read_pwn(pwn_path)
@@ -742,8 +762,9 @@ def import_tab_file(
                                  f"is a synset of {against}, so the wordnet would be empty; an omw tab file needs "
                                  "princeton wordnet 3.0 offsets (convert 3.1 or 2.0 offsets first)")
     if pwn_path is None:
-        logger.warning("no princeton wordnet 3.0 given (--data): %s gets no relations of its own", spec)
-    lex = _other_lexicon(code, "tab", tab, pwn, ili, version, _label_of(path, code), _license_of(path))
+        logger.warning("no princeton wordnet 3.0 given (%s): %s gets no relations of its own", option("data_root"),
+                       spec)
+    lex = _other_lexicon(code, source, tab, pwn, ili, version, _label_of(path, code), _license_of(path))
     with writing_wordnets(wn_dir) as db_dir:  # one import at a time, all or nothing (lexicons.wn_install)
         already = spec in _installed_specs(db_dir)
         if already and not force:  # an import that held the lock installed it meanwhile

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groc_base.checks import check_input_file
+from groc_base.checks import check_input_file, option
 from groc_base.errors import InputError, LexiconError, LexiconFormatError
 from lexicons.omw_import import import_tab_file
 from lexicons.wn_backend import default_wn_dir, installed_lexicons, wn_data_dir
@@ -173,7 +173,8 @@ def import_wordnet_file(
     kind = _kind(source)
     if kind == "wn-lmf":
         if lang is not None or ili_map is not None:
-            raise InputError("--lang and --ili-map are for omw tab files; a WN-LMF file names its language and "
+            raise InputError(f"{option('lang')} and {option('ili_map')} are for omw tab files; a WN-LMF file "
+                             f"names its language and "
                              "ILI ids itself")
         return _add_lmf(source, where, force)
     spec, code, already, pwn = import_tab_file(source, where, lang=lang, ili_map=ili_map, data_root=data_root,

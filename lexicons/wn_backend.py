@@ -50,12 +50,14 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from groc_base.checks import in_cli, option
 from groc_base.errors import InputError, LexiconError, LexiconMissingError
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
@@ -590,7 +592,9 @@ class WnLexicon:
                 selected = ", ".join(x.spec for x in self._chosen)
                 raise LexiconMissingError(
                     f"no wordnet for language {lang!r} among the selected lexicons ({selected}); "
-                    f"select one (e.g. --lexicon SPEC) or install it with `polyglot-groc lexicon import --langs {lang}`"
+                    f"select one (e.g. {option('lexicon', 'SPEC')}) or install it with "
+                    + (f"`polyglot-groc lexicon import --langs {lang}`" if in_cli() else
+                       f"lexicons.omw_import.import_omw(langs=[{lang!r}])")
                 )
         same_lang = normalize_lang(src_lang) == normalize_lang(tgt_lang)
 
@@ -685,12 +689,17 @@ class WnLexicon:
             self._loader = "sql" if _schema_is_known(self._conn) else "api"
             if self._loader == "api":
                 logger.warning("unknown wn database schema; loading lexicons through wn's (slow) API")
+        # Progress at INFO (the CLI shows it): the first read of a large lexicon takes tens of seconds;
+        # later ones come from the disk cache.
+        logger.info("reading %s from %s and indexing it (once; cached after)...", lex.spec, self.wn_dir)
+        started = time.perf_counter()
         try:
             raw = _read_sql(self._conn, lex) if self._loader == "sql" else _read_api(self.wn_dir, lex)
         except sqlite3.Error as exc:
             raise LexiconError(f"cannot read lexicon {lex.spec!r} from {str(self.wn_dir)!r}: {exc}") from exc
         data = _build(lex.spec, normalize_lang(lex.language), raw)
-        logger.info("loaded %s: %d synsets, %d lemmas", lex.spec, data.num_synsets, len(data.lemmas))
+        logger.info("loaded %s: %d synsets, %d lemmas in %.1fs", lex.spec, data.num_synsets, len(data.lemmas),
+                    time.perf_counter() - started)
         return data
 
     def _lexicons_for(self, lang: str) -> list[LexData]:

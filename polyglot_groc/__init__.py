@@ -20,7 +20,7 @@ API_NAMES = frozenset({
     "AlignResult", "ArgumentTypeError", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult",
     "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
-    "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
+    "LexiconCoverageResult", "PreparedLanguage", "ProgressBar", "RunConfig",
     "LineScore", "Model", "NeighboursResult", "ScoreResult", "TextScores", "load", "neighbours", "score",
     "StepInfo", "StopTraining", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult",
     "WordSimilarityResult",

@@ -37,6 +37,9 @@ function                    command                                result
 :func:`load` reads a run once; its :class:`Model` gives vectors of any word, neighbours (cosine or
 CSLS, across languages), log-probabilities of text and gensim ``KeyedVectors`` from memory.
 
+Training progress: the workflows log at INFO (``logging.basicConfig(level=logging.INFO)`` shows
+it); :class:`ProgressBar` is a ready ``hooks`` object drawing the command line's progress bar.
+
 Languages beyond the built-in ten come from a languages TOML file: :func:`load_registry` reads it
 (``train(languages=...)`` takes its path and records the entries the run uses).
 
@@ -98,6 +101,7 @@ from polyglot_groc.contextual.parser import ParserConfig
 from polyglot_groc.contextual.probe import ProbeResult, probe
 from polyglot_groc.elmo.workflows import ElmoInitResult, init_from_elmo
 from polyglot_groc.training.interrupts import TrainingInterrupted
+from polyglot_groc.training.progress import ProgressBar
 from polyglot_groc.training.trainer import StepInfo, StopTraining, TrainHooks, TrainResult
 from polyglot_groc.training.workflows import finetune, load_result, resume, train
 
@@ -138,7 +142,7 @@ __all__ = [
     "AlignResult", "ArgumentTypeError", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult",
     "EvaluateResult",
     "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
-    "LexiconCoverageResult", "PreparedLanguage", "RunConfig",
+    "LexiconCoverageResult", "PreparedLanguage", "ProgressBar", "RunConfig",
     "LineScore", "Model", "NeighboursResult", "ScoreResult", "TextScores", "load", "neighbours", "score",
     "StepInfo", "StopTraining", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult",
     "WordSimilarityResult",

@@ -322,6 +322,13 @@ class TrainConfig:
     max_minutes: float = ranged(0.0, 0.0, 1e9)
     #: Evaluate every N steps (0: at the end of every epoch).
     eval_every: int = ranged(0, 0, 10**12)
+    #: Also validate and checkpoint (last.pt, and best.pt when it improves) whenever this many
+    #: minutes of wall time passed since the last checkpoint (the first after at most one minute),
+    #: so an interrupted run keeps its work however long an epoch is (0: the schedule above only).
+    #: These evaluations save the model but leave the schedule (patience, lr, early stopping) alone,
+    #: so results do not depend on the machine's speed; they take at most about a tenth of the wall
+    #: time (a slow validation spaces them out).
+    checkpoint_minutes: float = ranged(2.0, 0.0, 1e9)
     lr_patience: int = ranged(4, 1, 10**9)
     stop_patience: int = ranged(8, 1, 10**9)
     lr_factor: float = ranged(0.1, 0.0, 1.0, lo_open=True)

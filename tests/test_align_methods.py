@@ -104,6 +104,25 @@ def test_rcsls_descends_from_procrustes_and_spectral_clips(spaces: tuple[np.ndar
     assert p1 >= p0 - 2.0
 
 
+def test_rcsls_makes_fasttexts_number_of_updates_and_lands_on_its_map(spaces: tuple[np.ndarray, ...]) -> None:
+    """fastText's align.py loop, transcribed: ``for it in range(niter + 1)`` an update each pass; at
+    a small step the loss falls every pass, so its final R is ours, after niter + 1 updates."""
+    src, tgt, train, _ = spaces
+    xs, xt = _unit(src).astype(np.float64), _unit(tgt).astype(np.float64)
+    X, Y = xs[train[:, 0]], xt[train[:, 1]]
+    R = procrustes(X, Y).astype(np.float64)
+    w0 = R.copy()
+    niter, lr, fold = 3, 0.05, 0.0
+    for it in range(niter + 1):
+        f, df = _dense_rcsls(X, Y, xs, xt, R, 5)
+        R = R - lr * df  # (no rising step at this lr, so the reference's aliasing undo never runs)
+        assert it == 0 or f <= fold
+        fold = f
+    res = rcsls(src, tgt, train, w0, RcslsConfig(knn=5, n_iter=niter, lr=lr))
+    assert len(res.history) == niter + 2 and all(h["accepted"] for h in res.history)  # 4 updates, each scored
+    np.testing.assert_allclose(res.W, R, atol=2e-5)
+
+
 def test_rcsls_config_ranges() -> None:
     for bad in ({"knn": 0}, {"lr": 0.0}, {"n_iter": -1}, {"max_neg": 0}, {"lr": float("nan")}):
         with pytest.raises(InputError):
@@ -140,6 +159,34 @@ def test_vecmap_full_pipeline_whitens_and_reduces(spaces: tuple[np.ndarray, ...]
         VecmapConfig(src_dewhiten="both")  # type: ignore[arg-type]
 
 
+def test_vecmap_method_is_vecmaps_supervised_recipe_with_its_normalisation(spaces: tuple[np.ndarray, ...]) -> None:
+    """VecMap's map_embeddings.py --supervised, transcribed: normalize unit, center, unit; whiten;
+    SVD; re-weight S^0.5 both sides; de-whiten src/trg. fit_mapping's default is that recipe."""
+    src, tgt, train, _ = spaces
+
+    def unit(m: np.ndarray) -> np.ndarray:
+        n = np.sqrt((m**2).sum(axis=1))
+        n[n == 0] = 1
+        return m / n[:, None]
+
+    x, z = (unit(unit(m.astype(np.float64)) - unit(m.astype(np.float64)).mean(axis=0)) for m in (src, tgt))
+
+    def whitening(m: np.ndarray) -> np.ndarray:
+        _, s, vt = np.linalg.svd(m, full_matrices=False)
+        return vt.T @ np.diag(1 / s) @ vt
+
+    wx1, wz1 = whitening(x[train[:, 0]]), whitening(z[train[:, 1]])
+    xw, zw = x @ wx1, z @ wz1
+    wx2, s, wz2_t = np.linalg.svd(xw[train[:, 0]].T @ zw[train[:, 1]])
+    wz2 = wz2_t.T
+    xw, zw = xw @ wx2 * s**0.5, zw @ wz2 * s**0.5
+    xw = xw @ (wx2.T @ np.linalg.inv(wx1) @ wx2)
+    zw = zw @ (wz2.T @ np.linalg.inv(wz1) @ wz2)
+    res = fit_mapping(src, tgt, train, method="vecmap")
+    np.testing.assert_allclose(res.map_source(src), xw, atol=2e-4)
+    np.testing.assert_allclose(res.prepare_target(tgt), zw, atol=2e-4)
+
+
 def test_iterative_normalisation_ends_unit_length_and_centred() -> None:
     rng = np.random.default_rng(1)
     x = (rng.standard_normal((400, 8)) * rng.uniform(0.5, 3, (400, 1)) + 2.0).astype(np.float32)
@@ -173,15 +220,23 @@ def test_fit_mapping_every_method_and_refusals(spaces: tuple[np.ndarray, ...]) -
     src, tgt, train, test = spaces
     for method, ops in (("procrustes", "iternorm"), ("rcsls", ""), ("vecmap", "renorm,center,renorm")):
         res = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
-                          rcsls_config=RcslsConfig(knn=5, n_iter=2))
+                          rcsls_config=RcslsConfig(knn=5, n_iter=2), criterion=True)
         p = translation_precision(res.map_source(src), res.prepare_target(tgt), test)["precision_at_1"]
         assert p > 50.0 and np.isfinite(res.history[-1]["criterion"]) and res.method == method
+        # without criterion=True only procrustes (which selects by it) pays for the criterion
+        plain = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
+                            rcsls_config=RcslsConfig(knn=5, n_iter=2))
+        assert ("criterion" in plain.history[-1]) is (method == "procrustes")
     assert fit_mapping(src, tgt, train, method="rcsls", rcsls_config=RcslsConfig(n_iter=0)).normalize == ("renorm",)
+    # each method's reference normalisation by default: VecMap's --supervised normalises unit, center, unit
+    assert fit_mapping(src, tgt, train, method="vecmap").normalize == ("renorm", "center", "renorm")
+    assert fit_mapping(src, tgt, train, method="vecmap", normalize="none").normalize == ()
+    assert fit_mapping(src, tgt, train, method="procrustes", refine=0).normalize == ()
     with pytest.raises(InputError, match="unknown alignment method 'muse'"):
         fit_mapping(src, tgt, train, method="muse")  # type: ignore[arg-type]
-    with pytest.raises(InputError, match="--refine 3 applies to procrustes only"):
+    with pytest.raises(InputError, match="refine=3 applies to procrustes only"):  # Python names keywords
         fit_mapping(src, tgt, train, method="rcsls", refine=3)
-    with pytest.raises(InputError, match="--select-on eval chooses"):
+    with pytest.raises(InputError, match="select_on='eval' chooses"):
         fit_mapping(src, tgt, train, method="vecmap", select_on="eval", select_pairs=test)
     with pytest.raises(InputError, match="outside"):
         fit_mapping(src, tgt, train + 1000, method="vecmap")
@@ -225,15 +280,17 @@ def test_align_methods_and_both_protocols_through_the_cli(vec_files: Path, extra
     assert out["method"] == (extra[1] if extra[0] == "--method" else "procrustes")
     if "eval" in extra:
         assert "tuned on the test pairs" in out["selection"] and "eval_precision_at_1" in out["history"][0]
-    assert "fastText (all test words)" in res.stderr
+    assert "fastText protocol: all 125 test source words" in res.stderr
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
     (["--method", "muse"], "unknown alignment method 'muse'"),
     (["--method", "rcsls", "--refine", "2"], "--refine 2 applies to procrustes only"),
     (["--method", "vecmap", "--select-on", "eval"], "--select-on eval chooses"),
-    (["--select-on", "test"], "--select-on 'test' is unknown"),
-    (["--spectral"], "--spectral constrains rcsls"),
+    (["--select-on", "test"], "--select-on test is unknown"),
+    (["--spectral"], "--spectral sets up rcsls; it does nothing for procrustes"),
+    (["--rcsls-lr", "25"], "--rcsls-lr sets up rcsls"),
+    (["--method", "rcsls", "--rcsls-lr", "0"], "--rcsls-lr=0.0 must be a positive number"),
     (["--normalize", "renorm,whiten"], "unknown normalisation 'whiten'"),
     (["--normalize", "iternorm:0"], "round count must be 1..100"),
 ])
@@ -242,6 +299,42 @@ def test_align_new_options_bad_input_exit_2_and_nothing_written(vec_files: Path,
     res = runner.invoke(app, _args(vec_files, *extra))
     assert needle in one_error_line(res)
     assert not (vec_files / "out").exists()
+
+
+def test_align_names_its_reference_and_flips_a_dictionary(vec_files: Path) -> None:
+    # a dictionary written target-first: as given nothing is found, and the error names the flip
+    (vec_files / "rev.txt").write_text("".join(f"x{i} w{i}\n" for i in range(300)), encoding="utf-8")
+    (vec_files / "rev-test.txt").write_text("".join(f"x{i} w{i}\n" for i in range(300, 400)), encoding="utf-8")
+    args = ["align", "--src", str(vec_files / "s.vec"), "--tgt", str(vec_files / "t.vec"), "--train-dict",
+            str(vec_files / "rev.txt"), "--eval-dict", str(vec_files / "rev-test.txt"), "--out", str(vec_files / "o")]
+    res = runner.invoke(app, args)
+    assert "300 do read the other way round; pass --reverse-dicts" in one_error_line(res)
+    res = runner.invoke(app, [*args, "--reverse-dicts", "--method", "vecmap"])
+    assert res.exit_code == 0, res.output
+    out = json.loads((vec_files / "o" / "result.json").read_text())
+    assert out["train_dictionary"]["reversed"] is True and out["eval_dictionary"]["found"] == 100
+    assert out["normalize"] == "renorm,center,renorm" and "VecMap" in out["reference"]["recipe"]
+    assert any("--keep-case" in d for d in out["reference"]["differences"])
+    # fastText's example settings are reachable, and the differences say what was changed
+    rc = polyglot_groc_align(vec_files, method="rcsls", rcsls_lr=25.0, rcsls_n_iter=1)
+    assert rc.reference is not None and "rcsls lr 25.0 (fastText's default: 1.0)" in rc.reference["differences"]
+    assert rc.history[0]["rcsls_steps"] == 3  # 2 updates (niter 1), the last one scored too
+
+
+def polyglot_groc_align(root: Path, **kwargs: object) -> object:
+    import polyglot_groc as pg
+
+    return pg.align(src=root / "s.vec", tgt=root / "t.vec", train_dict=root / "train.txt", **kwargs)  # type: ignore[arg-type]
+
+
+def test_align_without_out_never_reuses_a_folder(vec_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(vec_files)
+    args = ["align", "--src", "s.vec", "--tgt", "t.vec", "--train-dict", "train.txt", "--refine", "0"]
+    first, second = runner.invoke(app, args), runner.invoke(app, args)
+    assert first.exit_code == second.exit_code == 0, second.output
+    assert "wrote alignment-s-t (no --out given)" in first.stderr
+    assert "wrote alignment-s-t-2 (no --out given)" in second.stderr
+    assert (vec_files / "alignment-s-t" / "W.npy").is_file() and (vec_files / "alignment-s-t-2" / "W.npy").is_file()
 
 
 def test_select_on_eval_needs_an_eval_dictionary(vec_files: Path) -> None:
@@ -298,12 +391,15 @@ def _many(root: Path, *extra: str) -> list[str]:
             "--out", str(root / "many"), *extra]
 
 
-def test_align_many_puts_every_language_in_one_space(three_languages: Path) -> None:
+def test_align_many_puts_every_language_in_one_space(three_languages: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from eval.vectors import read_vec
 
     res = runner.invoke(app, _many(three_languages, "--refine", "1"))
     assert res.exit_code == 0, res.output
     out = json.loads((three_languages / "many" / "result.json").read_text())
+    # every protocol beside its own baselines, and the table says so
+    assert out["pairs"]["fr-es"]["protocols"]["fasttext"]["baselines"]["identical_string"]["precision_at_1"] == 0.0
+    assert "identical string" in res.stderr and "char 3-grams" in res.stderr
     assert out["languages"]["es"]["train_dictionary"]["reversed"] is True
     # fr and es never met in training: through the pivot they translate each other
     assert out["pairs"]["fr-es"]["protocols"]["muse"]["csls"]["precision_at_1"] > 80.0
@@ -311,10 +407,16 @@ def test_align_many_puts_every_language_in_one_space(three_languages: Path) -> N
     words, vecs = read_vec(three_languages / "many" / "fr.vec")
     assert len(words) == 400 and (three_languages / "many" / "W-es.npy").exists()
     assert not (three_languages / "many" / "W-en.npy").exists()  # the pivot does not move
+    # without --out: a fresh alignment-many-<pivot>, named on stderr
+    monkeypatch.chdir(three_languages)
+    args = _many(three_languages, "--refine", "0")
+    again = runner.invoke(app, args[: args.index("--out")] + args[args.index("--out") + 2 :])
+    assert again.exit_code == 0 and "wrote alignment-many-en (no --out given)" in again.stderr
+    assert (three_languages / "alignment-many-en" / "result.json").is_file()
 
 
 @pytest.mark.parametrize(("extra", "needle"), [
-    (["--pivot", "de"], "--pivot 'de' has no vectors"),
+    (["--pivot", "de"], "--pivot de has no vectors; add --vectors de=FILE"),
     (["--method", "vecmap"], "vecmap moves the target space too"),
     (["--method", "rcsls", "--refine", "1"], "--refine 1 applies to procrustes only"),
     (["--eval-dict", "fr-de=x.txt"], "no vectors for 'de'"),

@@ -46,7 +46,7 @@ def test_overwrite_replaces_whole_and_refusal_without(tmp_path: Path) -> None:
     with atomic_output_dir(out, overwrite=False) as tmp:
         _write(tmp, "old")
         (tmp / "extra.vec").write_text("old")
-    with pytest.raises(InputError, match="--overwrite"), atomic_output_dir(out, overwrite=False):
+    with pytest.raises(InputError, match="overwrite=True"), atomic_output_dir(out, overwrite=False):
         pass
     with atomic_output_dir(out, overwrite=True) as tmp:
         _write(tmp, "new")

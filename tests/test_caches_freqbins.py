@@ -219,7 +219,7 @@ def test_tune_flags_a_best_on_the_grid_edge(caplog: pytest.LogCaptureFixture) ->
         res = tune_scores(scores, CacheSettings(cache="unigram"))
     assert res["cache_helps"] and res["best"] == res["best_cached"] and res["best"]["lambda"] == LAMBDAS[0]
     assert res["on_edge"] == {"lambda": {"side": "smallest", "value": LAMBDAS[0], "try": [0.7665, 0.7997]}}
-    assert "widen it" in caplog.text and "--lambdas" in caplog.text
+    assert "widen it" in caplog.text and "to lambdas" in caplog.text  # the keyword, from Python
     assert res["evaluate_args"] == ["--cache", "unigram", "--cache-lambda", f"{LAMBDAS[0]:g}"]
     # A best inside the grid, or at a bound no grid can pass (λ = 1), is not flagged.
     inside = tune_scores(scores, CacheSettings(cache="unigram"), lambdas=[0.0, 0.5, 0.9])

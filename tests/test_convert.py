@@ -178,7 +178,7 @@ def test_init_from_elmo_cli(tmp_path: Path) -> None:
     # A non-elmo run, conflicting budgets and architecture overrides: exit 2, one line.
     for args, msg in (([str(groc_run)], "is a groc run, not elmo"),
                       ([str(elmo_run), "--max-steps", "2", "--finetune-epochs", "1"], "both given"),
-                      ([str(elmo_run), "--set", "model.d=32"], "--set model.d is not allowed")):
+                      ([str(elmo_run), "--set", "model.d=32"], "--set model.d=... is not allowed")):
         res = runner.invoke(app, ["init-from-elmo", *args, "--out", str(tmp_path / "bad")])
         assert res.exit_code == 2, res.output
         assert msg in res.output and len(res.output.strip().splitlines()) == 1, res.output

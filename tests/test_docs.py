@@ -1,4 +1,6 @@
-"""The README's install and test commands are the ones CI runs, with every version pinned."""
+"""The README and docs say what the code does: the install and test commands are the ones CI runs (every
+version pinned), the README stays a guide (at most 300 lines, every reference document linked), and
+docs/python-api.md lists exactly the public API."""
 
 from __future__ import annotations
 
@@ -57,5 +59,35 @@ def test_constraints_pin_every_declared_dependency_and_extra() -> None:
 def test_readme_names_no_seed_file_and_no_private_path() -> None:
     assert not re.search(r"seed 00\d", README)
     assert "../shared" not in README
-    for doc in ("docs/results.md", "docs/fidelity.md", "docs/internals.md"):
-        assert (ROOT / doc).is_file() and f"`{doc}`" in README
+
+
+def test_readme_is_a_guide_of_at_most_300_lines_linking_every_reference_document() -> None:
+    assert len(README.splitlines()) <= 300
+    for heading in ("## Install", "## Quick start", "## The data bundle", "## Journey 1", "## Journey 2",
+                    "## Journey 3", "## Reference"):
+        assert heading in README, heading
+    docs = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
+    assert {"docs/commands.md", "docs/outputs.md", "docs/models.md", "docs/configuration.md", "docs/reliability.md",
+            "docs/gpu.md", "docs/python-api.md"} <= set(docs)
+    missing = [doc for doc in docs if f"`{doc}`" not in README]
+    assert not missing, f"README.md's Reference table lacks {missing}"
+
+
+def _table_names(doc: str, marker: str) -> list[str]:
+    """The backquoted names in the first column of the table between ``<!-- marker:start/end -->``."""
+    table = doc.split(f"<!-- {marker}:start -->", 1)[1].split(f"<!-- {marker}:end -->", 1)[0]
+    rows = [line for line in table.strip().splitlines()[2:] if line.startswith("|")]
+    return [name for row in rows for name in re.findall(r"`([A-Za-z_]+)`", row.split("|")[1])]
+
+
+def test_the_python_api_doc_lists_exactly_the_public_api() -> None:
+    import polyglot_groc
+    from polyglot_groc import api
+
+    doc = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
+    functions, types = _table_names(doc, "api-functions"), _table_names(doc, "api-types")
+    public = set(api.__all__)
+    assert set(functions) == {n for n in public if callable(getattr(api, n)) and not isinstance(getattr(api, n), type)}
+    assert set(functions) | set(types) == public, sorted(public ^ (set(functions) | set(types)))
+    assert len(functions) + len(types) == len(public)  # each name once
+    assert polyglot_groc.API_NAMES == public

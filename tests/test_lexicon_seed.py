@@ -74,7 +74,7 @@ def test_sense_order_and_cap_within_one_language(lex: WnLexicon) -> None:
 def test_errors_are_one_line(wn_dir: Path, lex: WnLexicon) -> None:
     with pytest.raises(LexiconMissingError, match="no wordnet for language 'de'") as info:
         lex.translation_pairs(EN, "en", ["Hund"], "de")
-    assert "\n" not in str(info.value) and "lexicon import --langs de" in str(info.value)
+    assert "\n" not in str(info.value) and "import_omw(langs=['de'])" in str(info.value)  # the Python face's way
     # only French selected: English (loaded for glosses) does not count as selected
     with pytest.raises(LexiconMissingError, match=r"'en' among the selected lexicons \(test-fr:1\)"):
         WnLexicon("test-fr", wn_dir=wn_dir).translation_pairs(EN, "en", FR, "fr")

@@ -26,11 +26,13 @@ runner = CliRunner()
 def test_read_vec_lowercases_and_keeps_first_occurrence(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     path = tmp_path / "v.vec"
     path.write_text("4 2\nParis 1 0\nparis 0 1\nthe 1 1\nTHE 2 2\n", encoding="utf-8")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         words, vecs = read_vec(path, lower=True)
     assert words == ["paris", "the"]
     assert vecs.tolist() == [[1.0, 0.0], [1.0, 1.0]]  # first occurrences win
-    assert "2 duplicate word(s) skipped" in caplog.text
+    # case variants merged by lowercasing are MUSE's rule, not duplicates: said at INFO, no warning
+    assert "2 case variant(s) merged" in caplog.text and "duplicate" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     words, _ = read_vec(path, lower=False)  # --keep-case: everything kept
     assert words == ["Paris", "paris", "the", "THE"]
 
@@ -173,13 +175,18 @@ def test_align_writes_muse_mapping_baselines_and_drop_summary(tmp_path: Path) ->
     result = json.loads((tmp_path / "out" / "result.json").read_text())
     assert result["dico_max_rank"] == 10000  # MUSE's supervised default
     assert result["eval_dictionary"]["found"] == 100 and result["eval_dictionary"]["not_found"] == 200
-    assert "WARNING: more than half" in res.stderr and "baseline char 3-grams" in res.stderr
+    assert "WARNING: more than half" in res.stderr and "  char 3-grams" in res.stderr
     assert result["baselines"]["identical_string"]["precision_at_1"] == pytest.approx(50.0)
     csls = result["precision"]["csls"]
     assert csls["precision_at_1"] == pytest.approx(100.0)
     assert csls["identical_gold"]["n_queries"] == 50 and csls["non_identical_gold"]["precision_at_1"] == 100.0
     mapping = torch.load(tmp_path / "out" / "best_mapping.pth", weights_only=False)  # as MUSE reloads it
     assert isinstance(mapping, np.ndarray) and np.allclose(mapping, q, atol=1e-4)
+    # written without torch, byte for byte what torch.save writes in its legacy format
+    import io
+    expected = io.BytesIO()
+    torch.save(mapping, expected, _use_new_zipfile_serialization=False)
+    assert (tmp_path / "out" / "best_mapping.pth").read_bytes() == expected.getvalue()
     assert (tmp_path / "out" / "vectors-en.txt").exists() and (tmp_path / "out" / "vectors-es.txt").exists()
     res = runner.invoke(app, ["align", "--src", str(tmp_path / "s.vec"), "--tgt", str(tmp_path / "t.vec"),
                               "--train-dict", str(tmp_path / "train.txt"), "--eval-dict", str(tmp_path / "test.txt"),

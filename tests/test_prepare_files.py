@@ -161,7 +161,7 @@ def test_split_by_document_keeps_documents_whole(tmp_path: Path) -> None:
     assert docs == {"train": {str(d) for d in range(8)}, "valid": {"8"}, "test": {"9"}}
     one = tmp_path / "one.txt"
     one.write_text(_lines(40), encoding="utf-8")  # no blank line: one document
-    with pytest.raises(CorpusError, match="--split-by line"):
+    with pytest.raises(CorpusError, match="split_by='line'"):
         prepare_language(lang="ceb", inputs=[one], out=tmp_path / "d", registry=_registry(), split_by="document")
     assert not (tmp_path / "d").exists()
 
@@ -176,7 +176,7 @@ def test_languages_share_a_folder_and_are_not_replaced_silently(tmp_path: Path) 
     assert sorted(manifest["languages"]) == ["ceb", "tl"]
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     (tmp_path / "new.txt").write_text(_lines(30, "bag-o"), encoding="utf-8")
-    with pytest.raises(ConfigError, match="--overwrite"):
+    with pytest.raises(ConfigError, match="overwrite=True"):
         prepare_language(lang="ceb", inputs=[tmp_path / "new.txt"], out=out, registry=_registry())
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     prepare_language(lang="ceb", inputs=[tmp_path / "new.txt"], out=out, registry=_registry(), overwrite=True)

@@ -582,11 +582,10 @@ def test_the_documented_ranges_are_the_code_s() -> None:
     assert rows == [f"| `{key}` | `{default}` | {allowed} |" for key, default, allowed in range_table()]
 
 
-def test_the_readme_states_the_resume_rule_the_code_applies() -> None:
+def test_the_reliability_doc_states_the_resume_rule_the_code_applies() -> None:
     from polyglot_groc.training.workflows import RESUMABLE_KEYS
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Reliability\n", 1)[1].split("\n## ", 1)[0]
+    section = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
     for key in RESUMABLE_KEYS:
         assert f"`{key.removeprefix('train.')}`" in section or f"`{key}`" in section, key
     assert "tests/test_reliability.py" in section

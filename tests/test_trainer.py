@@ -70,7 +70,7 @@ def test_existing_run_dir_needs_overwrite(tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     (run / "something").write_text("x")
-    with pytest.raises(InputError, match="--overwrite"):
+    with pytest.raises(InputError, match="overwrite=True"):
         Trainer(small_run_config(), run)
 
 

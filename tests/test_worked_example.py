@@ -1,6 +1,6 @@
-"""The README's worked example, run as written on small data: every command of the user guide works.
+"""The worked example (docs/worked-example.md), run as written on small data: every command of the guide works.
 
-The block between the ``worked-example`` markers is extracted from README.md and run by bash with
+The block between the ``worked-example`` markers is extracted from docs/worked-example.md and run by bash with
 small sizes (``STEPS``, ``TOKENS``); ``polyglot-groc`` is this interpreter's ``python -m
 polyglot_groc`` over this checkout, so the test exercises the code under test, not an install.
 """
@@ -22,13 +22,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def worked_example() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    m = re.search(r"<!-- worked-example:start -->\n```bash\n(.*?)```\n<!-- worked-example:end -->", readme, re.S)
-    assert m, "README.md lost its worked-example block"
+    doc = (ROOT / "docs" / "worked-example.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- worked-example:start -->\n```bash\n(.*?)```\n<!-- worked-example:end -->", doc, re.S)
+    assert m, "docs/worked-example.md lost its worked-example block"
     return m.group(1)
 
 
-def test_readme_worked_example_runs(shared_data: Path, tmp_path: Path, wordnet_en_fr: tuple[Path, list[str]]) -> None:
+def test_worked_example_runs(shared_data: Path, tmp_path: Path, wordnet_en_fr: tuple[Path, list[str]]) -> None:
     work = tmp_path / "work"
     # The session's wordnets, copied where the example imports them: its `lexicon import` then
     # finds both installed (the import itself is tested in test_lexicons_real) and the ~50 s

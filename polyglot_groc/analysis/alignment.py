@@ -1,46 +1,61 @@
-"""Align two embedding spaces (MUSE-style Procrustes + CSLS refinement) and report P@k with baselines.
+"""Align two embedding spaces (Procrustes + CSLS refinement, RCSLS or VecMap) and report P@k with baselines.
 
 :func:`align` is ``polyglot-groc align`` as a function: the vectors come from word2vec files,
-from memory, or from a run's vocabulary on either side; the seed dictionary from a file, from
-identical strings or from a wordnet; the maths is :func:`eval.align.align`, the evaluation
-:func:`polyglot_groc.analysis.alignment_report.evaluate_with_baselines`. With ``out`` every file
-(``W.npy``, ``best_mapping.pth``, ``src.aligned.vec``, ``tgt.vec``, optionally MUSE's
-``vectors-<lang>.txt``, ``result.json``) is written atomically, all of them or none.
+from memory, or from a run's vocabulary on either side; the seed dictionary from a file (read
+either way round: ``reverse_dicts``), from identical strings or from a wordnet; the maths is
+:func:`eval.methods.fit_mapping`, the evaluation
+:func:`polyglot_groc.analysis.alignment_report.evaluate_protocols` (every protocol with its own
+baselines). With ``out`` every file (``W.npy``, ``best_mapping.pth``, ``src.aligned.vec``,
+``tgt.vec``, optionally MUSE's ``vectors-<lang>.txt``, ``result.json``) is written atomically, all
+of them or none. Aligning vector files never imports torch (only a run needs it).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import os
+import pickle
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, Union
 
 import numpy as np
 
-from groc_base.checks import check_non_negative, check_output, check_positive
+from groc_base.checks import check_non_negative, check_output, check_positive, option
 from groc_base.errors import InputError
 from groc_base.fileio import dumps_json, json_safe
-from polyglot_groc.analysis.export import Exported, read_words, vocabulary_vectors
-from polyglot_groc.model.bundle import ModelBundle
+
+if TYPE_CHECKING:  # at run time these come in with a run only (they import torch)
+    from polyglot_groc.analysis.alignment_report import Side
+    from polyglot_groc.analysis.export import Exported
+    from polyglot_groc.model.bundle import ModelBundle
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["AlignResult", "Vectors", "align", "check_input_files", "export_full_vocabulary", "lexicon_seed",
-           "load_bundle_once", "normalize_rows", "read_alignment", "read_side", "training_means"]
+           "load_bundle_once", "normalize_rows", "read_alignment", "read_side", "training_means",
+           "write_torch_legacy"]
 
 #: A side's vectors: a word2vec file (.vec or .bin, plain or .gz/.bz2/.xz), or words and vectors
 #: in memory (:class:`~polyglot_groc.analysis.export.Exported`, e.g. from ``vocabulary_vectors``).
-Vectors = str | os.PathLike[str] | Exported
+Vectors = Union[str, "os.PathLike[str]", "Exported"]  # noqa: UP007 - a string forward reference at run time
 
 
 @dataclass(frozen=True)
 class AlignResult:
-    """What :func:`align` found: the dictionaries used, the refinement history, and P@k.
+    """What :func:`align` found: the dictionaries used, the fit, and P@k under every protocol with baselines.
 
     ``precision`` holds P@1/5/10 per retrieval (``nn``, ``csls``) and ``baselines`` the
-    identical-string and character n-gram figures on the same scored words (both ``None``
-    without an evaluation dictionary). The arrays (``W``, the words and the mapped and target
-    vectors) are in memory only; :meth:`to_dict` is the JSON ``polyglot-groc align`` prints and
-    writes to ``result.json``.
+    identical-string and character n-gram figures, both on MUSE's scored words; ``protocols``
+    holds each protocol (``muse``, ``fasttext``, with a run ``composed``) with ITS OWN baselines
+    (identical string, char 3-grams, no mapping) and the identical / non-identical gold split (all
+    ``None`` without an evaluation dictionary). ``reference`` says which reference recipe the
+    method follows and how this call differs from it. The arrays (``W``, the words and the
+    mapped and target vectors) are in memory only; :meth:`to_dict` is the JSON ``polyglot-groc
+    align`` prints and writes to ``result.json``.
     """
 
     src_words: int
@@ -60,6 +75,7 @@ class AlignResult:
     out: str | None = None
     method: str = "procrustes"
     protocols: dict[str, Any] | None = None
+    reference: dict[str, Any] | None = None
     W: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32), repr=False, compare=False)
     source_words: list[str] = field(default_factory=list, repr=False, compare=False)
     target_words: list[str] = field(default_factory=list, repr=False, compare=False)
@@ -79,28 +95,30 @@ class AlignResult:
             "train_dictionary": self.train_dictionary, "dico_max_rank": self.dico_max_rank,
             "knn_mode": self.knn_mode, "lowercased": self.lowercased, "best_iteration": self.best_iteration,
             "history": self.history, "normalize": self.normalize, "selection": self.selection,
-            "method": self.method, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "side": self.side}
+            "method": self.method, "reference": self.reference, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
+            "side": self.side}
         if self.eval_dictionary is not None:
             out.update({"eval_dictionary": self.eval_dictionary, "precision": self.precision,
                         "baselines": self.baselines, "protocols": self.protocols})
         return json_safe(out)  # type: ignore[return-value]
 
     def summary(self) -> list[str]:
-        """The human-readable lines ``polyglot-groc align`` prints on stderr: coverage, drops, every
-        P@k beside the baselines (none without an evaluation dictionary)."""
-        if self.eval_dictionary is None or self.precision is None or self.baselines is None:
+        """The human-readable lines ``polyglot-groc align`` prints on stderr: coverage, drops, and per
+        protocol the model's P@k beside that protocol's own baselines (none without an evaluation
+        dictionary)."""
+        if self.eval_dictionary is None or self.protocols is None:
             return []
-        from polyglot_groc.analysis.alignment_report import protocol_lines, summary_lines
+        from polyglot_groc.analysis.alignment_report import report_lines
 
-        return summary_lines(self.eval_dictionary, self.precision, self.baselines) + protocol_lines(self.protocols)
+        return report_lines(self.eval_dictionary, self.protocols)
 
 
 def check_input_files(*given: tuple[str, object]) -> None:
-    """Refuse at once every ``(flag, value)`` whose value is a path but not a regular file.
+    """Refuse at once every ``(option, value)`` whose value is a path but not a regular file.
 
     A FIFO with no writer would block the reader forever; a missing file or a folder is named by
-    its flag before any work is done. Values that are not paths (vectors or words in memory,
-    None) are skipped.
+    its option (as a keyword from Python, as a flag on the command line) before any work is
+    done. Values that are not paths (vectors or words in memory, None) are skipped.
     """
     from groc_base.checks import check_input_file
 
@@ -143,13 +161,56 @@ def read_side(vec: Vectors | None, bundle: Callable[[], ModelBundle] | None, lan
     if vec is not None:
         kept, rows = first_occurrences(list(vec.words), lower=lower, max_vocab=max_vocab)
         vectors = np.array(np.asarray(vec.vectors)[rows], dtype=np.float32, order="C")  # (n, d) a copy
-        nudge_zero_rows(vectors, f"--{name} vectors")
+        nudge_zero_rows(vectors, f"{option(name)} vectors")
         return kept, vectors
     if bundle is None or lang is None:
-        raise InputError(f"give --{name} FILE (word2vec .vec or .bin), or --run RUN with --{name}-lang")
+        raise InputError(f"give {option(name)} (a word2vec .vec or .bin file, or vectors in memory), or "
+                         f"{option('run')} with {option(name + '_lang')}")
+    from polyglot_groc.analysis.export import vocabulary_vectors
+
     out = vocabulary_vectors(bundle(), lang, side, max_vocab, lower)
-    nudge_zero_rows(out.vectors, f"--run {lang} vocabulary")  # as reading its export would
+    nudge_zero_rows(out.vectors, f"run {lang} vocabulary")  # as reading its export would
     return out.words, out.vectors
+
+
+def _dictionary_indices(path: str | os.PathLike[str], src_words: list[str], tgt_words: list[str], *, lower: bool,
+                        lenient: bool, reverse: bool, name: str) -> tuple[list[tuple[str, str]], np.ndarray,
+                                                                           dict[str, Any]]:
+    """A dictionary's pairs (``reverse``: each line read as ``target source``), their rows, and its counts.
+
+    A dictionary that covers the vocabularies much better read the other way round is named: an
+    error when no pair is found as given, a warning when fewer than half as many are.
+    """
+    from eval.align import pairs_to_indices
+    from langpairs.dictionaries import read_dictionary
+
+    pairs = read_dictionary(Path(path), lower=lower, lenient=lenient)
+    if reverse:
+        pairs = [(b, a) for a, b in pairs]
+    flip = option("reverse_dicts", not reverse)
+
+    def found(candidate: list[tuple[str, str]]) -> int:
+        try:
+            return int(pairs_to_indices(candidate, src_words, tgt_words, lower=lower)[1]["found"])
+        except InputError:
+            return 0
+
+    try:
+        indices, stats = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)
+    except InputError as exc:
+        other = found([(b, a) for a, b in pairs])
+        if other:
+            raise InputError(f"{option(name)} {path}: none of its {len(pairs)} pairs has both words in the "
+                             f"vocabularies as read, but {other} do read the other way round; pass {flip} (or swap "
+                             "the two sides)") from exc
+        raise
+    if stats["found"] * 2 < len(pairs):
+        other = found([(b, a) for a, b in pairs])
+        if other > 2 * stats["found"]:
+            logger.warning("%s %s: %d of its %d pairs are in the vocabularies as read, %d read the other way round; "
+                           "if the file lists target words first, pass %s", option(name), path, stats["found"],
+                           len(pairs), other, flip)
+    return pairs, indices, {"path": str(path), "reversed": reverse, **stats}
 
 
 def align(
@@ -162,12 +223,16 @@ def align(
     side: str = "input",
     train_dict: str | os.PathLike[str] | None = None,
     eval_dict: str | os.PathLike[str] | None = None,
+    reverse_dicts: bool = False,
     dictionary_mode: str | None = None,
     refine: int | None = None,
-    normalize: str = "",
+    normalize: str | None = None,
     method: str = "procrustes",
     select_on: str = "criterion",
     spectral: bool = False,
+    rcsls_n_iter: int | None = None,
+    rcsls_lr: float | None = None,
+    criterion: bool | None = None,
     dico_build: str = "S2T&T2S",
     dico_max_rank: int | None = None,
     max_vocab: int | None = 200_000,
@@ -189,38 +254,53 @@ def align(
     Each side comes from ``src``/``tgt`` (a word2vec file or vectors in memory) or, without one,
     from ``run``'s vocabulary in ``src_lang``/``tgt_lang`` (the run is loaded once, and only if a
     side needs it). The seed dictionary is ``train_dict``, else ``dictionary_mode`` ``identical``
-    (identical strings) or ``lexicon`` (words sharing a wordnet synset). The refinement iteration
-    is chosen by the unsupervised mean-CSLS criterion, never the evaluation dictionary, unless
-    ``select_on="eval"`` asks for MUSE's supervised rule explicitly.
+    (identical strings) or ``lexicon`` (words sharing a wordnet synset). Each method runs its
+    reference's recipe unless told otherwise: ``procrustes`` MUSE's supervised script (its
+    refinement round chosen by the unsupervised mean-CSLS criterion, never the evaluation
+    dictionary, unless ``select_on="eval"`` asks for MUSE's rule), ``rcsls`` fastText's
+    ``align.py`` (unit vectors, ``--niter 10`` = 11 updates, ``--lr 1``), ``vecmap`` VecMap's
+    ``--supervised`` (normalise ``renorm,center,renorm`` first); the result's ``reference`` says
+    how a call differs.
 
-    Every evaluation reports both protocols (``protocols``): MUSE's (test pairs with both words in
-    the vocabularies) and fastText's (every test source word; those not scorable count as
-    errors), with the coverage; for a side read from ``run``, a third figure scores every test
-    word with the words missing from the vocabulary composed by the model.
+    Every evaluation reports each protocol with its own baselines (``protocols``): MUSE's (test
+    pairs with both words in the vocabularies), fastText's (every test source word; those not
+    scorable count as errors) and, for a side read from ``run``, ``composed`` (every test word,
+    the words missing from the vocabulary composed by the model); each beside the
+    identical-string, char 3-gram and no-mapping baselines on its own words, split into words
+    whose gold includes the word itself and the others.
 
     Args:
         src: source vectors (file or in memory).
         tgt: target vectors (file or in memory).
         run: a run directory (or a loaded bundle) for the sides not given as vectors.
-        src_lang: the source language (with ``run``, or for ``dictionary_mode="lexicon"``).
-        tgt_lang: the target language.
+        src_lang: the source side's language: with ``run``, which of its languages; with
+            ``dictionary_mode="lexicon"``, the wordnet language; names ``vectors-<lang>.txt``.
+        tgt_lang: the target side's language, likewise.
         side: ``input`` or ``output`` embeddings of ``run``.
         train_dict: seed dictionary in MUSE's format (one ``src tgt`` pair a line).
         eval_dict: evaluation dictionary; None: no P@k.
+        reverse_dicts: read both dictionaries as ``tgt src`` lines (e.g. an en-tl file to map tl
+            onto en).
         dictionary_mode: without ``train_dict``: ``identical`` or ``lexicon``.
         refine: refinement iterations of ``procrustes`` (None: 5; 0: Procrustes only); refused with
             the other methods.
         normalize: a chain of ``renorm``, ``center``, ``iternorm`` (iterative normalisation,
-            ``iternorm:N`` for N rounds), e.g. ``renorm,center,renorm``, applied to both sides.
+            ``iternorm:N`` for N rounds), e.g. ``renorm,center,renorm``, applied to both sides;
+            ``none`` for nothing; None: the method's reference (procrustes none, rcsls renorm,
+            vecmap renorm,center,renorm).
         method: ``procrustes`` (MUSE), ``rcsls`` (Joulin et al. 2018) or ``vecmap`` (Artetxe et al. 2018).
         select_on: how ``procrustes`` picks its refinement round: ``criterion`` (unsupervised, the
             default), ``last``, or ``eval`` (MUSE's supervised rule: P@1 on ``eval_dict``, i.e.
             tuned on the test pairs; needs ``eval_dict``).
         spectral: ``rcsls`` only: clip the map's singular values to [0, 1] after every step.
+        rcsls_n_iter: ``rcsls`` only: fastText's ``--niter`` (None: 10), i.e. ``n + 1`` updates.
+        rcsls_lr: ``rcsls`` only: fastText's ``--lr`` (None: 1.0; its README's example uses 25).
+        criterion: also score an ``rcsls``/``vecmap`` map by the unsupervised mean-CSLS criterion
+            (None: only ``procrustes``, which selects by it); it costs a CSLS search.
         dico_build: ``S2T``, ``T2S``, ``S2T|T2S`` or ``S2T&T2S``.
         dico_max_rank: refinement dictionary rank limit (default 10000 with ``train_dict``, 15000
             otherwise, as MUSE's supervised/unsupervised runs).
-        max_vocab: read at most N words per side.
+        max_vocab: read at most N words per side (0 or None: every word).
         keep_case: keep every word as written, dictionaries matched as written; default lowercases
             with the first (most frequent) casing kept, as MUSE always does for training and
             evaluation (its ``full_vocab`` only serves the final export).
@@ -235,43 +315,60 @@ def align(
         overwrite: replace an existing, non-empty ``out``.
         checkpoint: ``best`` or ``last`` of ``run``.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``run``.
-        threads: CPU threads for torch (None or 0: torch's default).
+        threads: CPU threads (torch's and the BLAS pools'; None or 0: the default).
 
     Returns:
         An :class:`AlignResult`; its ``to_dict()`` is the JSON ``polyglot-groc align`` prints.
 
     Raises:
         InputError: a side without vectors, dimensions that differ, no seed dictionary or one
-            with no pair in the vocabularies, a bad ``knn``, an existing ``out`` without
-            ``overwrite``; LexiconMissingError: no wordnet for ``dictionary_mode="lexicon"``.
+            with no pair in the vocabularies (naming ``reverse_dicts`` when the file reads the
+            other way round), a bad ``knn``, an existing ``out`` without ``overwrite``;
+            LexiconMissingError: no wordnet for ``dictionary_mode="lexicon"``.
     """
-    from eval.align import KNN_MODES, SELECT_ON, identical_pairs, pairs_to_indices
-    from eval.methods import check_method_options, fit_mapping
-    from eval.normalize import parse_normalize
+    from eval.align import KNN_MODES, SELECT_ON, identical_pairs
+    from eval.methods import check_method_options, fit_mapping, recipe, resolve_normalize
+    from eval.normalize import normalize_embeddings
     from eval.rcsls import RcslsConfig
     from langpairs.dictionaries import read_dictionary
-    from polyglot_groc.model.device import use_threads
 
-    check_positive(max_vocab=max_vocab, dico_max_rank=dico_max_rank)
-    check_non_negative(refine=refine)
-    use_threads(threads)
+    if max_vocab == 0:
+        max_vocab = None  # every word, as VecMap reads
+    check_positive(max_vocab=max_vocab, dico_max_rank=dico_max_rank, rcsls_lr=rcsls_lr)
+    check_non_negative(refine=refine, rcsls_n_iter=rcsls_n_iter)
+    if threads:
+        if run is not None:
+            from polyglot_groc.model.device import use_threads
+
+            use_threads(threads)
+        else:  # vectors only: the BLAS and OpenMP pools, without loading torch
+            from threadpoolctl import threadpool_limits
+
+            check_non_negative(threads=threads)
+            threadpool_limits(limits=threads)
     if knn not in KNN_MODES:
-        raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
+        raise InputError(f"{option('knn', knn)} is unknown; use exact or approximate")
     # Every new option is checked before anything is read or written.
     if select_on not in SELECT_ON:
-        raise InputError(f"--select-on {select_on!r} is unknown; use criterion (default), last or eval")
+        raise InputError(f"{option('select_on', select_on)} is unknown; use criterion (default), last or eval")
     if select_on == "eval" and eval_dict is None:
-        raise InputError("--select-on eval picks the refinement round by P@1 on the evaluation dictionary; "
-                         "pass --eval-dict, or drop --select-on")
+        raise InputError(f"{option('select_on', 'eval')} picks the refinement round by P@1 on the evaluation "
+                         f"dictionary; pass {option('eval_dict')}, or drop {option('select_on')}")
     check_method_options(method, refine, select_on)
-    if spectral and method != "rcsls":
-        raise InputError(f"--spectral constrains rcsls; it does nothing for {method}: add --method rcsls or "
-                         "drop --spectral")
-    parse_normalize(normalize)
+    if method != "rcsls":
+        given = [name for name, value in (("spectral", spectral or None), ("rcsls_n_iter", rcsls_n_iter),
+                                          ("rcsls_lr", rcsls_lr)) if value is not None]
+        if given:
+            raise InputError(f"{option(given[0])} sets up rcsls; it does nothing for {method}: add "
+                             f"{option('method', 'rcsls')} or drop {option(given[0])}")
+    ops = resolve_normalize(method, normalize)
+    defaults = RcslsConfig()
+    rcsls_config = RcslsConfig(spectral=spectral, n_iter=defaults.n_iter if rcsls_n_iter is None else rcsls_n_iter,
+                               lr=defaults.lr if rcsls_lr is None else rcsls_lr)
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
-    check_input_files(("--src", src), ("--tgt", tgt), ("--train-dict", train_dict), ("--eval-dict", eval_dict),
-                      ("--eval-words", eval_words))
+    check_input_files(("src", src), ("tgt", tgt), ("train_dict", train_dict), ("eval_dict", eval_dict),
+                      ("eval_words", eval_words))
     lower = not keep_case
     bundle = load_bundle_once(run, checkpoint, device) if run is not None else None
     src_words, src_vecs = read_side(src, bundle, src_lang, side, max_vocab, "src", lower)
@@ -280,21 +377,20 @@ def align(
         raise InputError(f"source vectors have dimension {src_vecs.shape[1]} but target vectors "
                          f"{tgt_vecs.shape[1]}; align embeddings of the same size")
     if train_dict is not None:
-        train_pairs, stats = pairs_to_indices(read_dictionary(Path(train_dict), lower=lower, lenient=lenient),
-                                              src_words, tgt_words, lower=lower)
-        train_info: dict[str, Any] = {"path": str(train_dict), **stats}
+        _, train_pairs, train_info = _dictionary_indices(train_dict, src_words, tgt_words, lower=lower,
+                                                         lenient=lenient, reverse=reverse_dicts, name="train_dict")
     elif dictionary_mode == "identical":
         train_pairs = identical_pairs(src_words, tgt_words)
         if len(train_pairs) == 0:
-            raise InputError("no identical strings in the two vocabularies; "
-                             "pass --train-dict or --dictionary-mode lexicon")
+            raise InputError(f"no identical strings in the two vocabularies; pass {option('train_dict')} "
+                             f"or {option('dictionary_mode', 'lexicon')}")
         train_info = {"seed": "identical", "found": int(len(train_pairs))}
     elif dictionary_mode == "lexicon":
         train_pairs = lexicon_seed(src_words, tgt_words, src_lang, tgt_lang, lexicon, wn_dir)
         train_info = {"seed": "lexicon", "found": int(len(train_pairs))}
     else:
-        raise InputError("no seed dictionary: pass --train-dict FILE, --dictionary-mode identical "
-                         "or --dictionary-mode lexicon")
+        raise InputError(f"no seed dictionary: pass {option('train_dict')}, {option('dictionary_mode', 'identical')} "
+                         f"or {option('dictionary_mode', 'lexicon')}")
     if dico_max_rank is None:
         dico_max_rank = 10000 if train_dict is not None else 15000
     pairs: list[tuple[str, str]] | None = None
@@ -302,46 +398,66 @@ def align(
     select_pairs = None
     if eval_dict is not None:
         pairs = read_dictionary(Path(eval_dict), lower=lower, lenient=lenient)
+        if reverse_dicts:
+            pairs = [(b, a) for a, b in pairs]
         if eval_words is not None:
+            from polyglot_groc.analysis.export import read_words
+
             restrict = set(read_words(eval_words) if isinstance(eval_words, (str, os.PathLike)) else eval_words)
         if select_on == "eval":
-            select_pairs = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)[0]
+            select_pairs = _dictionary_indices(eval_dict, src_words, tgt_words, lower=lower, lenient=lenient,
+                                               reverse=reverse_dicts, name="eval_dict")[1]
     # MUSE's export normalises every word with the training vocabulary's means: keep those, not the
     # vectors (computed before the fit, so a chain that cannot be streamed is refused before any work).
-    means = {"src": training_means(src_vecs, normalize), "tgt": training_means(tgt_vecs, normalize)} \
+    means = {"src": training_means(src_vecs, ops), "tgt": training_means(tgt_vecs, ops)} \
         if export_mapped and out is not None else {}
-    res = fit_mapping(src_vecs, tgt_vecs, train_pairs, method=method, refine=refine,  # type: ignore[arg-type]
-                      normalize=normalize, select_on=select_on, select_pairs=select_pairs,  # type: ignore[arg-type]
-                      dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn,  # type: ignore[arg-type]
-                      rcsls_config=RcslsConfig(spectral=spectral))
-    full = {"src": (src, means["src"], np.asarray(res.W)), "tgt": (tgt, means["tgt"], res.W_tgt)} if means else {}
+    # The spaces normalised once, in place where the raw vectors are not needed again (at 200k x 300
+    # each copy is 229 MiB): the fit, the mapped spaces and the no-mapping baseline all read them.
+    composing = pairs is not None and bundle is not None and (src is None or tgt is None)
     dim = int(src_vecs.shape[1])
-    mapped, target = res.map_source(src_vecs), res.prepare_target(tgt_vecs)
-    compose = bundle is not None and (src is None or tgt is None) and pairs is not None
-    if not compose:
-        del src_vecs, tgt_vecs  # 229 MiB each at 200k x 300: only the mapped and target spaces go on
+    src_n = normalize_embeddings(src_vecs, ops, inplace=not composing) if ops else src_vecs  # (n_src, d)
+    tgt_n = normalize_embeddings(tgt_vecs, ops, inplace=not composing) if ops else tgt_vecs  # (n_tgt, d)
+    raw = (src_vecs, tgt_vecs) if composing else None
+    del src_vecs, tgt_vecs
+    res = fit_mapping(src_n, tgt_n, train_pairs, method=method, refine=refine,  # type: ignore[arg-type]
+                      normalize="none", select_on=select_on, select_pairs=select_pairs,  # type: ignore[arg-type]
+                      dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn,  # type: ignore[arg-type]
+                      rcsls_config=rcsls_config, criterion=bool(criterion))
+    res = dataclasses.replace(res, normalize=ops)  # the chain raw vectors take (composed words, the export)
+    full = {"src": (src, means["src"], np.asarray(res.W)), "tgt": (tgt, means["tgt"], res.W_tgt)} if means else {}
+    mapped = src_n @ res.W.T  # (n_src, d)
+    target = tgt_n if res.W_tgt is None else tgt_n @ res.W_tgt.T  # (n_tgt, d)
     evaluation: dict[str, Any] = {}
     if pairs is not None:
-        from polyglot_groc.analysis.alignment_report import evaluate_with_baselines, protocols_table
+        from polyglot_groc.analysis.alignment_report import Side, evaluate_protocols
 
-        stats_e, precision, baselines = evaluate_with_baselines(
-            pairs, src_words, tgt_words, mapped, target, lower=lower, eval_words=restrict,
-            knn_mode=knn)  # type: ignore[arg-type]
-        stats_e["path"] = str(eval_dict)
         composed = None
-        if compose:
-            assert bundle is not None  # compose implies a run
-            composed = _composed_precision(pairs, restrict, lower, bundle, side, res, knn,
-                                           (src_lang if src is None else None, src_words, src_vecs, mapped),
-                                           (tgt_lang if tgt is None else None, tgt_words, tgt_vecs, target))
+        if raw is not None:
+            composed = _composed_sides(pairs, restrict, lower, bundle, side, res,  # type: ignore[arg-type]
+                                       (src_lang if src is None else None, src_words, raw[0], mapped),
+                                       (tgt_lang if tgt is None else None, tgt_words, raw[1], target))
+        del raw
+        # The no-mapping baseline reads the normalised spaces as they are: by nn always (cheap), by csls
+        # too where both sides come from one run (one shared encoder: a word may have one vector on
+        # both sides), where it is the honest comparison.
+        shared = bundle is not None and src is None and tgt is None
+        stats_e, precision, baselines, protocols = evaluate_protocols(
+            pairs, Side(src_words, mapped, src_n), Side(tgt_words, target, tgt_n), lower=lower,
+            eval_words=restrict, knn_mode=knn, composed=composed,  # type: ignore[arg-type]
+            no_mapping=("nn", "csls") if shared else ("nn",))
+        stats_e["path"] = str(eval_dict)
+        stats_e["reversed"] = reverse_dicts
         evaluation = {"eval_dictionary": stats_e, "precision": precision, "baselines": baselines,
-                      "protocols": protocols_table(stats_e, precision, composed)}
+                      "protocols": protocols}
+    del src_n, tgt_n
     result = AlignResult(
         src_words=len(src_words), tgt_words=len(tgt_words), dim=dim, train_dictionary=train_info,
         dico_max_rank=dico_max_rank, knn_mode=knn, lowercased=lower, best_iteration=res.best_iteration,
-        history=res.history, normalize=",".join(res.normalize), method=method, selection=_SELECTION[select_on]
-        if method == "procrustes" else f"none ({method} has no refinement rounds)", **evaluation,
-        out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
+        history=res.history, normalize=",".join(res.normalize) or "none", method=method,
+        selection=_SELECTION[select_on] if method == "procrustes" else f"none ({method} has no refinement rounds)",
+        reference=recipe(method, res.normalize, refine=refine, select_on=select_on, rcsls_config=rcsls_config,
+                         lowercase=lower, max_vocab=max_vocab),
+        **evaluation, out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
         target_words=list(tgt_words), mapped=mapped, target=target,
         src_lang=src_lang, tgt_lang=tgt_lang, side=side if run is not None and (src is None or tgt is None) else None,
         W_tgt=None if res.W_tgt is None else np.asarray(res.W_tgt))
@@ -357,53 +473,62 @@ _SELECTION = {
 }
 
 
-def _composed_precision(pairs: list[tuple[str, str]], restrict: set[str] | None, lower: bool,
-                        bundle: Callable[[], ModelBundle], side: str, res: Any, knn: str,
-                        *sides: tuple[str | None, list[str], np.ndarray, np.ndarray]) -> dict[str, Any]:
-    """CSLS P@k over EVERY test source word, the test words missing from a run-read side composed by the model.
+def _composed_sides(pairs: list[tuple[str, str]], restrict: set[str] | None, lower: bool,
+                    bundle: Callable[[], ModelBundle], side: str, res: Any,
+                    *sides: tuple[str | None, list[str], np.ndarray, np.ndarray]
+                    ) -> tuple[Side, Side, dict[str, int]]:
+    """Both sides extended by the test words missing from a run-read side, composed by the model.
 
     Each side read from the run (a language given) gets its missing test words embedded by
     :func:`~polyglot_groc.analysis.export.embed` (composed from characters by compositional
     models; a lookup model cannot, and they stay missing), normalised and mapped with the
     vocabulary (so ``center`` uses the same statistics up to those few rows), and appended to that
-    side's words; then the test pairs are scored on the extended spaces, every test source word
-    in the denominator.
+    side's words (the vocabulary stays a prefix); the unmapped vectors are extended likewise, for
+    the no-mapping baseline.
     """
-    from eval.align import pairs_to_indices, translation_precision
+    from eval.normalize import normalize_embeddings
+    from polyglot_groc.analysis.alignment_report import Side
     from polyglot_groc.analysis.export import embed
 
     if restrict is not None:
         wanted = {w.lower() for w in restrict} if lower else restrict
         pairs = [p for p in pairs if (p[0].lower() if lower else p[0]) in wanted]
-    extended: list[tuple[list[str], np.ndarray]] = []
-    composed_counts: list[int] = []
+    extended: list[Side] = []
+    counts: list[int] = []
     for column, (lang, words, raw, prepared) in enumerate(sides):
-        known = set(words)
-        missing = sorted({p[column] for p in pairs} - known) if lang is not None else []
-        if not missing:
-            extended.append((words, prepared))
-            composed_counts.append(0)
+        key = {(w.lower() if lower else w) for w in words}
+        missing = sorted({(p[column].lower() if lower else p[column]) for p in pairs} - key) if lang is not None else []
+        unmapped = normalize_embeddings(raw, res.normalize) if res.normalize else raw
+        got = embed(bundle(), lang, missing, side=side) if missing else None  # type: ignore[arg-type]
+        if got is None or not got.words:
+            extended.append(Side(words, prepared, unmapped))
+            counts.append(0)
             continue
-        got = embed(bundle(), lang, missing, side=side)  # type: ignore[arg-type]
         stacked = np.vstack([raw, got.vectors])  # (n + m, d): normalise with the vocabulary's statistics
         extra = (res.map_source(stacked) if column == 0 else res.prepare_target(stacked))[len(words):]
-        extended.append(([*words, *got.words], np.vstack([prepared, extra]).astype(np.float32)))
-        composed_counts.append(len(got.words))
-    total = len({p[0] for p in pairs})
-    out: dict[str, Any] = {"composed_source_words": composed_counts[0], "composed_target_words": composed_counts[1],
-                           "n_queries": total}
-    try:
-        indices, _ = pairs_to_indices(pairs, extended[0][0], extended[1][0], lower=lower)
-    except InputError:  # no pair scorable even with composition: every word counts as an error
-        indices = None
-    prec: dict[str, Any] = {"n_queries": 0}
-    if indices is not None:
-        prec = translation_precision(extended[0][1], extended[1][1], indices, method="csls",
-                                     knn_mode=knn)  # type: ignore[arg-type]
-    for k in (1, 5, 10):
-        out[f"precision_at_{k}"] = 100.0 * int(prec.get(f"correct_at_{k}", 0)) / total if total else 0.0
-    out["coverage"] = int(prec["n_queries"]) / total if total else 0.0
-    return out
+        extra_raw = (normalize_embeddings(stacked, res.normalize) if res.normalize else stacked)[len(words):]
+        extended.append(Side([*words, *got.words], np.vstack([prepared, extra]).astype(np.float32),
+                             np.vstack([unmapped, extra_raw]).astype(np.float32)))
+        counts.append(len(got.words))
+    return extended[0], extended[1], {"composed_source_words": counts[0], "composed_target_words": counts[1]}
+
+
+#: torch's legacy serialization header (``torch.save(..., _use_new_zipfile_serialization=False)``).
+_TORCH_MAGIC = 0x1950A86A20F9469CFC6C
+_TORCH_PROTOCOL = 1001
+
+
+def write_torch_legacy(f: IO[bytes], obj: object) -> None:
+    """Write ``obj`` (no tensors: e.g. a NumPy array) as ``torch.save(obj, f,
+    _use_new_zipfile_serialization=False)`` does, byte for byte, without importing torch.
+
+    MUSE saves ``best_mapping.pth`` with ``torch.save`` of the NumPy map and reloads it with
+    ``torch.load``; torch of every version reads this format (old ones only read this one).
+    """
+    sys_info = {"protocol_version": _TORCH_PROTOCOL, "little_endian": sys.byteorder == "little",
+                "type_sizes": {"short": 2, "int": 4, "long": 4}}
+    for part in (_TORCH_MAGIC, _TORCH_PROTOCOL, sys_info, obj, []):  # the last: no tensor storages follow
+        pickle.dump(part, f, protocol=2)
 
 
 def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str | None, export_mapped: bool,
@@ -418,8 +543,6 @@ def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str |
     (:func:`export_full_vocabulary`); ``full`` maps ``"src"``/``"tgt"`` to ``(given side, its
     training vocabulary's means (:func:`training_means`), the side's map or None)``.
     """
-    import torch
-
     from eval.vectors import write_vec
     from groc_base.fileio import atomic_output_dir
 
@@ -428,8 +551,8 @@ def _write(out: Path, result: AlignResult, src_lang: str | None, tgt_lang: str |
         np.save(tmp / "W.npy", result.W)
         if result.W_tgt is not None:  # vecmap moves the target space too
             np.save(tmp / "W_tgt.npy", result.W_tgt)
-        # MUSE saves best_mapping.pth with torch.save(W numpy array) and reloads it with torch.load.
-        torch.save(np.asarray(result.W), tmp / "best_mapping.pth")
+        with (tmp / "best_mapping.pth").open("wb") as f:  # MUSE's torch.save of the W numpy array
+            write_torch_legacy(f, np.asarray(result.W))
         write_vec(tmp / "src.aligned.vec", result.source_words, result.mapped)
         write_vec(tmp / "tgt.vec", result.target_words, result.target)
         if export_mapped:
@@ -555,8 +678,8 @@ def _stream_ops(normalize: str | Sequence[str]) -> list[str]:
     ops = list(parse_normalize(normalize))
     unknown = [op for op in ops if op not in ("center", "renorm")]
     if unknown:
-        raise InputError(f"--export-mapped cannot stream the normalisation {unknown[0]!r} yet; "
-                         "export without --export-mapped, or map the words with W.npy")
+        raise InputError(f"{option('export_mapped')} cannot stream the normalisation {unknown[0]!r} yet; "
+                         f"export without {option('export_mapped')}, or map the words with W.npy")
     return ops
 
 
@@ -573,12 +696,13 @@ def lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | Non
     from lexicons.service import open_lexicon
 
     if not src_lang or not tgt_lang:
-        raise InputError("--dictionary-mode lexicon needs --src-lang and --tgt-lang")
+        raise InputError(f"{option('dictionary_mode', 'lexicon')} needs {option('src_lang')} and {option('tgt_lang')}")
     lex = open_lexicon("wn", specs=specs or None, langs=None if specs else [src_lang, tgt_lang],
                        wn_dir=Path(wn_dir) if wn_dir is not None else None)
     translate = getattr(lex, "translation_pairs", None)
     if translate is None:
-        raise InputError(f"the {type(lex).__name__} backend cannot derive cross-lingual pairs; pass --train-dict")
+        raise InputError(f"the {type(lex).__name__} backend cannot derive cross-lingual pairs; pass "
+                         f"{option('train_dict')}")
     pairs = translate(src_words, src_lang, tgt_words, tgt_lang)
     src_index = {w: i for i, w in reversed(list(enumerate(src_words)))}
     tgt_index = {w: i for i, w in reversed(list(enumerate(tgt_words)))}

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from groc_base.checks import check_output, check_positive
+from groc_base.checks import check_output, check_positive, in_cli, option
 from groc_base.errors import InputError
 from groc_base.fileio import atomic_output_dir, atomic_write, dumps_json, json_safe
 from polyglot_groc.analysis.alignment import Vectors, read_side
@@ -38,8 +38,10 @@ class AlignManyResult:
     """What :func:`align_many` found: per language its training dictionary and fit, per evaluated pair its P@k.
 
     ``pairs["A-B"]`` holds ``eval_dictionary`` (coverage counts) and ``protocols`` (MUSE's and
-    fastText's P@k, nn and csls).  The mapped spaces (``spaces``: words and vectors per language,
-    all in the pivot's space) are in memory only; :meth:`to_dict` is the JSON the command prints.
+    fastText's P@k, nn and csls, each with its own identical-string and char 3-gram baselines and
+    the identical / non-identical gold split, as ``align`` reports them).  The mapped spaces
+    (``spaces``: words and vectors per language, all in the pivot's space) are in memory only;
+    :meth:`to_dict` is the JSON the command prints.
     """
 
     pivot: str
@@ -55,24 +57,43 @@ class AlignManyResult:
                           "languages": self.languages, "pairs": self.pairs, "out": self.out})
 
     def table(self) -> list[str]:
-        """The P@k table printed on stderr: one row per evaluated pair, CSLS under both protocols."""
-        lines = ["pair      MUSE csls P@1/5/10          fastText csls P@1/5/10       coverage"]
+        """The P@k table printed on stderr: per evaluated pair and protocol, CSLS P@1/5/10 beside that
+        protocol's own identical-string and char 3-gram baselines, and CSLS on the words whose gold
+        is not the word itself."""
+        def cell(res: dict[str, Any]) -> str:
+            return " / ".join("  -  " if res[f"precision_at_{k}"] is None else f"{res[f'precision_at_{k}']:5.1f}"
+                              for k in KS)
+
+        lines = [f"{'pair':<9} {'protocol':<9} {'csls P@1/5/10':<21} {'identical string':<21} "
+                 f"{'char 3-grams':<21} {'csls, other gold':<21} coverage"]
         for name, entry in self.pairs.items():
-            proto = entry["protocols"]
-            muse = " / ".join(f"{proto['muse']['csls'][f'precision_at_{k}']:5.1f}" for k in KS)
-            fast = " / ".join(f"{proto['fasttext']['csls'][f'precision_at_{k}']:5.1f}" for k in KS)
-            lines.append(f"{name:<9} {muse:<27} {fast:<28} {100 * proto['fasttext']['coverage']:5.1f}%")
+            for key, label in (("muse", "MUSE"), ("fasttext", "fastText")):
+                proto = entry["protocols"][key]
+                other = proto["split"]["non_identical_gold"]
+                lines.append(f"{name:<9} {label:<9} {cell(proto['csls']):<21} "
+                             f"{cell(proto['baselines']['identical_string']):<21} "
+                             f"{cell(proto['baselines']['char_ngram']):<21} {cell(other['csls']):<21} "
+                             f"{100 * proto.get('coverage', 1.0):5.1f}%")
         return lines
 
 
-def _pair_key(key: str, langs: set[str], flag: str) -> tuple[str, str]:
+def _mapping_entry(name: str, key: str, value: str) -> str:
+    """One entry of a mapping option as the user gives it: ``--vectors fr=FILE`` or ``vectors={'fr': FILE}``."""
+    if in_cli():
+        return f"{option(name)} {key}={value}"
+    return f"{name}={{{key!r}: {value}}}"
+
+
+def _pair_key(key: str, langs: set[str], name: str) -> tuple[str, str]:
+    flag = option(name)
     parts = key.split("-")
     if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
-        raise InputError(f"{flag} {key!r}: name the pair as SRC-TGT=FILE, e.g. {flag} fr-en=fr-en.0-5000.txt")
+        raise InputError(f"{flag} {key!r}: name the pair SRC-TGT, e.g. fr-en (a fr-en dictionary file)")
     unknown = [lang for lang in parts if lang not in langs]
     if unknown:
-        raise InputError(f"{flag} {key!r}: no vectors for {unknown[0]!r}; add --vectors {unknown[0]}=FILE "
-                         f"(languages given: {', '.join(sorted(langs))})")
+        raise InputError(f"{flag} {key!r}: no vectors for {unknown[0]!r}; add "
+                         f"{_mapping_entry('vectors', unknown[0], 'FILE')} (languages given: "
+                         f"{', '.join(sorted(langs))})")
     return parts[0], parts[1]
 
 
@@ -125,29 +146,30 @@ def align_many(
     from eval.methods import check_method_options, fit_mapping
     from eval.normalize import normalize_embeddings, parse_normalize
     from langpairs.dictionaries import read_dictionary
-    from polyglot_groc.analysis.alignment_report import evaluate_with_baselines, protocols_table
-    from polyglot_groc.model.device import use_threads
+    from polyglot_groc.analysis.alignment_report import Side, evaluate_protocols
 
     # Every option is checked before anything is read or written.
     langs = set(vectors)
     if len(langs) < 2:
-        raise InputError("align-many needs vectors of at least two languages: --vectors LANG=FILE, repeated")
+        raise InputError(f"align-many needs vectors of at least two languages: {option('vectors')} LANG=FILE, "
+                         "one per language")
     if pivot not in langs:
-        raise InputError(f"--pivot {pivot!r} has no vectors; pass --vectors {pivot}=FILE or pick one of "
-                         f"{', '.join(sorted(langs))}")
+        raise InputError(f"{option('pivot', pivot)} has no vectors; add {_mapping_entry('vectors', pivot, 'FILE')} "
+                         f"or pick one of {', '.join(sorted(langs))}")
     if method == "vecmap":
-        raise InputError("--method vecmap moves the target space too, so languages cannot share one pivot; "
-                         "use --method procrustes or rcsls with align-many")
+        raise InputError(f"{option('method', 'vecmap')} moves the target space too, so languages cannot share one "
+                         f"pivot; use {option('method', 'procrustes')} or rcsls with align-many")
     check_method_options(method, refine, "criterion")
     parse_normalize(normalize)
     check_positive(max_vocab=max_vocab)
     if knn not in KNN_MODES:
-        raise InputError(f"--knn {knn!r} is unknown; use exact or approximate")
+        raise InputError(f"{option('knn', knn)} is unknown; use exact or approximate")
     train_for: dict[str, tuple[Path, bool]] = {}  # language -> (dictionary, read reversed)
     for key, path in train_dicts.items():
-        a, b = _pair_key(key, langs, "--train-dict")
+        a, b = _pair_key(key, langs, "train_dicts")
         if pivot not in (a, b):
-            raise InputError(f"--train-dict {key!r} does not involve the pivot {pivot!r}; align-many maps every "
+            raise InputError(f"{option('train_dicts')} {key!r} does not involve the pivot {pivot!r}; align-many "
+                             f"maps every "
                              f"language onto the pivot: give {a}-{pivot} or {pivot}-{a} dictionaries")
         other = b if a == pivot else a
         if other in train_for:
@@ -155,11 +177,15 @@ def align_many(
         train_for[other] = (Path(path), a == pivot)
     missing = sorted(langs - {pivot} - set(train_for))
     if missing:
-        raise InputError(f"no training dictionary for {missing[0]!r}; add --train-dict {missing[0]}-{pivot}=FILE")
-    evals = {key: (_pair_key(key, langs, "--eval-dict"), Path(path)) for key, path in (eval_dicts or {}).items()}
+        raise InputError(f"no training dictionary for {missing[0]!r}; add "
+                         f"{_mapping_entry('train_dicts', f'{missing[0]}-{pivot}', 'FILE')}")
+    evals = {key: (_pair_key(key, langs, "eval_dicts"), Path(path)) for key, path in (eval_dicts or {}).items()}
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
-    use_threads(threads)
+    if threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads)  # NumPy's BLAS and faiss: no torch here
     lower = not keep_case
 
     spaces: dict[str, tuple[list[str], np.ndarray]] = {}
@@ -192,10 +218,10 @@ def align_many(
     scored: dict[str, dict[str, Any]] = {}
     for key, ((a, b), path) in evals.items():
         pairs = read_dictionary(path, lower=lower, lenient=lenient)
-        stats_e, precision, _ = evaluate_with_baselines(pairs, spaces[a][0], spaces[b][0], spaces[a][1], spaces[b][1],
-                                                        lower=lower, knn_mode=knn)  # type: ignore[arg-type]
+        stats_e, _, _, protocols = evaluate_protocols(pairs, Side(*spaces[a]), Side(*spaces[b]), lower=lower,
+                                                      knn_mode=knn)  # type: ignore[arg-type]
         stats_e["path"] = str(path)
-        scored[key] = {"eval_dictionary": stats_e, "protocols": protocols_table(stats_e, precision)}
+        scored[key] = {"eval_dictionary": stats_e, "protocols": protocols}
     result = AlignManyResult(pivot=pivot, method=method, normalize=",".join(ops), languages=info, pairs=scored,
                              out=str(out) if out is not None else None, spaces=spaces)
     if out is not None:

@@ -1,9 +1,25 @@
-"""Word-translation evaluation with honest baselines, as reported by ``align``.
+"""Word-translation evaluation with honest baselines, as reported by ``align`` and ``align-many``.
 
-Beside the model's P@k (nn and csls) this reports, on exactly the same scored test words:
-the identical-string baseline, the character n-gram baseline, and the model's P@k split into
-test words whose gold includes the identical string and words whose gold does not (copying
-cannot score on the latter).  Test pairs that cannot be scored are counted by reason.
+A P@k means little without the figures that need no model: MUSE test dictionaries list many
+words as their own translation (numbers, names, loanwords, cognates), and a polyglot model gives
+one string one vector in both languages, so copying or not mapping at all can score high.  So
+EVERY protocol (the word set a P@k is computed on) carries its own baselines, computed on
+exactly its words and its candidate targets:
+
+* ``muse``: the test source words with a pair whose two words are in the vocabularies
+  (MUSE's ``get_word_translation_accuracy``);
+* ``fasttext``: every distinct test source word; one that cannot be scored counts as wrong
+  (fastText's ``alignment`` evaluation), with the ``coverage``;
+* ``composed`` (a run only): every test source word, the words missing from the vocabularies
+  composed by the model and added to the candidates.
+
+For each: the model's P@k (nn, csls), the baselines ``identical_string`` (translate a word to
+itself when that string is a candidate), ``char_ngram`` (the candidate with the most similar
+character 3-grams) and ``no_mapping`` (the same retrieval on the spaces before the mapping: the
+unmapped identity; for a run with a shared encoder, what the model scores without any
+alignment), and everything split into test words whose gold translations include the word
+itself (``identical_gold``) and the others (``non_identical_gold``: copying cannot score there).
+Test pairs that cannot be scored are counted by one reason each, so the reasons add up.
 """
 
 from __future__ import annotations
@@ -11,150 +27,280 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from eval.align import KnnMode, pairs_to_indices, translation_precision
-from eval.baselines import char_ngram_precision, identical_precision, split_by_identical
+from eval.baselines import MISS, char_ngram_ranks, identical_ranks
+from eval.vectors import vocabulary_index
+from groc_base.checks import option
+from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["evaluate_with_baselines", "protocol_lines", "protocols_table", "summary_lines"]
+__all__ = ["PROTOCOL_LABELS", "Side", "evaluate_protocols", "report_lines"]
 
 KS = (1, 5, 10)
+#: The rows of every protocol, in print order: (key, label).
+ROWS = (("csls", "model csls"), ("nn", "model nn"), ("no_mapping_csls", "no mapping, csls"),
+        ("no_mapping_nn", "no mapping, nn"), ("identical_string", "identical string"),
+        ("char_ngram", "char 3-grams"))
+PROTOCOL_LABELS = {"muse": "MUSE protocol", "fasttext": "fastText protocol", "composed": "composed"}
 
 
-def _split_precision(result: dict[str, Any], queries: np.ndarray, identical: np.ndarray) -> dict[str, Any]:
-    """P@k of ``result`` (from ``translation_precision(..., return_ranks=True)``) on the two halves."""
-    ranks = np.asarray(result.pop("best_rank"))
-    order_q = np.asarray(result.pop("queries"))
-    if not np.array_equal(order_q, queries):
-        raise AssertionError("queries of the model and of the split differ")  # both are np.unique of one column
-    split: dict[str, Any] = {}
-    for name, mask in (("identical_gold", identical), ("non_identical_gold", ~identical)):
-        n = int(mask.sum())
-        at = {f"precision_at_{k}": (100.0 * float((ranks[mask] < k).sum()) / n if n else None) for k in KS}
-        split[name] = {"n_queries": n, **at}
-    return split
+@dataclass(frozen=True)
+class Side:
+    """One side of a scored space: its words, their vectors as retrieval sees them (mapped, or the
+    prepared target), and the same words' vectors before the mapping (None: no ``no_mapping``)."""
+
+    words: Sequence[str]
+    vectors: np.ndarray
+    unmapped: np.ndarray | None = None
 
 
-def evaluate_with_baselines(
+def _queries(pairs: Sequence[tuple[str, str]]) -> tuple[list[str], dict[str, int], np.ndarray]:
+    """The distinct test source words (sorted), their index, and which have themselves among their golds."""
+    words = sorted({a for a, _ in pairs})
+    index = {w: i for i, w in enumerate(words)}
+    identical = np.zeros(len(words), dtype=bool)
+    same = [index[a] for a, b in pairs if a == b]
+    identical[same] = True
+    return words, index, identical
+
+
+def _gold(pairs: Sequence[tuple[str, str]], qindex: dict[str, int], tgt_words: Sequence[str],
+          lower: bool) -> np.ndarray:
+    """``(m, 2)`` (query index, target row) of every gold target among the candidates."""
+    tgt_index = vocabulary_index(tgt_words, lower)
+    rows = [(qindex[a], tgt_index[b]) for a, b in pairs if b in tgt_index]
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+
+
+def _retrieval_ranks(pairs: Sequence[tuple[str, str]], src: Side, tgt: Side, qindex: dict[str, int],
+                     lower: bool, knn_mode: KnnMode, no_mapping: Sequence[str] = ("nn", "csls"),
+                     ) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, int]]:
+    """Best gold rank of every query for nn and csls (and, for the ``no_mapping`` retrievals, on the
+    unmapped spaces), the mask of scorable queries, and the dictionary's coverage counts. A query
+    that cannot be scored is a MISS."""
+    n_q = len(qindex)
+    scorable = np.zeros(n_q, dtype=bool)
+    ranks: dict[str, np.ndarray] = {}
+    try:
+        indices, stats = pairs_to_indices(pairs, src.words, tgt.words, lower=lower)
+    except InputError:
+        if n_q == 0:
+            raise
+        stats = {"pairs": len(pairs), "found": 0}
+        indices = None
+    spaces: list[tuple[str, np.ndarray, np.ndarray, tuple[str, ...]]] = [("", src.vectors, tgt.vectors, ("nn", "csls"))]
+    if src.unmapped is not None and tgt.unmapped is not None and no_mapping:
+        spaces.append(("no_mapping_", src.unmapped, tgt.unmapped, tuple(no_mapping)))
+    for prefix, s_vecs, t_vecs, methods in spaces:
+        for method in methods:
+            best = np.full(n_q, MISS, dtype=np.int64)
+            if indices is not None:
+                res = translation_precision(s_vecs, t_vecs, indices, method=method, knn_mode=knn_mode,  # type: ignore[arg-type]
+                                            return_ranks=True)
+                rows = np.asarray(res["queries"])
+                at = np.fromiter((qindex[(src.words[r].lower() if lower else src.words[r])] for r in rows.tolist()),
+                                 dtype=np.int64, count=rows.shape[0])
+                found = np.asarray(res["best_rank"])
+                best[at] = np.where(found < max(KS), found, MISS)
+                scorable[at] = True
+            ranks[prefix + method] = best
+    return ranks, scorable, stats
+
+
+def _precision(rank: np.ndarray, mask: np.ndarray) -> dict[str, float | None]:
+    n = int(mask.sum())
+    return {f"precision_at_{k}": (100.0 * int((rank[mask] < k).sum()) / n if n else None) for k in KS}
+
+
+def _row(ranks: dict[str, np.ndarray], key: str, mask: np.ndarray) -> dict[str, Any]:
+    return _precision(ranks[key], mask)
+
+
+def _entry(ranks: dict[str, np.ndarray], mask: np.ndarray, identical: np.ndarray) -> dict[str, Any]:
+    """One protocol's P@k, its baselines and the identical / non-identical split, on the queries in ``mask``."""
+
+    def block(m: np.ndarray) -> dict[str, Any]:
+        out: dict[str, Any] = {"n_queries": int(m.sum())}
+        for key in ("nn", "csls"):
+            out[key] = _row(ranks, key, m)
+        out["baselines"] = {name: _row(ranks, name, m) for name in ("identical_string", "char_ngram")}
+        unmapped = [method for method in ("nn", "csls") if f"no_mapping_{method}" in ranks]
+        if unmapped:
+            out["baselines"]["no_mapping"] = {method: _row(ranks, f"no_mapping_{method}", m) for method in unmapped}
+        return out
+
+    entry = block(mask)
+    n = int(mask.sum())
+    entry["identical_gold_share"] = float(identical[mask].sum()) / n if n else 0.0
+    entry["split"] = {"identical_gold": block(mask & identical), "non_identical_gold": block(mask & ~identical)}
+    return entry
+
+
+def _legacy(ranks: dict[str, np.ndarray], mask: np.ndarray, identical: np.ndarray, key: str, name: str,
+            n_pairs: int | None = None) -> dict[str, Any]:
+    """The top-level ``precision`` / ``baselines`` entries (MUSE's words): P@k, correct counts and the split."""
+    n = int(mask.sum())
+    out: dict[str, Any] = {"method": name, "n_queries": n}
+    if n_pairs is not None:
+        out["n_pairs"] = n_pairs
+    for k in KS:
+        correct = int((ranks[key][mask] < k).sum())
+        out[f"precision_at_{k}"] = 100.0 * correct / n if n else 0.0
+        out[f"correct_at_{k}"] = correct
+    for part, m in (("identical_gold", mask & identical), ("non_identical_gold", mask & ~identical)):
+        out[part] = {"n_queries": int(m.sum()), **_precision(ranks[key], m)}
+    return out
+
+
+def evaluate_protocols(
     pairs: Sequence[tuple[str, str]],
-    src_words: Sequence[str],
-    tgt_words: Sequence[str],
-    mapped: np.ndarray,
-    target: np.ndarray,
+    src: Side,
+    tgt: Side,
     *,
     lower: bool = True,
     eval_words: set[str] | None = None,
     knn_mode: KnnMode = "exact",
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """``(dictionary stats, model precision per method, baselines)`` on the scorable test pairs."""
+    composed: tuple[Side, Side, dict[str, int]] | None = None,
+    no_mapping: Sequence[str] = ("nn", "csls"),
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``(dictionary stats, precision, baselines, protocols)`` of a mapped space on the test ``pairs``.
+
+    ``src``/``tgt``: the vocabularies' spaces (with ``unmapped`` vectors, the ``no_mapping``
+    baseline too, by the retrievals in ``no_mapping``: a CSLS search over a large vocabulary costs
+    as much as the model's, so a caller may ask for ``("nn",)`` only). ``composed``: the spaces
+    extended by the composed test words (their words appended after the vocabulary's) and
+    ``{"composed_source_words": n, "composed_target_words": m}``.
+    ``precision`` and ``baselines`` are MUSE's protocol (kept at the top level of the JSON);
+    ``protocols`` holds every protocol with its own baselines and split (see the module docstring).
+
+    Raises:
+        InputError: no test pair has both words in the vocabularies.
+    """
     stats: dict[str, Any] = {}
+    if lower:
+        pairs = [(a.lower(), b.lower()) for a, b in pairs]
+    total_pairs = len(pairs)
     if eval_words is not None:
-        wanted = {w.lower() for w in eval_words} if lower else eval_words
-        kept = [p for p in pairs if (p[0].lower() if lower else p[0]) in wanted]
-        stats["not_in_eval_words"] = len(pairs) - len(kept)
-        pairs = kept
-    indices, found = pairs_to_indices(pairs, src_words, tgt_words, lower=lower)
+        wanted = {w.lower() for w in eval_words} if lower else set(eval_words)
+        pairs = [p for p in pairs if p[0] in wanted]
+        stats["not_in_eval_words"] = total_pairs - len(pairs)
+        if not pairs:
+            raise InputError(f"none of the {total_pairs} test pairs has its source word in "
+                             f"{option('eval_words')}; check that list against the dictionary")
+    qwords, qindex, identical = _queries(pairs)
+    ranks, scorable, found = _retrieval_ranks(pairs, src, tgt, qindex, lower, knn_mode, no_mapping)
+    if not scorable.any():  # as pairs_to_indices says it: none of the pairs can be scored
+        pairs_to_indices(pairs, src.words, tgt.words, lower=lower)
     stats.update(found)
-    # fastText's protocol divides by every distinct test source word, scorable or not.
-    stats["unique_source_all"] = len({(a.lower() if lower else a) for a, _ in pairs})
-    stats["dropped_reasons"] = {
-        "source word not in the source vocabulary": found["not_found_source"],
-        "target word not in the target vocabulary": found["not_found_target"],
-    }
+    src_index = vocabulary_index(src.words, lower)
+    tgt_index = vocabulary_index(tgt.words, lower)
+    src_in = np.fromiter((a in src_index for a, _ in pairs), dtype=bool, count=len(pairs))
+    tgt_in = np.fromiter((b in tgt_index for _, b in pairs), dtype=bool, count=len(pairs))
+    # One reason per dropped pair, so that the reasons add up to the pairs dropped.
+    reasons = {"source word not in the source vocabulary": int((~src_in & tgt_in).sum()),
+               "target word not in the target vocabulary": int((src_in & ~tgt_in).sum()),
+               "neither word in the vocabularies": int((~src_in & ~tgt_in).sum())}
     if eval_words is not None:
-        stats["dropped_reasons"]["source word not in --eval-words"] = stats["not_in_eval_words"]
-    queries, identical = split_by_identical(indices, src_words, tgt_words)
+        reasons["source word not in the eval_words list"] = stats["not_in_eval_words"]
+    stats["dropped_reasons"] = reasons
+    stats["unique_source_all"] = len(qwords)
+    scored = "\n".join(w for w, ok in zip(qwords, scorable.tolist(), strict=True) if ok)
     # Which words were scored, in one line: equal digests = two results on the same test words.
-    scored = "\n".join(sorted({src_words[q] for q in queries.tolist()}))
     stats["scored_source_sha256"] = hashlib.sha256(scored.encode("utf-8")).hexdigest()[:16]
-    precision: dict[str, Any] = {}
-    for method in ("nn", "csls"):
-        res = translation_precision(mapped, target, indices, method=method, knn_mode=knn_mode,  # type: ignore[arg-type]
-                                    return_ranks=True)
-        split = _split_precision(res, queries, identical)
-        precision[method] = {**res, **split}
-    # The baselines are split like the model, so "non_identical_gold" compares all three on the
-    # words that copying cannot translate.
-    baselines: dict[str, Any] = {}
-    for name, baseline in (("identical_string", identical_precision), ("char_ngram", char_ngram_precision)):
-        res = baseline(indices, src_words, tgt_words, KS, return_ranks=True)
-        split = _split_precision(res, queries, identical)  # pops the ranks: JSON keeps numbers only
-        baselines[name] = {**res, **split}
-    baselines["identical_gold_share"] = float(identical.mean())
-    return stats, precision, baselines
+
+    spaces: list[tuple[Side, Side]] = [(src, tgt)]
+    if composed is not None:
+        spaces.append((composed[0], composed[1]))
+    # The baselines of every space from one n-gram matrix over the longest candidate list (a
+    # composed target side is the vocabulary with the composed words appended).
+    golds = [_gold(pairs, qindex, t.words, lower) for _, t in spaces]
+    longest = max((t for _, t in spaces), key=lambda t: len(t.words)).words
+    ngram = char_ngram_ranks(qwords, longest, golds, [len(t.words) for _, t in spaces], k=max(KS))
+    ranks["identical_string"] = identical_ranks(qwords, tgt.words, golds[0])
+    ranks["char_ngram"] = ngram[0]
+
+    every = np.ones(len(qwords), dtype=bool)
+    protocols: dict[str, Any] = {"muse": _entry(ranks, scorable, identical)}
+    protocols["fasttext"] = {**_entry(ranks, every, identical), "coverage": float(scorable.mean())}
+    if composed is not None:
+        c_src, c_tgt, counts = composed
+        c_ranks, c_scorable, _ = _retrieval_ranks(pairs, c_src, c_tgt, qindex, lower, knn_mode, no_mapping)
+        c_ranks["identical_string"] = identical_ranks(qwords, c_tgt.words, golds[1])
+        c_ranks["char_ngram"] = ngram[1]
+        protocols["composed"] = {**_entry(c_ranks, every, identical), "coverage": float(c_scorable.mean()),
+                                 **counts}
+    precision = {method: _legacy(ranks, scorable, identical, method, "nn" if method == "nn" else "csls_knn_10",
+                                 n_pairs=int(found.get("found", 0)))
+                 for method in ("nn", "csls")}
+    baselines: dict[str, Any] = {name: _legacy(ranks, scorable, identical, name, label)
+                                 for name, label in (("identical_string", "identical_string"),
+                                                     ("char_ngram", "char_3gram"))}
+    baselines["identical_gold_share"] = protocols["muse"]["identical_gold_share"]
+    return stats, precision, baselines, protocols
 
 
-def summary_lines(stats: dict[str, Any], precision: dict[str, Any], baselines: dict[str, Any]) -> list[str]:
-    """Human-readable summary printed by ``align`` (stderr): coverage, drops and every P@k."""
+def _cells(block: dict[str, Any], key: str) -> str:
+    if key in ("nn", "csls"):
+        res = block[key]
+    elif key.startswith("no_mapping_"):
+        res = block["baselines"].get("no_mapping", {}).get(key.removeprefix("no_mapping_"))
+        if res is None:
+            return ""
+    else:
+        res = block["baselines"][key]
+    values = [res[f"precision_at_{k}"] for k in KS]
+    return " / ".join("  -  " if v is None else f"{v:5.1f}" for v in values)
+
+
+def report_lines(stats: dict[str, Any], protocols: dict[str, Any]) -> list[str]:
+    """The summary ``align`` prints on stderr: the dictionary's coverage and why pairs were dropped,
+    then one table per protocol: the model and every baseline on that protocol's own words, on all
+    of them and split by whether the word's gold translations include itself."""
     total = stats["pairs"] + stats.get("not_in_eval_words", 0)
     dropped = total - stats["found"]
     lines = [f"test pairs: {stats['found']} scored, {dropped} dropped of {total} "
-             f"({stats['unique_source']} unique source words scored)"]
+             f"({stats['unique_source']} of {stats['unique_source_all']} test source words scorable)"]
     lines += [f"  dropped: {n} {why}" for why, n in stats["dropped_reasons"].items() if n]
     if dropped * 2 > total:
         lines.append(f"WARNING: more than half of the test pairs were dropped ({dropped} of {total}); "
-                     "P@k describes only the scored words")
-
-    def row(name: str, res: dict[str, Any]) -> str:
-        return f"  {name:<40} " + "  ".join(f"P@{k} {res[f'precision_at_{k}']:6.2f}" for k in KS)
-
-    lines.append("word translation (percent):")
-    for method in ("nn", "csls"):
-        lines.append(row(f"model {method}", precision[method]))
-    lines.append(row("baseline identical string", baselines["identical_string"]))
-    lines.append(row("baseline char 3-grams", baselines["char_ngram"]))
-    csls = precision["csls"]
-    for part in ("identical_gold", "non_identical_gold"):
-        if csls[part]["n_queries"]:
-            lines.append(row(f"model csls, {part} ({csls[part]['n_queries']})", csls[part]))
-    part_res = baselines["char_ngram"].get("non_identical_gold")
-    if part_res and part_res["n_queries"]:
-        lines.append(row(f"baseline char 3-grams, non_identical_gold ({part_res['n_queries']})", part_res))
-    return lines
-
-
-def protocols_table(stats: dict[str, Any], precision: dict[str, Any],
-                    composed: dict[str, Any] | None = None) -> dict[str, Any]:
-    """P@k under both evaluation protocols, per retrieval, with coverage (and the composed figure).
-
-    ``muse``: MUSE's ``get_word_translation_accuracy``, queries are the test source words with at
-    least one pair whose two words are in the vocabularies (the figure in ``precision``).
-    ``fasttext``: fastText's ``alignment`` evaluation, every distinct test source word counts and
-    a word that cannot be scored is an error: P@k(fastText) = P@k(MUSE) x coverage.
-    ``composed`` (runs only): every test source word, the missing ones composed by the model.
-    """
-    total = int(stats["unique_source_all"])
-    scored = int(stats["unique_source"])
-    table: dict[str, Any] = {"muse": {"n_queries": scored}, "fasttext": {"n_queries": total,
-                                                                         "coverage": scored / total if total else 0.0}}
-    for method in ("nn", "csls"):
-        res = precision[method]
-        table["muse"][method] = {f"precision_at_{k}": res[f"precision_at_{k}"] for k in KS}
-        table["fasttext"][method] = {f"precision_at_{k}": (100.0 * res[f"correct_at_{k}"] / total if total else 0.0)
-                                     for k in KS}
-    if composed is not None:
-        table["composed"] = {"n_queries": composed["n_queries"], "coverage": composed["coverage"],
-                             "composed_source_words": composed["composed_source_words"],
-                             "composed_target_words": composed["composed_target_words"],
-                             "csls": {f"precision_at_{k}": composed[f"precision_at_{k}"] for k in KS}}
-    return table
-
-
-def protocol_lines(protocols: dict[str, Any] | None) -> list[str]:
-    """The protocol rows of ``align``'s stderr summary (CSLS P@k under each protocol, with coverage)."""
-    if not protocols:
-        return []
-    lines = ["protocols (csls, percent):"]
-    names = {"muse": "MUSE (scorable pairs only)", "fasttext": "fastText (all test words)",
-             "composed": "composed (all test words, missing ones composed)"}
-    for key, label in names.items():
-        if key in protocols:
-            entry = protocols[key]
-            cover = f"coverage {100.0 * entry['coverage']:5.1f}%" if "coverage" in entry else "scorable only"
-            at = "  ".join(f"P@{k} {entry['csls'][f'precision_at_{k}']:6.2f}" for k in KS)
-            lines.append(f"  {label:<40} {at}  ({entry['n_queries']} words, {cover})")
+                     "the MUSE protocol's P@k describes only the scored words")
+    lines.append("word translation P@1 / P@5 / P@10 (percent); each protocol's baselines are on its own words:")
+    for key, label in PROTOCOL_LABELS.items():
+        entry = protocols.get(key)
+        if entry is None:
+            continue
+        split = entry["split"]
+        n_id, n_other = split["identical_gold"]["n_queries"], split["non_identical_gold"]["n_queries"]
+        n = entry["n_queries"]
+        what = {"muse": f"the {n} test source words with a pair in both vocabularies",
+                "fasttext": f"all {n} test source words, the unscorable ones counted wrong",
+                "composed": f"all {n} test source words, the missing ones composed by the model"}[key]
+        notes = [f"coverage {100.0 * entry['coverage']:.1f}%"] if "coverage" in entry else []
+        if key == "composed":
+            notes.append(f"{entry.get('composed_source_words', 0)} source and {entry.get('composed_target_words', 0)} "
+                         "target words composed")
+        lines.append(f"{label}: {what}" + (f" ({'; '.join(notes)})" if notes else ""))
+        lines.append(f"  {'':<20} {'all (' + str(n) + ')':<22} {'identical gold (' + str(n_id) + ')':<22} "
+                     f"{'other gold (' + str(n_other) + ')'}")
+        for row, name in ROWS:
+            cells = [_cells(entry, row), _cells(split["identical_gold"], row), _cells(split["non_identical_gold"], row)]
+            if not cells[0]:
+                continue
+            lines.append(f"  {name:<20} " + " ".join(f"{c:<22}" for c in cells).rstrip())
+        share = entry.get("identical_gold_share", 0.0)
+        unmapped = entry["baselines"].get("no_mapping", {})
+        retrieval = "csls" if "csls" in unmapped else "nn"
+        nomap = unmapped.get(retrieval, {}).get("precision_at_1")
+        model = entry[retrieval]["precision_at_1"]
+        if nomap is not None and model is not None and nomap >= model:
+            lines.append(f"  NOTE: no mapping at all scores {nomap:.1f} P@1 ({retrieval}) here, the aligned model "
+                         f"{model:.1f}: "
+                         f"{100 * share:.0f}% of these words have themselves as a translation; compare on "
+                         "'other gold'")
     return lines

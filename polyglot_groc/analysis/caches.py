@@ -22,6 +22,7 @@ import math
 
 import torch
 
+from groc_base.checks import option
 from groc_base.errors import InputError
 
 __all__ = [
@@ -40,17 +41,17 @@ def check_cache_params(theta: float | None = None, lam: float | None = None, siz
                        new_word_weight: float | None = None, uniform_weight: float | None = None) -> None:
     """Raise :class:`CacheParamError` naming the first hyperparameter out of range."""
     def bad(name: str, value: object, rng: str) -> CacheParamError:
-        return CacheParamError(f"{name} = {value} is out of range; use a value in {rng}")
+        return CacheParamError(f"{option(name)} = {value} is out of range; use a value in {rng}")
     if theta is not None and not (math.isfinite(theta) and theta >= 0):
-        raise bad("--cache-theta", theta, "[0, inf)")
+        raise bad("cache_theta", theta, "[0, inf)")
     if lam is not None and not (0.0 <= lam <= 1.0):
-        raise bad("--cache-lambda", lam, "[0, 1]")
+        raise bad("cache_lambda", lam, "[0, 1]")
     if size is not None and size < 1:
-        raise bad("--cache-size", size, "[1, inf)")
+        raise bad("cache_size", size, "[1, inf)")
     if new_word_weight is not None and not (0.0 < new_word_weight <= 1.0):
-        raise bad("--new-word-weight", new_word_weight, "(0, 1]")
+        raise bad("new_word_weight", new_word_weight, "(0, 1]")
     if uniform_weight is not None and not (0.0 <= uniform_weight < 1.0):
-        raise bad("--uniform-weight", uniform_weight, "[0, 1)")
+        raise bad("uniform_weight", uniform_weight, "[0, 1)")
 
 
 def uniform_interpolate(logp: torch.Tensor, union_size: int, weight: float) -> torch.Tensor:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from groc_base.checks import either_face, option, setting
 from groc_base.errors import CorpusError, InputError
 from langpairs.batching import batchify, bptt_windows
 from polyglot_groc.analysis.caches import (
@@ -65,7 +66,7 @@ class CacheSettings:
 
     def validate(self) -> CacheSettings:
         if self.cache not in ("none", "unigram", "neural"):
-            raise InputError(f"--cache {self.cache!r} is unknown; use none, unigram or neural")
+            raise InputError(f"{option('cache', self.cache)} is unknown; use none, unigram or neural")
         check_cache_params(self.theta, self.lam, self.size, self.new_word_weight, self.uniform_weight)
         return self
 
@@ -99,7 +100,8 @@ def load_other_split(bundle: ModelBundle, data: Path, split: str) -> dict[str, l
     cfg = bundle.cfg
     langs = [p.name for p in sorted(Path(data).iterdir()) if p.is_dir()] if Path(data).is_dir() else []
     if not langs:
-        raise InputError(f"{data} has no <lang>/{split}.txt folders; point --data at a prepared corpus directory")
+        raise InputError(f"{data} has no <lang>/{split}.txt folders; point {option('data')} at a prepared corpus "
+                         "directory")
     unknown = [lang for lang in langs if lang not in bundle.vocab.langs]
     if unknown and not [lang for lang in langs if lang in bundle.vocab.langs]:
         raise InputError(f"{data} holds languages {', '.join(unknown)} that the run does not know "
@@ -148,7 +150,7 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
         view = bundle
         if any(w not in vocab for w in new_words) and "<unk>" not in vocab:
             raise InputError(f"the {model.kind} model has no <unk> to read new words with; train it with "
-                             "--vocab-mode open")
+                             f"{setting('data.vocab_mode', 'open')}")
     # Union ids: the view's ids for known words, then V + k for new words a lookup model cannot hold.
     index = {w: i for i, w in enumerate(view.vocab.words)}
     extra = {w: len(view.vocab) + k for k, w in enumerate(w for w in new_words if w not in index)}
@@ -278,6 +280,51 @@ def summarize(scores: TokenScores, lp: torch.Tensor) -> dict[str, Any]:
             "perplexity_seen": perplexity(lp[~scores.is_new]), "perplexity_new": perplexity(lp[scores.is_new])}
 
 
+def share_outside(tokens: Sequence[str], words: Container[str]) -> float:
+    """The share of ``tokens`` whose word is not in ``words`` (one membership test per word type)."""
+    if not tokens:
+        return 0.0
+    types, inverse = np.unique(np.asarray(list(tokens), dtype=str), return_inverse=True)  # (u,), (n,)
+    outside = np.fromiter((w not in words for w in types.tolist()), dtype=bool, count=types.shape[0])
+    return float(outside[inverse.reshape(-1)].mean())
+
+
+def training_words(bundle: ModelBundle) -> dict[str, set[str]] | None:
+    """Per language, the words of the run's own training text (None when it cannot be read any more).
+
+    Under a closed vocabulary (``data.vocab_mode = "closed"``: train + valid + test words) the
+    vocabulary says nothing about what training saw; this does.
+    """
+    cfg = bundle.cfg
+    try:
+        corpus = load_corpus(cfg.data, ("train",), cfg.languages)
+    except (InputError, OSError) as exc:
+        log.warning("cannot read the run's training text to tell which test words it never saw (%s)", exc)
+        return None
+    return {lang: set(corpus.splits[lang]["train"]) for lang in corpus.langs}
+
+
+def unseen_report(tokens: Sequence[str], lang: str, seen: dict[str, set[str]] | None, oov_rate: float,
+                  vocab_mode: str, where: str) -> dict[str, Any]:
+    """``unseen_in_training_rate`` (the share of ``tokens`` whose word never occurs in the run's
+    training text; None when that text is gone) and, under a closed vocabulary that holds such
+    words, a ``note`` (also logged as a warning) saying what was scored and how to score them as new."""
+    words = seen.get(lang) if seen is not None else None
+    if words is None or not tokens:
+        return {"unseen_in_training_rate": None}
+    unseen = share_outside(tokens, words)
+    out: dict[str, Any] = {"unseen_in_training_rate": unseen}
+    if vocab_mode == "closed" and unseen > oov_rate + 1e-9:
+        note = (f"{100 * unseen:.1f}% of the {lang} tokens of {where} never occur in the run's training text, but "
+                f"{100 * (unseen - oov_rate):.1f}% are words of its closed vocabulary (train+valid+test), scored as "
+                "known words (a lookup model's untrained rows, GroC's composed vectors), so the OOV rate says "
+                f"{100 * oov_rate:.1f}%; to score words unseen in training as new, train with "
+                f"{either_face('vocab_mode', key='data.vocab_mode', value='open')}")
+        out["note"] = note
+        log.warning("%s", note)
+    return out
+
+
 def tune_uniform_weight(scores: TokenScores, grid: Sequence[float] = UNIFORM_GRID) -> float:
     """The uniform weight with the lowest perplexity on ``scores`` (validation text)."""
     best = min(grid, key=lambda w: -float(uniform_interpolate(scores.logp, scores.union_size, w).mean()))
@@ -291,7 +338,8 @@ class CoverageError(InputError):
 def check_coverage(coverage: float) -> None:
     """A lexicon coverage must lie in [0, 1] (checked before any run is loaded)."""
     if not 0.0 <= coverage <= 1.0 or math.isnan(coverage):
-        raise CoverageError(f"--lexicon-coverage {coverage} is outside [0, 1]; e.g. 0.5 keeps half the entries")
+        raise CoverageError(f"{option('lexicon_coverage', coverage)} is outside [0, 1]; e.g. 0.5 keeps half the "
+                            f"entries")
 
 
 def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
@@ -302,7 +350,7 @@ def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
     """
     check_coverage(coverage)
     if not kind(bundle.model.kind).uses_lexicon:
-        raise CoverageError(f"--lexicon-coverage needs a groc-lex run; this run is {bundle.model.kind}")
+        raise CoverageError(f"{option('lexicon_coverage')} needs a groc-lex run; this run is {bundle.model.kind}")
     from polyglot_groc.model.lexforms import compile_forms
 
     # The run's recorded lexicon (a missing one is an error here: every word's forms are recompiled).
@@ -338,11 +386,13 @@ def evaluate_open(bundle: ModelBundle, payload: dict[str, Any], *, run: Path, da
     bptt = bundle.cfg.train.bptt
     texts = load_other_split(bundle, data, split)
     if s.new_word_weight < 1.0 and not bundle.model.compositional_output:
-        log.warning("--new-word-weight %g acts on compositional (GroC) models only; the %s model gives new words "
-                    "probability 0 and ignores it", s.new_word_weight, bundle.model.kind)
+        log.warning("%s acts on compositional (GroC) models only; the %s model gives new words "
+                    "probability 0 and ignores it", option("new_word_weight", s.new_word_weight), bundle.model.kind)
     out: dict[str, Any] = {"run": str(run), "data": str(data), "split": split, "model": bundle.model.kind,
                            "checkpoint": checkpoint, "step": payload.get("step"), "cache": dataclasses.asdict(s),
-                           "lexicon_coverage": lexicon_coverage, "languages": {}}
+                           "lexicon_coverage": lexicon_coverage, "vocab_mode": bundle.cfg.data.vocab_mode,
+                           "languages": {}}
+    seen = training_words(bundle)
     valid_texts: dict[str, list[str]] = {}
 
     def score(toks: list[str], lang: str) -> TokenScores:
@@ -368,6 +418,7 @@ def evaluate_open(bundle: ModelBundle, payload: dict[str, Any], *, run: Path, da
                 uw = uniform_weight
         sl = dataclasses.replace(s, uniform_weight=uw)
         res = summarize(scores, apply_settings(scores, sl))
+        res.update(unseen_report(toks, lang, seen, res["oov_rate"], bundle.cfg.data.vocab_mode, f"{data} ({split})"))
         res["uniform_weight"] = None if scores.compositional else uw
         if sl.adjusts(scores.compositional):
             res["perplexity_no_cache"] = perplexity(apply_settings(scores, sl.plain()))
@@ -392,6 +443,6 @@ def check_settings(scores: TokenScores, s: CacheSettings, where: str) -> dict[st
         nww = f", new-word weight {s.new_word_weight:g}" if scores.compositional else ""
         what = f"cache {s.cache} (θ {s.theta:g}, λ {s.lam:g}{nww})" if s.cache != "none" else f"no cache{nww}"
         log.warning("on %s, %s gives perplexity %.1f, worse than %.1f without a cache (and new words as the model "
-                    "scores them); tune the settings with polyglot-groc tune-cache, or leave --cache and "
-                    "--new-word-weight out", where, what, with_s or math.nan, without or math.nan)
+                    "scores them); tune the settings with tune-cache, or leave %s and %s out", where, what,
+                    with_s or math.nan, without or math.nan, option("cache"), option("new_word_weight"))
     return {"split": "valid", "perplexity": with_s, "perplexity_no_cache": without, "helps": helps}

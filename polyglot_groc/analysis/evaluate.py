@@ -59,8 +59,8 @@ class EvaluateResult:
         """The JSON ``polyglot-groc evaluate`` prints (NaN and infinities as ``None``)."""
         if self.open_vocabulary:
             out = {"run": self.run, "data": self.data, "split": self.split, "model": self.model,
-                   "checkpoint": self.checkpoint, "step": self.step, "cache": self.cache,
-                   "lexicon_coverage": self.lexicon_coverage, "languages": self.languages}
+                   "checkpoint": self.checkpoint, "step": self.step, "vocab_mode": self.vocab_mode,
+                   "cache": self.cache, "lexicon_coverage": self.lexicon_coverage, "languages": self.languages}
         else:
             out = {"run": self.run, "split": self.split, "model": self.model, "checkpoint": self.checkpoint,
                    "step": self.step, "n_params": self.n_params, "screen": self.screen,
@@ -154,13 +154,14 @@ def evaluate(
                               step=res["step"], open_vocabulary=True,
                               perplexity={lang: r["perplexity"] for lang, r in res["languages"].items()},
                               data=res["data"], cache=res["cache"], lexicon_coverage=lexicon_coverage,
-                              languages=res["languages"])
+                              languages=res["languages"], vocab_mode=res["vocab_mode"])
     return _in_domain(bundle, payload, Path(run), split, batch_size, checkpoint, screen)
 
 
 def _in_domain(bundle: ModelBundle, payload: dict[str, Any], run: Path, split: str, batch_size: int | None,
                checkpoint: str, screen: bool) -> EvaluateResult:
     """Closed-vocabulary perplexity of ``split`` of the run's corpus, as the trainer evaluates."""
+    from polyglot_groc.analysis.crossdomain import share_outside, training_words, unseen_report
     from polyglot_groc.training.data import load_corpus
     from polyglot_groc.training.evaluation import evaluate_split
 
@@ -168,6 +169,15 @@ def _in_domain(bundle: ModelBundle, payload: dict[str, Any], run: Path, split: s
     corpus = load_corpus(cfg.data, (split,), cfg.languages)
     bs = batch_size or cfg.train.eval_batch_size
     results = evaluate_split(bundle, corpus, split, bs, cfg.train.bptt, screen=screen)
+    details = {lang: r.to_dict() for lang, r in results.items()}
+    if split != "train":  # what share of the scored words training never saw (a closed vocabulary hides it)
+        seen = training_words(bundle)
+        vocab = set(bundle.vocab.words)
+        for lang, entry in details.items():
+            tokens = list(corpus.splits[lang][split])
+            entry["oov_rate"] = share_outside(tokens, vocab)  # scored as <unk> (lookup) or composed (GroC)
+            entry.update(unseen_report(tokens, lang, seen, entry["oov_rate"], cfg.data.vocab_mode,
+                                       f"the run's {split} split"))
     backward: dict[str, float | None] | None = None
     if bundle.model.bidirectional:
         back = evaluate_split(bundle, corpus, split, bs, cfg.train.bptt, screen=screen, direction="backward")
@@ -176,5 +186,5 @@ def _in_domain(bundle: ModelBundle, payload: dict[str, Any], run: Path, split: s
                           perplexity_backward=backward,
                           step=payload.get("step"), perplexity={lang: r.perplexity for lang, r in results.items()},
                           n_params=parameter_split(bundle.model), screen=screen, vocab_mode=cfg.data.vocab_mode,
-                          details={lang: r.to_dict() for lang, r in results.items()})
+                          details=details)
 

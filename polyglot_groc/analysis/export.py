@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from eval.vectors import first_occurrences
+from groc_base.checks import option
 from groc_base.errors import InputError
 from polyglot_groc.model.bundle import ModelBundle
 
@@ -156,9 +157,9 @@ def read_words(path: str | os.PathLike[str], skip_multiword: bool = False) -> li
     if multi and not skip_multiword:
         raise InputError(f"{path}: line {multi[0]} holds several tokens ({' '.join(lines[multi[0] - 1])[:60]!r}; "
                          f"{len(multi)} such lines); .vec files hold one token per word: split the phrase, "
-                         "or pass --skip-multiword to leave those lines out")
+                         f"or pass {option('skip_multiword', True)} to leave those lines out")
     if multi:
-        log.warning("%s: %d multiword line(s) skipped (--skip-multiword)", path, len(multi))
+        log.warning("%s: %d multiword line(s) skipped (%s)", path, len(multi), option("skip_multiword", True))
     words = [fields[0] for fields in lines if len(fields) == 1]
     if not words:
         raise InputError(f"word list {path} is empty; put one word per line")
@@ -248,10 +249,12 @@ def export(
     check_positive(max_vocab=max_vocab)
     use_threads(threads)
     if words is None and not vocab:
-        raise InputError("pass --words FILE, --vocab, or both (the vocabulary, then the listed words it lacks)")
+        raise InputError(f"pass {option('words')} FILE, {option('vocab', True)}, or both (the vocabulary, then "
+                         f"the listed "
+                         "words it lacks)")
     check_output(Path(out), overwrite)
     if isinstance(words, (str, os.PathLike)):
-        check_input_file(words, flag="--words")  # a FIFO would block the reader forever
+        check_input_file(words, flag="words")  # a FIFO would block the reader forever
         wanted: list[str] | None = read_words(words, skip_multiword)
     else:
         wanted = list(words) if words is not None else None

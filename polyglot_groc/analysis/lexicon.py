@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groc_base.checks import option
 from groc_base.errors import CorpusError, InputError
 
 __all__ = ["FALLBACKS", "LexiconCoverageResult", "lexicon_coverage", "no_fallback_languages", "open_lexicon_for"]
@@ -51,9 +52,9 @@ def _languages(lexicon: Any, given: Sequence[str], specs: Sequence[str], flag: s
         return covered
     missing = [x for x in given if normalize_lang(x) not in covered]
     if specs and missing:
-        raise InputError(f"{flag} {','.join(missing)} is not a language of --specs {','.join(specs)} (they cover "
-                         f"{','.join(covered) or 'none'}); pass {flag} {','.join(covered)}, or add a lexicon of "
-                         f"{','.join(missing)} to --specs")
+        raise InputError(f"{option(flag)} {','.join(missing)} is not a language of {option('specs')} {','.join(specs)} "
+                         f"(they cover {','.join(covered) or 'none'}); pass {option(flag)} {','.join(covered)}, or add "
+                         f"a lexicon of {','.join(missing)} to {option('specs')}")
     return list(given)
 
 
@@ -64,7 +65,7 @@ FALLBACKS = ("en", "none")
 
 def _check_fallback(fallback: str | None) -> None:
     if fallback is not None and fallback not in FALLBACKS:
-        raise InputError(f"--fallback {fallback!r} is unknown; use en (glosses and hyponyms from the English "
+        raise InputError(f"{option('fallback', fallback)} is unknown; use en (glosses and hyponyms from the English "
                          f"wordnet through ILI) or none (only the language's own wordnet)")
 
 
@@ -106,10 +107,10 @@ def open_lexicon_for(backend: str = "wn", langs: Sequence[str] = (), specs: Sequ
     _check_fallback(fallback)
     chosen = [s for s in specs if s]
     if chosen and backend != "wn":
-        raise InputError(f"--specs selects wn lexicons; with --backend {backend} leave it out "
-                         "(the tsv backend reads --tsv, the nltk backend --nltk-data)")
+        raise InputError(f"{option('specs')} selects wn lexicons; with {option('backend', backend)} leave it out "
+                         f"(the tsv backend reads {option('tsv')}, the nltk backend {option('nltk_data')})")
     if fallback is not None and backend != "wn":
-        raise InputError(f"--fallback is for the wn backend; with --backend {backend} leave it out")
+        raise InputError(f"{option('fallback')} is for the wn backend; with {option('backend', backend)} leave it out")
     registry = load_registry(languages, env=False)
     wanted = list(langs) or ([] if chosen else ["en"])
     lang_specs = {x: list(registry.get(x).wordnets) for x in wanted if x in registry and registry.get(x).wordnets}
@@ -193,9 +194,9 @@ def lexicon_coverage(
     from lexicons.service import LexiconService
 
     if min_count < 1:
-        raise InputError(f"--min-count={min_count} must be a positive count; pass 1 or more")
+        raise InputError(f"{option('min_count', min_count)} must be a positive count; pass 1 or more")
     if langs is not None and not [x for x in langs if x]:
-        raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
+        raise InputError(f"{option('langs')} needs at least one language code, e.g. {option('langs', 'en,fr')}")
     lexicon, lang_list = open_lexicon_for(backend, [x for x in langs or () if x], list(specs or ()), wn_dir, tsv,
                                           nltk_data, "--langs", languages=languages, fallback=fallback)
     service = LexiconService(lexicon)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groc_base.checks import check_input_file, check_positive
+from groc_base.checks import check_input_file, check_positive, option
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe, unique_labels
 from polyglot_groc.analysis.alignment import Vectors, check_input_files, load_bundle_once, read_side
@@ -68,7 +68,7 @@ def _score_datasets(datasets: Sequence[str | os.PathLike[str]],
     # Keyed by file name, with parent folders where two datasets share one (never one lost).
     for label, ds in zip(unique_labels(list(datasets)), datasets, strict=True):
         try:
-            check_input_file(ds, flag="--dataset")  # a FIFO would block the reader forever
+            check_input_file(ds, flag="datasets")  # a FIFO would block the reader forever
             results[label] = score(Path(ds))
         except InputError as exc:
             results[label] = {"error": str(exc)}
@@ -152,12 +152,13 @@ def similarity(
     from polyglot_groc.model.device import use_threads
 
     check_positive(max_vocab=max_vocab)
-    check_input_files(("--vectors", vectors), ("--src-vectors", src_vectors), ("--tgt-vectors", tgt_vectors))
+    check_input_files(("vectors", vectors), ("src_vectors", src_vectors), ("tgt_vectors", tgt_vectors))
     use_threads(threads)
     lower = not keep_case
     if src_vectors is not None or tgt_vectors is not None:
         if src_vectors is None or tgt_vectors is None or vectors is not None or run is not None:
-            raise InputError("cross-lingual similarity takes exactly --src-vectors A.vec and --tgt-vectors B.vec")
+            raise InputError(f"cross-lingual similarity takes exactly {option('src_vectors')} A.vec and "
+                             f"{option('tgt_vectors')} B.vec")
         sw, sv = _words_vectors(src_vectors, max_vocab, lower)
         tw, tv = _words_vectors(tgt_vectors, max_vocab, lower)
 
@@ -171,7 +172,8 @@ def similarity(
                                     tgt_vectors=_name(tgt_vectors))
     if run is None:
         if vectors is None:
-            raise InputError("pass exactly one of --vectors FILE or --run RUN --lang XX")
+            raise InputError(f"pass exactly one of {option('vectors')} FILE or {option('run')} RUN with "
+                             f"{option('lang')} XX")
         words, vecs = _words_vectors(vectors, max_vocab, lower)
 
         def vec_score(ds: Path) -> dict[str, Any]:
@@ -182,9 +184,10 @@ def similarity(
 
         return WordSimilarityResult(datasets=_score_datasets(datasets, vec_score), vectors=_name(vectors))
     if isinstance(vectors, (str, os.PathLike)):
-        raise InputError("pass exactly one of --vectors FILE or --run RUN --lang XX")
+        raise InputError(f"pass exactly one of {option('vectors')} FILE or {option('run')} RUN with "
+                         f"{option('lang')} XX")
     if lang is None:
-        raise InputError("--run needs --lang")
+        raise InputError(f"{option('run')} needs {option('lang')}")
     from polyglot_groc.analysis.export import embed, vocabulary_vectors
 
     bundle = load_bundle_once(run, checkpoint, device)()

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from groc_base.checks import check_output
+from groc_base.checks import check_output, option
 from groc_base.errors import ConfigError, InputError
 from groc_base.fileio import json_safe
 from polyglot_groc.analysis.caches import check_cache_params
@@ -146,12 +146,12 @@ def _grid(values: Sequence[float] | None, default: Sequence[float], flag: str,
     """Sorted distinct values of a grid, each passing ``check`` (its range)."""
     out = tuple(sorted({float(v) for v in (default if values is None else values)}))
     if not out:
-        raise InputError(f"{flag} is empty; give at least one value")
+        raise InputError(f"{option(flag)} is empty; give at least one value")
     for v in out:
         try:
             check(v)
         except InputError as exc:
-            raise InputError(f"{flag} holds {v:g}: {exc}") from exc
+            raise InputError(f"{option(flag)} holds {v:g}: {exc}") from exc
     return out
 
 
@@ -159,7 +159,7 @@ def _grids(cache: str, thetas: Sequence[float] | None, lambdas: Sequence[float] 
            new_word_weights: Sequence[float] | None) -> tuple[tuple[float, ...], ...]:
     """The three grids, sorted and checked (``None``: the seed's), for a cache that can be tuned."""
     if cache not in ("unigram", "neural"):
-        raise InputError(f"--cache {cache!r} cannot be tuned; use unigram or neural")
+        raise InputError(f"{option('cache', cache)} cannot be tuned; use unigram or neural")
     return (_grid(thetas, THETAS, "--thetas", lambda v: check_cache_params(theta=v)),
             _grid(lambdas, LAMBDAS, "--lambdas", lambda v: check_cache_params(lam=v)),
             _grid(new_word_weights, NEW_WORD_WEIGHTS, "--new-word-weights",
@@ -194,9 +194,9 @@ def tune_scores(scores: TokenScores, base: CacheSettings, thetas: Sequence[float
     edges = grid_edges(tried, {"theta": th[i], "lambda": la[j], "new_word_weight": nw[k]})
     if not helps:
         log.warning("no %s cache setting on the grid beats no cache (best %.1f vs %.1f without); evaluate without "
-                    "--cache", cache, best_cached["perplexity"], no_cache or np.nan)
+                    "%s", cache, best_cached["perplexity"], no_cache or np.nan, option("cache"))
     for name, e in edges.items():
-        flag = {"theta": "--thetas", "lambda": "--lambdas", "new_word_weight": "--new-word-weights"}[name]
+        flag = option({"theta": "thetas", "lambda": "lambdas", "new_word_weight": "new_word_weights"}[name])
         log.warning("the best %s, %g, is the %s value tried: the optimum may lie beyond the grid; widen it, "
                     "e.g. add %s to %s", name, e["value"], e["side"], ", ".join(f"{x:g}" for x in e["try"]), flag)
     return {
@@ -308,7 +308,8 @@ def tune_cache(
 
     use_threads(threads)
     if new_word_weight is not None and new_word_weights is not None:
-        raise ConfigError("give --new-word-weight (one value) or --new-word-weights (a grid), not both")
+        raise ConfigError(f"give {option('new_word_weight')} (one value) or {option('new_word_weights')} (a grid), not "
+                          "both")
     weights = [new_word_weight] if new_word_weight is not None else new_word_weights
     png = None
     if plot:

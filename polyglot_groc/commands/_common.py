@@ -12,6 +12,7 @@ import logging
 import math
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
 import typer
@@ -99,8 +100,11 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from groc_base.checks import cli_face
+
         try:
-            return fn(*args, **kwargs)
+            with cli_face():  # the library's messages name options as flags (--max-vocab), not keywords
+                return fn(*args, **kwargs)
         except USER_ERRORS as exc:
             raise fail(str(exc)) from exc
         except OSError as exc:  # a directory given as a file, read-only output, disk full, ...
@@ -127,6 +131,17 @@ def float_list(text: str | None, flag: str) -> list[float] | None:
     if not values or not all(math.isfinite(v) for v in values):
         raise ConfigError(f"{flag} {text!r} needs at least one finite number; e.g. {flag} 0.1,0.5,0.9")
     return values
+
+
+def fresh_output(base: Path) -> Path:
+    """The first of ``BASE``, ``BASE-2``, ``BASE-3``, ... that does not exist yet: the output of a command
+    run without ``--out``, so that running it twice keeps both results instead of failing the second
+    time (the command prints where it wrote)."""
+    candidate, n = base, 1
+    while candidate.exists() or candidate.is_symlink():
+        n += 1
+        candidate = base.with_name(f"{base.name}-{n}")
+    return candidate
 
 
 #: The help of every command's ``--overwrite``: one wording for one behaviour.
@@ -168,13 +183,21 @@ class OneLineHandler(logging.Handler):
             self.handleError(record)
 
 
-def setup_logging(verbose: bool) -> None:
-    """Route library logging to stderr, one line a record; the library itself never prints."""
+def setup_logging(verbose: bool, progress: tuple[str, ...] = ()) -> None:
+    """Route library logging to stderr, one line a record; the library itself never prints.
+
+    Warnings always show, INFO with ``--verbose``; on a terminal the loggers named in ``progress``
+    (e.g. ``"lexicons"`` for a wordnet import) show their INFO lines anyway: they are the progress
+    of a step that takes a while (in a log or a pipe only ``--verbose`` adds them)."""
     level = logging.INFO if verbose else logging.WARNING
     root = logging.getLogger()
     if not any(isinstance(h, OneLineHandler) for h in root.handlers):
         root.addHandler(OneLineHandler())
     root.setLevel(level)
+    import sys
+
+    for name in progress:
+        logging.getLogger(name).setLevel(logging.INFO if verbose or sys.stderr.isatty() else logging.NOTSET)
 
 
 def print_json(obj: object) -> None:

@@ -14,6 +14,7 @@ from polyglot_groc.commands._common import (
     OVERWRITE_HELP,
     ThreadsOption,
     cli_errors,
+    err_console,
     float_list,
     print_json,
     setup_logging,
@@ -23,7 +24,8 @@ from polyglot_groc.commands._common import (
 def features_command(
     run: Annotated[Path, typer.Argument(help="Run directory (bilm, elmo, groc, ... any kind)")],
     input: Annotated[Path, typer.Option("--input", help="Sentences: text (one a line) or CoNLL-U (.conllu[.gz])")],
-    out: Annotated[Path, typer.Option("--out", help="Output .hdf5 (AllenNLP elmo layout)")],
+    out: Annotated[Path, typer.Option(
+        "--out", help="Output .hdf5 (AllenNLP elmo layout; needs the h5py package: the elmo extra)")],
     lang: Annotated[str | None, typer.Option("--lang", help="The sentences' language (runs with several)")] = None,
     layers: Annotated[str, typer.Option("--layers", help="all (layers, T, D) | top | average (T, D)")] = "all",
     mix: Annotated[str | None, typer.Option(
@@ -59,6 +61,8 @@ def _features(run: Path, input: Path, out: Path, lang: str | None, layers: str, 
                        gamma=gamma, align=align, batch_size=batch_size, max_sentences=max_sentences,
                        checkpoint=checkpoint, device=device, threads=threads, overwrite=overwrite,
                        progress=lambda n: bar.advance(task, n))
+    if res.note:
+        err_console.print(f"note: {res.note}", highlight=False, markup=False, soft_wrap=True)
     print_json(res.to_dict())
 
 

@@ -97,6 +97,11 @@ def prepare(
                           "text last)")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of --shuffle's order (recorded)")] = 0,
     dedupe: Annotated[bool, typer.Option("--dedupe", help="Drop repeated sentences (the first is kept)")] = False,
+    clean: Annotated[str | None, typer.Option(
+        "--clean", help="Your own text: what to remove before tokenising, comma-separated: ids (Leipzig's "
+                        "'id<TAB>sentence'), markup (HTML/XML tags and entities), headers ('Title: ...' lines heading "
+                        "the text or a block); all | none. Whatever is found and kept is warned about with counts",
+        show_default="ids")] = None,
     languages: Annotated[Path | None, typer.Option(
         "--languages", envvar=LANGUAGES_ENV, help=LANGUAGES_HELP, show_default=False)] = None,
     langs: Annotated[str | None, typer.Option(
@@ -132,14 +137,26 @@ def prepare(
     setup_logging(verbose)
     if lang is not None or inputs or files:
         _prepare_files(out, lang, [*(inputs or []), *(files or [])], text, split_by, valid, test, shuffle, seed,
-                       dedupe, languages, tokenize, full, overwrite,
+                       dedupe, languages, tokenize, full, overwrite, clean=clean,
                        shared_only={"--langs": langs, "--preset": preset, "--train-tokens": train_tokens,
                                     "--eval-tokens": eval_tokens})
         return
-    if languages is not None and langs:
+    if clean is not None:
+        raise ConfigError("--clean applies to your own text (--lang xx --input FILE); the shared text is read in "
+                          "its own formats")
+    codes: list[str] = []
+    if langs:
+        from groc_base.errors import UnknownLanguageError
         from langpairs.registry import load_registry, parse_lang_spec
 
-        parse_lang_spec(langs, registry=load_registry(languages))  # unknown codes: the registry's message
+        # Codes, ISO 639-3/639-2 codes or names ("tgl", "Tagalog"); unknown ones: the registry's message,
+        # or without --languages the shared text's (which says how to prepare your own text instead).
+        try:
+            codes = list(parse_lang_spec(langs, registry=load_registry(languages)))
+        except UnknownLanguageError:
+            if languages is not None:
+                raise
+            codes = list(dict.fromkeys(code.strip().lower() for code in langs.split(",") if code.strip()))
     data_root = deprecated_alias("--data", "--data-root", data_root, data_root_old)
     eval_budget = 20_000 if eval_tokens is None else eval_tokens
     check_positive(train_tokens=1 if train_tokens is None else train_tokens, eval_tokens=eval_budget)
@@ -167,7 +184,6 @@ def prepare(
                           "pass --lang xx --input FILE")
     from langpairs.prepare import MANIFEST_NAME, prepare_corpora
 
-    codes = list(dict.fromkeys(code.strip().lower() for code in langs.split(",") if code.strip()))
     budget = 200_000 if train_tokens is None else train_tokens
     manifest = prepare_corpora(data_root, out, codes, budget, eval_budget, tokenize=tokenize or "toktok",
                                overwrite=overwrite)
@@ -176,7 +192,8 @@ def prepare(
 
 def _prepare_files(out: Path, lang: str | None, inputs: list[Path], text: str, split_by: str, valid: str,
                    test: str, shuffle: bool, seed: int, dedupe: bool, languages: Path | None,
-                   tokenize: str | None, full: bool, overwrite: bool, shared_only: dict[str, Any]) -> None:
+                   tokenize: str | None, full: bool, overwrite: bool, shared_only: dict[str, Any],
+                   clean: str | None = None) -> None:
     """``data prepare --lang xx --input FILE...``: check the flags, call prepare_language, print."""
     from groc_base.errors import ConfigError
     from langpairs.files import prepare_language
@@ -193,5 +210,5 @@ def _prepare_files(out: Path, lang: str | None, inputs: list[Path], text: str, s
         raise ConfigError(f"--lang {lang} needs --input FILE (text, .conllu or .gz), one or more")
     result = prepare_language(lang=lang, inputs=inputs, out=out, registry=load_registry(languages, env=False),
                               text=text, tokenizer=tokenize, split_by=split_by, valid=valid, test=test,
-                              shuffle=shuffle, seed=seed, dedupe=dedupe, overwrite=overwrite)
+                              shuffle=shuffle, seed=seed, dedupe=dedupe, clean=clean, overwrite=overwrite)
     print_json(files_summary(result.to_dict(), full))

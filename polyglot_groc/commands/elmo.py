@@ -23,6 +23,7 @@ from polyglot_groc.commands._common import (
     check_positive,
     cli_errors,
     err_console,
+    fresh_output,
     print_json,
     setup_logging,
 )
@@ -32,7 +33,9 @@ from polyglot_groc.elmo.workflows import DEFAULT_FINETUNE_EPOCHS, DEFAULT_LR
 
 def init_from_elmo_command(
     elmo_run: Annotated[Path | None, typer.Argument(help="An elmo run directory (or use --elmo-options)")] = None,
-    out: Annotated[Path, typer.Option("--out", help="GroC run directory to create")] = Path("runs/groc-from-elmo"),
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="GroC run directory to create",
+        show_default="a new runs/<model>-from-elmo[-N], never an existing one (printed)")] = None,
     finetune_epochs: Annotated[int | None, typer.Option(
         "--finetune-epochs", help=f"Finetuning epochs (default {DEFAULT_FINETUNE_EPOCHS})")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Finetune for this many steps instead")] = None,
@@ -59,7 +62,7 @@ def init_from_elmo_command(
 
 
 @cli_errors
-def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | None, max_steps: int | None,
+def _init_from_elmo(elmo_run: Path | None, out: Path | None, finetune_epochs: int | None, max_steps: int | None,
                     lr: float | None, data: Path | None, eval_every: int | None, checkpoint: str,
                     elmo_options: Path | None, elmo_weights: Path | None, langs: str | None, overrides: list[str],
                     threads: int | None, device: str | None, overwrite: bool, verbose: bool,
@@ -70,6 +73,9 @@ def _init_from_elmo(elmo_run: Path | None, out: Path, finetune_epochs: int | Non
     setup_logging(verbose)
     check_positive(finetune_epochs=finetune_epochs, max_steps=max_steps, lr=lr, eval_every=eval_every)
     check_non_negative(threads=threads)
+    if out is None:  # a fresh folder: running the same command twice never fails on the first one's
+        out = fresh_output(Path("runs") / f"{model}-from-elmo")
+        err_console.print(f"writing the run to {out} (no --out given)", highlight=False, markup=False)
     hooks = RichHooks(Path(out))
     # one writer per run directory; Ctrl-C / SIGTERM say what was kept and how to resume
     with ReportInterrupts(Path(out), "init-from-elmo"):

@@ -17,6 +17,7 @@ from polyglot_groc.commands._common import (
     cli_errors,
     deprecated_alias,
     err_console,
+    fresh_output,
     print_json,
     setup_logging,
 )
@@ -68,38 +69,64 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     print_json(res.to_dict())
 
 
+#: --src-lang / --tgt-lang: what the language of a side is used for.
+_LANG_HELP = ("{side} language code: with --run, which of the run's languages is the {side} side; with "
+              "--dictionary-mode lexicon, the wordnet language; names --export-mapped's vectors-<lang>.txt")
+
+
 def align_command(
     src: Annotated[Path | None, typer.Option(
         "--src", help="Source vectors: word2vec text (.vec) or binary (.bin), plain or .gz/.bz2/.xz")] = None,
     tgt: Annotated[Path | None, typer.Option("--tgt", help="Target vectors, in any format --src takes")] = None,
-    run: Annotated[Path | None, typer.Option("--run", help="Polyglot run to export both languages from")] = None,
-    src_lang: Annotated[str | None, typer.Option("--src-lang")] = None,
-    tgt_lang: Annotated[str | None, typer.Option("--tgt-lang")] = None,
+    run: Annotated[Path | None, typer.Option(
+        "--run", help="A run whose vocabulary gives the sides not given as --src/--tgt (with --src-lang/--tgt-lang)")]
+    = None,
+    src_lang: Annotated[str | None, typer.Option("--src-lang", help=_LANG_HELP.format(side="Source"))] = None,
+    tgt_lang: Annotated[str | None, typer.Option("--tgt-lang", help=_LANG_HELP.format(side="Target"))] = None,
     side: Annotated[str, typer.Option("--side", help="input | output embeddings (with --run)")] = "input",
-    train_dict: Annotated[Path | None, typer.Option("--train-dict", help="Seed dictionary (MUSE format)")] = None,
-    eval_dict: Annotated[Path | None, typer.Option("--eval-dict", help="Evaluation dictionary")] = None,
+    train_dict: Annotated[Path | None, typer.Option(
+        "--train-dict", help="Seed dictionary (MUSE format: one 'source target' pair a line)")] = None,
+    eval_dict: Annotated[Path | None, typer.Option("--eval-dict", help="Evaluation dictionary (MUSE format)")] = None,
+    reverse_dicts: Annotated[bool, typer.Option(
+        "--reverse-dicts", help="Read --train-dict and --eval-dict as 'target source' lines: flip a dictionary's "
+                                "direction (e.g. an en-tl file to map tl onto en)")] = False,
     dictionary_mode: Annotated[str | None, typer.Option(
         "--dictionary-mode", help="Without --train-dict: identical | lexicon")] = None,
     seed_old: Annotated[str | None, typer.Option("--seed", hidden=True, help="Deprecated: --dictionary-mode")] = None,
     refine: Annotated[int | None, typer.Option(
         "--refine", help="Refinement iterations of --method procrustes (default 5)")] = None,
-    normalize: Annotated[str, typer.Option("--normalize", help=(
+    normalize: Annotated[str | None, typer.Option("--normalize", help=(
         "Chain applied to both sides, in order: renorm, center, iternorm (iterative normalisation, 5 rounds; "
-        "iternorm:N for N), e.g. renorm,center,renorm"))] = "",
+        "iternorm:N for N), e.g. renorm,center,renorm; none for nothing"),
+        show_default="the method's reference: none (procrustes), renorm (rcsls), renorm,center,renorm (vecmap)")]
+    = None,
     method: Annotated[str, typer.Option("--method", help=(
-        "procrustes (MUSE: Procrustes + CSLS refinement) | rcsls (relaxed CSLS loss, Joulin et al. 2018) | "
-        "vecmap (whiten, orthogonal map, re-weight, de-whiten; Artetxe et al. 2018)"))] = "procrustes",
+        "procrustes (MUSE's supervised script: Procrustes + CSLS refinement) | rcsls (fastText's align.py: the "
+        "relaxed CSLS loss, Joulin et al. 2018) | vecmap (VecMap's --supervised: normalise, whiten, orthogonal map, "
+        "re-weight, de-whiten; Artetxe et al. 2018). Each runs its reference's recipe; result.json's 'reference' "
+        "says how a run differs"))] = "procrustes",
     select_on: Annotated[str, typer.Option("--select-on", help=(
         "How procrustes picks its refinement round: criterion (unsupervised mean CSLS cosine, default) | last | "
         "eval (MUSE's supervised rule: P@1 on --eval-dict, so the reported P@k is tuned on the test pairs)"))]
     = "criterion",
     spectral: Annotated[bool, typer.Option(
-        "--spectral", help="--method rcsls: clip the map's singular values to [0, 1] after every step")] = False,
+        "--spectral", help="--method rcsls: clip the map's singular values to [0, 1] after every step "
+                           "(fastText's --model spectral)")] = False,
+    rcsls_niter: Annotated[int | None, typer.Option(
+        "--rcsls-niter", help="--method rcsls: fastText's --niter, N+1 full-batch updates as its loop makes",
+        show_default="10, as fastText")] = None,
+    rcsls_lr: Annotated[float | None, typer.Option(
+        "--rcsls-lr", help="--method rcsls: fastText's --lr (its README's example: --rcsls-lr 25 --rcsls-niter 10)",
+        show_default="1.0, as fastText")] = None,
+    criterion: Annotated[bool, typer.Option(
+        "--criterion", help="--method rcsls|vecmap: also score the map by the unsupervised mean CSLS cosine "
+                            "(procrustes always does; costs a CSLS search)")] = False,
     dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
     dico_max_rank: Annotated[int | None, typer.Option(
         "--dico-max-rank", help="Refinement dictionary rank limit (default: 10000 with --train-dict, 15000 with "
                                 "--dictionary-mode, as MUSE's supervised/unsupervised dico_max_rank)")] = None,
-    max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per side")] = 200000,
+    max_vocab: Annotated[int | None, typer.Option(
+        "--max-vocab", help="Read at most N words per side (MUSE's 200000); 0: every word, as VecMap")] = 200000,
     keep_case: Annotated[bool, typer.Option(
         "--keep-case", help="Keep every word as written and match dictionaries as written (not a MUSE mode: MUSE "
                             "always lowercases for training and evaluation); default lowercases, first wins")] = False,
@@ -116,39 +143,63 @@ def align_command(
         "--lexicon", help="wn lexicon for --dictionary-mode lexicon, repeatable, e.g. omw-fr (as `lexicon info` lists "
                           "them; default: the installed wordnets of --src-lang and --tgt-lang)")] = None,
     wn_dir: Annotated[Path | None, typer.Option("--wn-dir", help="wn data folder (dictionary-mode lexicon)")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment"),
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Output directory",
+        show_default="a new alignment-<src>-<tgt>[-N] in the current directory, never an existing one (printed)")]
+    = None,
     threads: ThreadsOption = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Supervised alignment (Procrustes + CSLS refinement, RCSLS or VecMap); P@1/5/10 with nn and csls under
-    MUSE's and fastText's evaluation protocols."""
+    MUSE's and fastText's protocols (and, with --run, on composed words), each beside its own baselines."""
     seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
            dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped,
-           threads, overwrite, device, method, select_on, spectral)
+           threads, overwrite, device, method, select_on, spectral, reverse_dicts=reverse_dicts,
+           rcsls_niter=rcsls_niter, rcsls_lr=rcsls_lr, criterion=criterion)
+
+
+def _side_name(vectors: Path | None, lang: str | None, fallback: str) -> str:
+    """A side's short name for a default output folder: its language, else its file's stem."""
+    if lang:
+        return lang
+    if vectors is not None:
+        name = vectors.name
+        for suffix in (".gz", ".bz2", ".xz", ".vec", ".bin", ".txt"):
+            name = name.removesuffix(suffix)
+        return name or fallback
+    return fallback
 
 
 @cli_errors
 def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str | None, tgt_lang: str | None,
            side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int | None,
-           normalize: str, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
-           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path, verbose: bool,
+           normalize: str | None, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
+           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path | None, verbose: bool,
            knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False,
            threads: int | None = None, overwrite: bool = False, device: str = "auto", method: str = "procrustes",
-           select_on: str = "criterion", spectral: bool = False) -> None:
+           select_on: str = "criterion", spectral: bool = False, *, reverse_dicts: bool = False,
+           rcsls_niter: int | None = None, rcsls_lr: float | None = None, criterion: bool = False) -> None:
     from polyglot_groc.analysis.alignment import align
 
     setup_logging(verbose)
+    defaulted = out is None
+    if out is None:
+        base = f"alignment-{_side_name(src, src_lang, 'src')}-{_side_name(tgt, tgt_lang, 'tgt')}"
+        out = fresh_output(Path(base))
     res = align(src=src, tgt=tgt, run=run, src_lang=src_lang, tgt_lang=tgt_lang, side=side, train_dict=train_dict,
                 eval_dict=eval_dict, dictionary_mode=seed, refine=refine, normalize=normalize, dico_build=dico_build,
                 dico_max_rank=dico_max_rank, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
                 eval_words=eval_words, export_mapped=export_mapped, lenient=lenient, lexicon=lexicon,
                 wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads, method=method,
-                select_on=select_on, spectral=spectral)
+                select_on=select_on, spectral=spectral, reverse_dicts=reverse_dicts, rcsls_n_iter=rcsls_niter,
+                rcsls_lr=rcsls_lr, criterion=criterion or None)
     for line in res.summary():
-        err_console.print(line)
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if defaulted:  # the user did not name the folder: say which one it is
+        err_console.print(f"wrote {out} (no --out given)", highlight=False, markup=False, soft_wrap=True)
     print_json(res.to_dict())
 
 
@@ -185,7 +236,10 @@ def align_many_command(
     keep_case: Annotated[bool, typer.Option("--keep-case", help="Keep every word as written")] = False,
     knn: Annotated[str, typer.Option("--knn", help="CSLS ranking: exact | approximate")] = "exact",
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
-    out: Annotated[Path, typer.Option("--out", help="Output directory")] = Path("alignment-many"),
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Output directory",
+        show_default="a new alignment-many-<pivot>[-N] in the current directory, never an existing one (printed)")]
+    = None,
     threads: ThreadsOption = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -201,17 +255,22 @@ def align_many_command(
 @cli_errors
 def _align_many(vectors: list[str], pivot: str, train_dict: list[str], eval_dict: list[str] | None, method: str,
                 normalize: str, refine: int | None, max_vocab: int | None, keep_case: bool, knn: str, lenient: bool,
-                out: Path, threads: int | None, overwrite: bool, verbose: bool) -> None:
+                out: Path | None, threads: int | None, overwrite: bool, verbose: bool) -> None:
     from polyglot_groc.analysis.alignment_many import align_many
 
     setup_logging(verbose)
+    defaulted = out is None
+    if out is None:  # a fresh folder: running it twice never fails on, or replaces, the first result
+        out = fresh_output(Path(f"alignment-many-{pivot}"))
     res = align_many(vectors=_key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
                      train_dicts=_key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
                      eval_dicts=_key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
                      normalize=normalize, refine=refine, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
                      lenient=lenient, out=out, overwrite=overwrite, threads=threads)
     for line in res.table():
-        err_console.print(line)
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if defaulted:
+        err_console.print(f"wrote {out} (no --out given)", highlight=False, markup=False, soft_wrap=True)
     print_json(res.to_dict())
 
 

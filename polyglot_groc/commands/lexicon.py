@@ -83,8 +83,13 @@ def info(wn_dir: Path | None = _WN_DIR, as_json: bool = typer.Option(False, "--j
         print_json({"wn_dir": str(where), "lexicons": rows})
         return
     table = Table(title=f"wordnets in {where}")
-    for col in ("spec", "language", "synsets", "words", "senses", "label"):
-        table.add_column(col, justify="right" if col in ("synsets", "words", "senses") else "left")
+    # The specifier is what --lexicon and languages files take: always whole, on one line (a
+    # narrow terminal folds the label instead).
+    table.add_column("spec", no_wrap=True, min_width=max((len(r["spec"]) for r in rows), default=4))
+    table.add_column("language", no_wrap=True)
+    for col in ("synsets", "words", "senses"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("label", overflow="fold")
     for row in rows:
         table.add_row(
             row["spec"], row["language"], f"{row['synsets']:,}", f"{row['words']:,}", f"{row['senses']:,}", row["label"]
@@ -119,6 +124,7 @@ def lookup(
     """
     from lexicons.service import LexiconService
 
+    setup_logging(False, progress=("lexicons",))  # the first read of a wordnet takes a while: say so
     langs = _split(lang)
     if lang is not None and not langs:
         raise InputError("--lang needs at least one language code, e.g. --lang fr")
@@ -173,6 +179,7 @@ def coverage(
     """Share of each language's vocabulary (types and tokens) with relations / a definition."""
     from polyglot_groc.analysis.lexicon import lexicon_coverage
 
+    setup_logging(False, progress=("lexicons",))
     res = lexicon_coverage(data=data, langs=_split(langs) if langs is not None else None, backend=backend,
                            specs=_split(specs), wn_dir=wn_dir, tsv=tsv, nltk_data=nltk_data, min_count=min_count,
                            languages=languages, fallback=fallback)
@@ -222,7 +229,9 @@ def import_(
     from lexicons.omw_import import import_omw
     from lexicons.wn_backend import default_wn_dir
 
-    setup_logging(False)  # "waiting for another import" and the importer's warnings, one line each
+    # An import takes about a minute: its steps show; so do "waiting for another import" and the
+    # importer's warnings, one line each.
+    setup_logging(False, progress=("lexicons",))
     if file is not None:
         from lexicons.user_import import import_wordnet_file
 

@@ -78,7 +78,12 @@ def list_runs(
         return
     from rich.table import Table
 
-    table = Table("run", "status", "model", "langs", "steps", "best valid ppl")
+    table = Table()
+    # A run's path is what the other commands take: folded onto more lines when long, never cut.
+    table.add_column("run", overflow="fold", min_width=min(60, max((len(r["run"]) for r in runs), default=3)))
+    for col in ("status", "model", "langs", "steps"):
+        table.add_column(col, overflow="fold")
+    table.add_column("best valid ppl", overflow="fold")
     for r in runs:
         best = r["best_valid_perplexity"] or {}
         table.add_row(r["run"], r["status"], r["model"] or "?", ",".join(r["langs"]), str(r["steps"] or 0),

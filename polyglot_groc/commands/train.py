@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from polyglot_groc.commands._common import (
     EXIT_DIVERGED,
@@ -26,12 +25,14 @@ from polyglot_groc.commands._common import (
     check_probability,
     cli_errors,
     err_console,
+    fresh_output,
     print_json,
     setup_logging,
 )
 from polyglot_groc.commands.data import LANGUAGES_ENV, LANGUAGES_HELP
 from polyglot_groc.config import (
     AUTO_SAMPLED_ABOVE,
+    MODEL_KINDS,
     PRESETS,
     RunConfig,
     load_config,
@@ -39,36 +40,23 @@ from polyglot_groc.config import (
     parse_overrides,
 )
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted, stop_signals
+from polyglot_groc.training.progress import ProgressBar
 
 
-def _fmt_eta(seconds: float) -> str:
-    if not seconds or seconds != seconds or seconds == float("inf"):
-        return "?"
-    m, s = divmod(int(seconds), 60)
-    h, m = divmod(m, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
-
-
-class RichHooks:
-    """Progress bar with loss, tokens/s, ETA and the language mix; a log line at the trainer's log
-    points (``train.log_every``); after each validation the training-curve PNG (and TensorBoard
-    scalars). CLI only: the library never prints, and training/ may not import analysis/."""
+class RichHooks(ProgressBar):
+    """The library's :class:`~polyglot_groc.training.progress.ProgressBar` (loss, tokens/s, ETA honouring
+    --max-minutes, the language mix; a log line at the trainer's log points), plus what only the
+    command line does: the line saying which config this is, the training-curve PNG after each
+    validation and TensorBoard scalars. CLI only: the library never prints, and training/ may not
+    import analysis/."""
 
     def __init__(self, run_dir: Path | None = None, tensorboard: bool = False,
                  announce: Callable[[Mapping[str, Any]], str] | None = None) -> None:
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            console=err_console, transient=False,
-        )
-        self.task: Any = None
-        #: The last step shown (None before the first), for an interrupted run's report.
-        self.last_step: int | None = None
+        super().__init__(console=err_console)
         self.run_dir = run_dir
         #: The line saying which config this is, made from on_start's info (printed before the model's size).
         self.announce = announce
         self.records: list[Mapping[str, Any]] = []
-        self.total: int | None = None
         self.tb: Any = None
         self.tensorboard = tensorboard and run_dir is not None
         if self.tensorboard:
@@ -97,45 +85,22 @@ class RichHooks:
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
         if self.tensorboard and self.tb is None:
             self._open_tensorboard(int(info.get("start_step", 0)))
-        split = info.get("n_params_split") or {}
-        parts = ", ".join(f"{k} {split[k]:,}" for k in ("embeddings", "prefix", "output") if k in split)
         if self.announce is not None:
             err_console.print(self.announce(info), highlight=False, markup=False)
-        what = f"{info['kind']} " if info.get("kind") else ""
-        err_console.print(f"training {what}on {', '.join(info['langs'])}: {info['n_params']:,} parameters ({parts}), "
-                          f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch"
-                          + (f", {total_steps:,} steps" if total_steps else ""), highlight=False, markup=False)
-        if info.get("softmax"):  # which training softmax, and why (perplexities are always the full softmax)
-            from polyglot_groc.training.softmax import SoftmaxChoice
-
-            err_console.print(SoftmaxChoice.from_dict(info["softmax"]).describe(), highlight=False, markup=False)
-        self.progress.start()
-        self.total = total_steps
-        self.task = self.progress.add_task("train", total=total_steps, status="")
+        super().on_start(total_steps, info)
 
     def on_step(self, info: Any) -> None:
         import math
 
-        self.last_step = info.step
-        total = sum(info.lang_batches.values())
-        mix = " ".join(f"{k}:{v / total:.0%}" for k, v in sorted(info.lang_batches.items()))
-        self.progress.update(self.task, completed=info.step, description=f"epoch {info.epoch:.2f}",
-                             status=f"loss {info.loss:.3f} | {info.tokens_per_s:,.0f} tok/s | {mix}")
-        if info.logged:
-            task = self.progress.tasks[0] if self.progress.tasks else None
-            eta = task.time_remaining if task is not None else None
+        super().on_step(info)
+        if info.logged and self.tb is not None:  # the log line's scalars (ETA aside)
             ppl = math.exp(min(info.loss, 50.0))
-            self.progress.console.print(
-                f"step {info.step}: loss {info.loss:.3f} ppl {ppl:.1f} lr {info.lr:.3g} "
-                f"{info.tokens_per_s:,.0f} tok/s ETA {_fmt_eta(eta or 0.0)}", highlight=False)
-            if self.tb is not None:  # the log line's scalars (ETA aside)
-                for name, value in (("loss", info.loss), ("perplexity", ppl), ("lr", info.lr),
-                                    ("tokens_per_s", info.tokens_per_s), ("epoch", info.epoch)):
-                    self.tb.add_scalar(f"train/{name}", value, info.step)
+            for name, value in (("loss", info.loss), ("perplexity", ppl), ("lr", info.lr),
+                                ("tokens_per_s", info.tokens_per_s), ("epoch", info.epoch)):
+                self.tb.add_scalar(f"train/{name}", value, info.step)
 
     def on_eval(self, record: Mapping[str, Any]) -> None:
-        ppl = ", ".join(f"{k} {v:.1f}" for k, v in record["valid_perplexity"].items())
-        self.progress.console.print(f"step {record['step']}: valid ppl {ppl}")
+        super().on_eval(record)
         self.records.append(record)
         if self.run_dir is not None:
             from polyglot_groc.analysis.curves import plot_curves
@@ -148,7 +113,7 @@ class RichHooks:
             self.tb.flush()
 
     def close(self) -> None:
-        self.progress.stop()
+        super().close()
         if self.tb is not None:
             self.tb.close()
 
@@ -211,10 +176,13 @@ def train_command(
     data: Annotated[Path | None, typer.Option(
         "--data", help="Corpus root: <DATA>/<lang>/{train,valid,test}.txt (data.root)",
         show_default="config's data.root; required if it has none")] = None,
-    out: Annotated[Path, typer.Option("--out", help="Run directory to create")] = Path("runs/run"),
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Run directory to create",
+        show_default="a new runs/<langs>[-<model>][-N], never an existing one (printed)")] = None,
     model: Annotated[str | None, typer.Option(
-        "--model", help="Model kind, with its own output-net defaults (seed 000 Table 8): untied | tied (= lookup) | "
-        "bilinear | deep-residual | adaptive | conv | elmo | groc | groc-lex", show_default=_cfg_default("model.kind"),
+        "--model", help="Model kind, with its own output-net defaults (seed 000 Table 8): "
+        + " | ".join("tied (= lookup)" if k == "tied" else k for k in MODEL_KINDS if k != "lookup")
+        + " (docs/models.md)", show_default=_cfg_default("model.kind"),
     )] = None,
     size: Annotated[str | None, typer.Option(
         "--size", help="Preset: small (d 64, 2x128 LSTM; ~1 min on examples/sample on CPU) | paper (seed 004: d 256, "
@@ -329,7 +297,7 @@ def train_command(
 
 
 @cli_errors
-def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: str | None, size: str | None,
+def _train(langs: str, with_: str | None, data: Path | None, out: Path | None, model: str | None, size: str | None,
            config: Path | None, overrides: list[str], max_steps: int | None, max_minutes: float | None,
            max_epochs: int | None, seed: int | None, tokenize: str | None, vocab_mode: str | None, no_screen: bool,
            schedule: str | None, lexicon: list[str] | None, no_relations: bool, no_definitions: bool,
@@ -363,6 +331,12 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path, model: s
     if accept_changed_data:
         raise ConfigError("--accept-changed-data belongs to --resume RUN (a new run records its data as it is); "
                           "drop it, or add --resume RUN")
+    if out is None and resume is None and world_from_env()[1] > 1:
+        raise ConfigError("under torchrun every process must write the same run: pass --out")
+    if out is None:  # a fresh folder, so running the same command twice never fails on (or replaces) the first
+        out = fresh_output(Path("runs") / "-".join([*(c.strip() for c in langs.split(",") if c.strip()),
+                                                    *([model] if model else [])]))
+        err_console.print(f"writing the run to {out} (no --out given)", highlight=False, markup=False)
     # The flags that set a config key the library takes no argument for; they win over --set.
     flags: dict[str, Any] = {
         "train.seed": seed, "data.tokenize": tokenize, "data.vocab_mode": vocab_mode,

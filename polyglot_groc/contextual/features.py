@@ -30,7 +30,7 @@ from typing import IO, Any
 import numpy as np
 import torch
 
-from groc_base.checks import check_output, check_positive
+from groc_base.checks import check_output, check_positive, option
 from groc_base.errors import InputError, ResourceMissingError
 from groc_base.fileio import atomic_output_dir, dumps_json, write_then_rename
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
@@ -87,7 +87,7 @@ def _check_lang(bundle: ModelBundle, lang: str | None) -> str:
     langs = list(bundle.vocab.langs)
     if lang is None:
         if len(langs) > 1:
-            raise InputError(f"this run has several languages ({', '.join(langs)}); pass --lang")
+            raise InputError(f"this run has several languages ({', '.join(langs)}); pass {option('lang')}")
         return langs[0]
     if lang not in langs:
         raise InputError(f"language {lang!r} is not in this run; it has {', '.join(langs)}")
@@ -95,10 +95,12 @@ def _check_lang(bundle: ModelBundle, lang: str | None) -> str:
 
 
 def sentence_layers(bundle: ModelBundle, sentences: Sequence[Sequence[str]], lang: str | None = None,
-                    batch_size: int = 32, progress: Callable[[int], None] | None = None) -> Iterator[np.ndarray]:
+                    batch_size: int = 32, progress: Callable[[int], None] | None = None,
+                    widths: list[int] | None = None) -> Iterator[np.ndarray]:
     """Each sentence's layers, in input order: float32 ``(n_layers, T, D)`` (see the module doc).
 
     Sentences are batched by length (``batch_size`` a batch), on the model's device, without gradients.
+    ``widths``, when given, receives each layer's own width before the zero padding to ``D``.
     """
     check_positive(batch_size=batch_size)
     lang = _check_lang(bundle, lang)
@@ -137,6 +139,8 @@ def sentence_layers(bundle: ModelBundle, sentences: Sequence[Sequence[str]], lan
                     back = [t[:, 1:].gather(1, gather.expand(-1, -1, t.shape[-1])) for t in back]  # reading order
                     layers = [torch.cat([f, b], dim=-1) for f, b in zip(fwd, back, strict=True)]
                 width = max(t.shape[-1] for t in layers)
+                if widths is not None and not widths:
+                    widths.extend(int(t.shape[-1]) for t in layers)
                 stacked = torch.stack([torch.nn.functional.pad(t, (0, width - t.shape[-1])) for t in layers], 1)
                 arr = stacked.float().cpu().numpy()  # (B, L, T, D)
                 for b, i in enumerate(rows):
@@ -159,7 +163,8 @@ def layer_maps(align_dir: PathLike, n_layers: int, dim: int) -> list[np.ndarray]
     for j in range(n_layers):
         path = root / f"layer{j}" / "W.npy"
         if not path.is_file():
-            raise InputError(f"{path} does not exist; --align needs one map per layer, as align-layers writes "
+            raise InputError(f"{path} does not exist; {option('align')} needs one map per layer, as "
+                             f"align-layers writes "
                              f"({n_layers} layers)")
         try:
             W = np.load(path)
@@ -174,20 +179,21 @@ def layer_maps(align_dir: PathLike, n_layers: int, dim: int) -> list[np.ndarray]
 
 def _check_mix(mix: Sequence[float] | None, gamma: float, layers: str) -> None:
     if layers not in LAYER_CHOICES:
-        raise InputError(f"--layers {layers!r} is unknown; use one of {', '.join(LAYER_CHOICES)}")
+        raise InputError(f"{option('layers', layers)} is unknown; use one of {', '.join(LAYER_CHOICES)}")
     if mix is not None and layers != "all":
-        raise InputError("--mix replaces --layers; leave --layers at all")
+        raise InputError(f"{option('mix')} replaces {option('layers')}; leave {option('layers')} at all")
     if mix is not None and not all(np.isfinite(w) for w in mix):
-        raise InputError("--mix weights must be finite numbers")
+        raise InputError(f"{option('mix')} weights must be finite numbers")
     if not np.isfinite(gamma) or gamma <= 0:
-        raise InputError(f"--gamma {gamma} must be a positive number")
+        raise InputError(f"{option('gamma', gamma)} must be a positive number")
 
 
 def mix_layers(layers: np.ndarray, mix: Sequence[float], gamma: float = 1.0) -> np.ndarray:
     """AllenNLP's ScalarMix: ``gamma * sum_j softmax(mix)_j layers[j]``.  (L, T, D) -> (T, D)"""
     w = np.asarray(mix, dtype=np.float64)
     if w.shape != (layers.shape[0],):
-        raise InputError(f"--mix has {w.size} weights but the run has {layers.shape[0]} layers; give one per layer")
+        raise InputError(f"{option('mix')} has {w.size} weights but the run has {layers.shape[0]} layers; give one per "
+                         "layer")
     s = np.exp(w - w.max())
     s /= s.sum()
     return (gamma * np.tensordot(s, layers, axes=1)).astype(np.float32)
@@ -222,11 +228,25 @@ class FeaturesResult:
     mix: list[float] | None = None
     gamma: float = 1.0
     aligned: str | None = None
+    #: Each layer's own width before zero padding to ``dim`` (a forward-only run's layer 0 is the
+    #: embedding, narrower than its LSTM layers: its last ``dim - width`` columns are zeros).
+    layer_widths: list[int] = field(default_factory=list)
+
+    @property
+    def note(self) -> str | None:
+        """What the zero columns are, in words (None when no layer is padded); also in the file's attributes."""
+        padded = [(j, w) for j, w in enumerate(self.layer_widths) if w < self.dim]
+        if not padded:
+            return None
+        parts = ", ".join(f"layer {j} ({w} wide: its last {self.dim - w} columns are zeros)" for j, w in padded)
+        return (f"layers are stacked at the widest layer's {self.dim} columns, so narrower ones are zero-padded: "
+                f"{parts}; layer 0 is the word embedding (the char-CNN's output for character kinds)")
 
     def to_dict(self) -> dict[str, Any]:
         return {"run": self.run, "input": self.input, "out": self.out, "n_sentences": self.n_sentences,
                 "n_tokens": self.n_tokens, "n_layers": self.n_layers, "dim": self.dim, "layers": self.layers,
-                "mix": self.mix, "gamma": self.gamma, "aligned": self.aligned}
+                "mix": self.mix, "gamma": self.gamma, "aligned": self.aligned, "layer_widths": self.layer_widths,
+                "note": self.note}
 
 
 def _hdf5_target(tmp: Path) -> IO[bytes]:
@@ -338,7 +358,10 @@ def features(
 
     One float32 dataset per sentence, named by its index (``"0"``, ``"1"``, ...), plus
     ``sentence_to_index``: a one-element string dataset holding the JSON map from each sentence
-    (tokens joined by spaces) to its index (the first one, for repeated sentences).
+    (tokens joined by spaces) to its index (the first one, for repeated sentences). The file's
+    attributes ``layer_widths`` and ``note`` say which columns of a narrower layer are zero
+    padding (a forward-only run's layer 0, the embedding, is narrower than its LSTM layers).
+    Needs the ``h5py`` package: ``pip install 'polyglot-groc[elmo]'``.
 
     Args:
         run: A run directory (or a loaded bundle) of any kind; bilm runs give both directions.
@@ -374,6 +397,7 @@ def features(
     bundle = run if isinstance(run, ModelBundle) else load_bundle(Path(run), checkpoint, device)[0]
     maps: list[np.ndarray] | None = None
     n_tokens, shape = 0, (0, 0)
+    widths: list[int] = []
     index: dict[str, str] = {}
     for i, s in enumerate(sentences):
         index.setdefault(" ".join(s), str(i))
@@ -386,7 +410,7 @@ def features(
         with _FailSoftFile(_hdf5_target(tmp)) as raw:
             try:
                 with h5py.File(raw, "w") as fout:
-                    for i, lay in enumerate(sentence_layers(bundle, sentences, lang, batch_size, progress)):
+                    for i, lay in enumerate(sentence_layers(bundle, sentences, lang, batch_size, progress, widths)):
                         if align is not None:
                             if maps is None:
                                 maps = layer_maps(align, lay.shape[0], lay.shape[2])
@@ -397,6 +421,10 @@ def features(
                         raw.check()  # a failed write stops the loop here, not after the whole input
                     ds = fout.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype())
                     ds[0] = json.dumps(index)
+                    fout.attrs["layer_widths"] = np.asarray(widths, dtype=np.int64)
+                    note = FeaturesResult("", "", "", 0, 0, len(widths), shape[1], layers,
+                                          layer_widths=list(widths)).note
+                    fout.attrs["note"] = note or ""
             except Exception:
                 raw.check()  # what HDF5 made of a failed write (any error type) is the write's OSError
                 raise
@@ -408,7 +436,8 @@ def features(
              shape[0], shape[1], out)
     return FeaturesResult(str(run if not isinstance(run, ModelBundle) else "<bundle>"), str(input), str(out),
                           len(sentences), n_tokens, shape[0], shape[1], layers,
-                          list(mix) if mix is not None else None, gamma, str(align) if align is not None else None)
+                          list(mix) if mix is not None else None, gamma, str(align) if align is not None else None,
+                          layer_widths=list(widths))
 
 
 # --------------------------------------------------------------------------- anchors
@@ -509,7 +538,7 @@ def anchors(
     keep = np.flatnonzero(counts >= min_count)
     keep = keep[np.argsort(-counts[keep], kind="stable")]  # most frequent first, first seen first on ties
     if keep.size == 0:
-        raise InputError(f"no word type occurs {min_count} times; lower --min-count")
+        raise InputError(f"no word type occurs {min_count} times; lower {option('min_count')}")
     means = (sums[keep] / counts[keep, None, None]).astype(np.float32)  # (V', L, D)
     kept_words = [str(w) for w in words[keep]]
     n_layers = means.shape[1]

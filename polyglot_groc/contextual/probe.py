@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from groc_base.checks import check_non_negative
+from groc_base.checks import check_non_negative, option
 from groc_base.errors import InputError
 from polyglot_groc.contextual.parser import ParserConfig, attachment_scores, parse, train_parser
 from polyglot_groc.contextual.treebank import Sentence, read_conllu
@@ -38,7 +38,7 @@ def read_features(path: PathLike, n_sentences: int | None = None) -> list[np.nda
         raise InputError(f"features file {path} is not a features HDF5 file: {exc}") from exc
     if out and out[0].ndim != 3:
         raise InputError(f"features file {path} holds (T, D) arrays; the probe mixes the layers itself, so write "
-                         "it with --layers all")
+                         f"it with {option('layers', 'all')}")
     return out
 
 

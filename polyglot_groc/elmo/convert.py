@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from groc_base.checks import option
 from groc_base.errors import ConfigError, ModelError
 from groc_base.fileio import dumps_json
 from langpairs.corpus import MultilingualCorpus
@@ -128,7 +129,8 @@ def convert_elmo_bundle(elmo: ModelBundle, kind: str = "groc") -> ModelBundle:
         raise ModelError(f"cannot convert an elmo model into kind {kind!r}; use one of {', '.join(CONVERTIBLE_KINDS)}")
     src = elmo.model
     if src.kind != "elmo":
-        raise ModelError(f"the model to convert is a {src.kind} model, not elmo; train one with --model elmo")
+        raise ModelError(f"the model to convert is a {src.kind} model, not elmo; train one with "
+                         f"{option('model', 'elmo')}")
     if not isinstance(src.bias, LookupBias) or not isinstance(src.input_embedder, GroundedEmbedder):
         raise ModelError("the elmo model lacks its char-CNN input or lookup bias; the checkpoint is not an elmo one")
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from groc_base.checks import option, setting
 from groc_base.errors import ConfigError, InputError
 from polyglot_groc.config import ParentConfig, RunConfig, load_config, merge_overrides, to_dict
 
@@ -128,21 +129,25 @@ def init_from_elmo(
         set_threads(threads)
     weights_mode = elmo_options is not None or elmo_weights is not None
     if model not in ("groc", "bilm"):
-        raise ConfigError(f"--model {model!r} cannot be initialised from elmo; use groc or bilm")
+        raise ConfigError(f"{option('model', model)} cannot be initialised from elmo; use groc or bilm")
     if model == "bilm" and elmo_run is not None:
-        raise ConfigError("a bilm run starts from bilm-tf weights (--elmo-options/--elmo-weights); an elmo run has "
-                          "no backward LSTM")
+        raise ConfigError(f"a bilm run starts from bilm-tf weights "
+                          f"({option('elmo_options')}/{option('elmo_weights')}); "
+                          "an elmo run has no backward LSTM")
     if weights_mode and elmo_run is not None:
-        raise ConfigError("give either an elmo run directory or --elmo-options/--elmo-weights, not both")
+        raise ConfigError(f"give either an elmo run directory or {option('elmo_options')}/{option('elmo_weights')}, "
+                          "not both")
     if not weights_mode and elmo_run is None:
-        raise ConfigError("nothing to convert; pass an elmo run directory or --elmo-options and --elmo-weights")
+        raise ConfigError(f"nothing to convert; pass an elmo run directory or {option('elmo_options')} and "
+                          f"{option('elmo_weights')}")
     if weights_mode:
         bundle, cfg, source, info = _from_weights(elmo_options, elmo_weights, data, langs, overrides, defaults,
                                                   explicit, model)
     else:
         assert elmo_run is not None
         if langs is not None:
-            raise ConfigError("--langs applies to --elmo-weights; an elmo run keeps its own languages")
+            raise ConfigError(f"{option('langs')} applies to {option('elmo_weights')}; an elmo run keeps its "
+                              f"own languages")
         bundle, cfg, source, info = _from_run(Path(elmo_run), checkpoint, data, overrides, defaults, explicit)
 
     out = Path(out)
@@ -166,12 +171,12 @@ def _train_overrides(finetune_epochs: int | None, max_steps: int | None, lr: flo
     """(defaults, explicit): defaults go under the caller's overrides, the explicit arguments over
     them (as in ``train``), so ``overrides["train.lr"]`` is not undone by ``lr``'s default."""
     if finetune_epochs is not None and max_steps is not None:
-        raise ConfigError("--finetune-epochs and --max-steps both given; pass one of them")
-    for name, val in (("--finetune-epochs", finetune_epochs), ("--max-steps", max_steps), ("--lr", lr)):
+        raise ConfigError(f"{option('finetune_epochs')} and {option('max_steps')} both given; pass one of them")
+    for name, val in (("finetune_epochs", finetune_epochs), ("max_steps", max_steps), ("lr", lr)):
         if val is not None and val <= 0:
-            raise ConfigError(f"{name}={val} must be positive")
+            raise ConfigError(f"{option(name, val)} must be positive")
     if eval_every is not None and eval_every < 0:
-        raise ConfigError(f"--eval-every={eval_every} must be >= 0 (0: every epoch)")
+        raise ConfigError(f"{option('eval_every', eval_every)} must be >= 0 (0: every epoch)")
     # The elmo run's own budget (steps, minutes) is not the finetuning budget.
     defaults = {"train.lr": DEFAULT_LR, "train.max_minutes": 0.0, "train.max_steps": 0,
                 "train.max_epochs": DEFAULT_FINETUNE_EPOCHS}
@@ -190,7 +195,7 @@ def _check_overrides(overrides: Mapping[str, Any], allowed: tuple[str, ...], for
     for key in overrides:
         bad = any(key == f or key.startswith(f + ".") for f in forbidden)
         if bad or (allowed and not any(key == a or key.startswith(a + ".") for a in allowed)):
-            raise ConfigError(f"--set {key} is not allowed here: {why}; drop it")
+            raise ConfigError(f"{setting(key, '...')} is not allowed here: {why}; drop it")
 
 
 def _from_run(run: Path, which: str, data: PathLike | None, overrides: Mapping[str, Any],
@@ -203,7 +208,8 @@ def _from_run(run: Path, which: str, data: PathLike | None, overrides: Mapping[s
     elmo, payload = load_bundle(run, which)
     if elmo.model.kind != "elmo":
         raise InputError(f"run {run} is a {elmo.model.kind} run, not elmo; init-from-elmo converts runs trained "
-                         "with --model elmo (or bilm-tf weights via --elmo-options/--elmo-weights)")
+                         f"with {option('model', 'elmo')} (or bilm-tf weights via {option('elmo_options')}/"
+                         f"{option('elmo_weights')})")
     # The converted model keeps the elmo model's architecture: only training settings may change.
     _check_overrides(overrides, ("train",), (), "a converted run keeps the elmo run's model and data settings")
     converted = convert_elmo_bundle(elmo)
@@ -235,9 +241,11 @@ def _from_weights(options_path: PathLike | None, weights_path: PathLike | None, 
     from polyglot_groc.training.trainer import build_bundle, seed_everything
 
     if options_path is None or weights_path is None:
-        raise ConfigError("bilm-tf weights need both --elmo-options options.json and --elmo-weights lm_weights.hdf5")
+        raise ConfigError(f"bilm-tf weights need both {option('elmo_options')} options.json and "
+                          f"{option('elmo_weights')} "
+                          "lm_weights.hdf5")
     if data is None:
-        raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
+        raise ConfigError(f"no corpus given; pass {option('data')} DIR with <DIR>/<lang>/{{train,valid,test}}.txt")
     options_path, weights_path = Path(options_path), Path(weights_path)
     _check_overrides(overrides, (), ELMO_FIXED_KEYS, "the elmo weights fix it (d, charset, char-CNN sizes)")
     options = load_bilm_options(options_path)

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from groc_base.checks import setting
 from groc_base.errors import CheckpointError, ConfigError, ModelError
 from polyglot_groc.config import ModelConfig, RunConfig, from_dict, stored_values, to_dict
 from polyglot_groc.model.charset import Charset, check_word_lengths
@@ -63,7 +64,8 @@ class ModelBundle:
         chars = torch.from_numpy(self.charset.encode(all_words))  # (V + extra, L)
         uses_lexicon = kind(self.model.kind).uses_lexicon
         if uses_lexicon and self.forms is None:
-            raise ModelError(f"a {self.model.kind} model needs compiled lexicon forms; pass --lexicon SPEC")
+            raise ModelError(f"a {self.model.kind} model needs compiled lexicon forms; pass "
+                             f"{setting('model.lexicon.specs', ['SPEC'])}")
         lang_ids = {lang: torch.from_numpy(self.vocab.lang_ids(lang)) for lang in self.vocab.langs}
         self.model.set_words(chars, self.forms if uses_lexicon else None, lang_ids)
 

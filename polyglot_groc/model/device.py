@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 import torch
 
+from groc_base.checks import option
 from groc_base.errors import ConfigError
 from polyglot_groc.config import DEVICE_PATTERN, PRECISIONS, THREADS_MAX
 
@@ -37,7 +38,7 @@ def resolve_device(spec: str = "auto") -> torch.device:
     if spec.startswith("cuda"):
         if not torch.cuda.is_available():
             raise ConfigError(f"device {spec!r} was requested but CUDA is not available here; "
-                              "use --device cpu (or auto)")
+                              f"use {option('device', 'cpu')} (or auto)")
         dev = torch.device(spec)
         if dev.index is not None and dev.index >= torch.cuda.device_count():
             raise ConfigError(f"device {spec!r} does not exist: this machine has {torch.cuda.device_count()} "
@@ -132,7 +133,8 @@ def set_threads(threads: int) -> None:
     """
     top = THREADS_MAX  # train.threads' upper bound
     if not 0 <= threads <= top:
-        raise ConfigError(f"--threads={threads} must lie in [0, {top}] (0: torch's default, $OMP_NUM_THREADS or "
+        raise ConfigError(f"{option('threads', threads)} must lie in [0, {top}] (0: torch's default, "
+                          f"$OMP_NUM_THREADS or "
                           "all cores)")
     if threads > 0:
         from threadpoolctl import threadpool_limits

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+from groc_base.checks import option, setting
 from groc_base.errors import ModelError
 from polyglot_groc.config import SurfaceConfig
 from polyglot_groc.model.surface import SurfaceEncoder, masked_mean
@@ -87,7 +88,9 @@ class GroundedEmbedder(nn.Module):
         """Install the character table (V_enc, L) and, for GroC+lex, the per-word forms (V rows)."""
         if self.use_lexicon:
             if forms is None:
-                raise ModelError("a groc-lex model needs lexicon forms; pass --lexicon or use --model groc")
+                raise ModelError(f"a groc-lex model needs lexicon forms; pass "
+                                 f"{setting('model.lexicon.specs', ['SPEC'])} "
+                                 f"or use {option('model', 'groc')}")
             top = max((int(t.max()) for t in (forms.related_ids, forms.definition_ids) if t.numel()), default=0)
             if top >= chars.shape[0]:
                 raise ModelError(f"lexicon forms reference word row {top} but the char table has {chars.shape[0]} rows")

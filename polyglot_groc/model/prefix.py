@@ -6,6 +6,8 @@ has ``hidden`` cells projected to ``d`` (ELMo's LSTM with projection), so all la
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 import torch.nn as nn
 
@@ -13,6 +15,11 @@ from groc_base.errors import ConfigError
 from polyglot_groc.config import PrefixConfig
 
 State = list[tuple[torch.Tensor, torch.Tensor]]
+
+#: torch warns (once a process, on CPU) that oneDNN has no LSTM with projections (bilm's) and that it
+#: uses its default implementation: the results are the same and nothing can be done about it, so
+#: the prefix silences it around its own LSTM calls (never globally).
+PROJECTION_WARNING = "LSTM with projections is not supported with oneDNN"
 
 
 class LockedDropout(nn.Module):
@@ -87,12 +94,14 @@ class LSTMPrefix(nn.Module):
         new_state: State = []
         outs: list[torch.Tensor] = []
         h = self.drop_in(x)
-        for i, (layer, s) in enumerate(zip(self.layers, state, strict=True)):
-            h, (hn, cn) = layer(h, s)
-            new_state.append((hn, cn))
-            outs.append(h)
-            if i < len(self.layers) - 1:
-                h = self.drop_between(h)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=PROJECTION_WARNING, category=UserWarning)
+            for i, (layer, s) in enumerate(zip(self.layers, state, strict=True)):
+                h, (hn, cn) = layer(h, s)
+                new_state.append((hn, cn))
+                outs.append(h)
+                if i < len(self.layers) - 1:
+                    h = self.drop_between(h)
         return outs, new_state
 
 

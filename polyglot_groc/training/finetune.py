@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from groc_base.checks import option, setting
 from groc_base.errors import CheckpointError, ConfigError, InputError
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import ParentConfig, RunConfig, load_config, merge_overrides, to_dict
@@ -103,18 +104,18 @@ def extend_optimizer_state(state: Mapping[str, Any], old: ModelBundle, new: Mode
     """
     if not isinstance(state, Mapping) or "state" not in state or "param_groups" not in state:
         raise CheckpointError("the checkpoint's optimizer state is not an optimizer state_dict; "
-                              "finetune without --resume-optimizer")
+                              f"finetune without {option('resume_optimizer', True)}")
     before, after = trainable_named_parameters(old.model), trainable_named_parameters(new.model)
     if [n for n, _ in before] != [n for n, _ in after]:
         raise CheckpointError("the finetuned model's parameters differ from the run's; "
-                              "finetune without --resume-optimizer")
+                              f"finetune without {option('resume_optimizer', True)}")
     n_old, n_new = len(old.vocab), len(new.vocab)
     per_param: dict[Any, Any] = {}
     for idx, entry in state["state"].items():
         i = int(idx)
         if not 0 <= i < len(before):
             raise CheckpointError(f"optimizer state names parameter {i} of {len(before)}; "
-                                  "finetune without --resume-optimizer")
+                                  f"finetune without {option('resume_optimizer', True)}")
         name, p_old = before[i]
         p_new = after[i][1]
         grown = p_old.shape != p_new.shape
@@ -175,7 +176,8 @@ def finetune_config(cfg: RunConfig, data: Path, langs: tuple[str, ...], lr: floa
     """
     for key in overrides or {}:
         if key != "train" and not key.startswith("train."):
-            raise ConfigError(f"--set {key} is not allowed in finetune: the finetuned run keeps the run's model and "
+            raise ConfigError(f"{setting(key, '...')} is not allowed in finetune: the finetuned run keeps the "
+                              f"run's model and "
                               "data settings; set train.* only")
     base = to_dict(cfg)
     base["data"].update(root=str(Path(data).resolve()), langs=list(langs), vocab_mode="open")
@@ -211,19 +213,21 @@ def finetune_trainer(run_dir: Path, data: Path, out: Path, epochs: int | None = 
     bundle grown by the new domain's words, the finetuning config (recording its parent), the
     optimizer state carried over if asked; ``out`` prepared."""
     if epochs is not None and epochs < 1:
-        raise InputError(f"--epochs {epochs} must be at least 1")
+        raise InputError(f"{option('epochs', epochs)} must be at least 1")
     if max_steps is not None and max_steps < 0:
-        raise InputError(f"--max-steps {max_steps} must be >= 0 (0: epochs only)")
+        raise InputError(f"{option('max_steps', max_steps)} must be >= 0 (0: epochs only)")
     if Path(out).resolve() == Path(run_dir).resolve():
-        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
+        raise InputError(f"{option('out')} {out} is the run being finetuned; choose a new directory for the "
+                         f"finetuned run")
     bundle, payload = load_bundle(run_dir, which)
     if resume_optimizer and not isinstance(payload.get("optimizer"), Mapping):
         raise CheckpointError(f"{run_dir}'s {which} checkpoint has no optimizer state to resume; "
-                              "finetune without --resume-optimizer")
+                              f"finetune without {option('resume_optimizer', True)}")
     data = Path(data)
     present = sorted(p.name for p in data.iterdir() if p.is_dir()) if data.is_dir() else []
     if not present:
-        raise InputError(f"{data} has no <lang>/train.txt folders; point --data at a prepared corpus directory")
+        raise InputError(f"{data} has no <lang>/train.txt folders; point {option('data')} at a prepared corpus "
+                         f"directory")
     langs = tuple(lang for lang in present if lang in bundle.vocab.langs)
     if not langs:
         raise FinetuneLanguageError(f"{data} holds {', '.join(present)}, which the run does not know "

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from eval.vectors import write_vec
-from groc_base.checks import check_positive, check_seed
+from groc_base.checks import check_positive, check_seed, option
 from groc_base.errors import ConfigError, InputError, ResourceMissingError
 from polyglot_groc.config import D_MAX
 
@@ -42,7 +42,8 @@ def pretrain_vectors(texts: Sequence[Path], out: Path, algorithm: str = "word2ve
     # Checked here, not in the command, so the benchmarks calling this get the same one-line errors.
     check_positive(dim=dim, epochs=epochs)
     if dim > D_MAX:
-        raise ConfigError(f"--dim={dim} is out of range: vectors for train --init-input have model.d's size, at "
+        raise ConfigError(f"{option('dim', dim)} is out of range: vectors for train's init_input have model.d's "
+                          f"size, at "
                           f"most {D_MAX}")
     check_seed(seed=seed)
     sentences = read_sentences(texts)

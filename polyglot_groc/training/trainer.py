@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from groc_base.checks import in_cli, option
 from groc_base.errors import CheckpointError, InputError
 from groc_base.fileio import dumps_json, sweep_folder
 from langpairs.batching import LanguageSchedule, MultilingualBatcher, epoch_restart
@@ -54,6 +55,7 @@ from polyglot_groc.training.distributed import local_device
 from polyglot_groc.training.evaluation import evaluate_split, split_streams
 from polyglot_groc.training.fingerprint import FINGERPRINT_NAME, record_data
 from polyglot_groc.training.loop import LoopState, RunningLoss
+from polyglot_groc.training.progress import eta_seconds, format_eta
 from polyglot_groc.training.regularizers import ar_tar_penalty
 from polyglot_groc.training.softmax import SoftmaxChoice, choose_softmax, make_sampler
 
@@ -143,8 +145,9 @@ class TrainResult:
             return f"{head} and train again: no checkpoint has a finite validation perplexity"
         step = self.checkpoint_step if self.checkpoint_step is not None else finite[-1].get("step") if finite else None
         at = f" (step {step})" if step is not None else ""
-        return (f"{head}: last.pt{at} is the last good state; continue from it with a lower lr by "
-                f"`polyglot-groc finetune {run} --checkpoint last --lr LR --data DATA --out NEW`, or train again")
+        how = (f"`polyglot-groc finetune {run} --checkpoint last --lr LR --data DATA --out NEW`" if in_cli()
+               else f"pg.finetune(run={str(run)!r}, checkpoint='last', lr=LR, data=DATA, out=NEW)")
+        return f"{head}: last.pt{at} is the last good state; continue from it with a lower lr by {how}, or train again"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON of result.json (perplexities as numbers, rounded times)."""
@@ -215,19 +218,20 @@ RUN_FILES = ("best.pt", "last.pt", "metrics.jsonl", "config.toml", "result.json"
 
 
 def existing_run_message(run_dir: Path) -> str:
-    """The refusal of a new run into the non-empty ``run_dir``, saying what ``--overwrite`` would delete
-    and, for a run with a checkpoint, how to go on with it instead."""
+    """The refusal of a new run into the non-empty ``run_dir``, saying what ``overwrite`` would delete
+    and, for a run with a checkpoint, how to go on with it instead (options named for the calling face)."""
     run_dir = Path(run_dir)
     held = [name for name in RUN_FILES if (run_dir / name).exists()]
+    out, overwrite = option("out"), option("overwrite", True)
     if (run_dir / "last.pt").is_file() and (run_dir / "config.toml").is_file():
+        go_on = f"polyglot-groc train --resume {run_dir}" if in_cli() else f"resume(run={str(run_dir)!r})"
         return (f"run directory {run_dir} already exists and holds a run ({', '.join(held)}); continue it with "
-                f"`polyglot-groc train --resume {run_dir}`, choose another --out, or pass --overwrite to delete "
-                "its checkpoints and train anew")
+                f"`{go_on}`, choose another {out}, or pass {overwrite} to delete its checkpoints and train anew")
     if held:
-        return (f"run directory {run_dir} already exists ({', '.join(held)}); choose another --out, or pass "
-                f"--overwrite to delete those files and train anew")
-    return (f"run directory {run_dir} already exists and holds other files; choose another --out, or pass "
-            "--overwrite to train into it anyway (its other files are kept: nothing is deleted)")
+        return (f"run directory {run_dir} already exists ({', '.join(held)}); choose another {out}, or pass "
+                f"{overwrite} to delete those files and train anew")
+    return (f"run directory {run_dir} already exists and holds other files; choose another {out}, or pass "
+            f"{overwrite} to train into it anyway (its other files are kept: nothing is deleted)")
 
 
 def resume_config(cfg: RunConfig, payload: Mapping[str, Any], run_dir: Path, *, max_steps: int | None = None,
@@ -252,11 +256,11 @@ def resume_config(cfg: RunConfig, payload: Mapping[str, Any], run_dir: Path, *, 
                          f"train.stop_patience={t.stop_patience} evaluations), so more steps or epochs cannot extend "
                          "it; start a new run, e.g. with a lower train.lr or a larger train.stop_patience")
     if max_steps is not None and max_steps <= step:
-        raise InputError(f"--max-steps {max_steps} does not extend run {run_dir}, which is at step {step} already; "
-                         f"pass a larger --max-steps, e.g. {2 * step}")
+        raise InputError(f"{option('max_steps', max_steps)} does not extend run {run_dir}, which is at step {step} "
+                         f"already; pass a larger {option('max_steps')}, e.g. {2 * step}")
     if max_epochs is not None and spe and max_epochs * spe <= step:
-        raise InputError(f"--max-epochs {max_epochs} does not extend run {run_dir}, which is at epoch "
-                         f"{epoch:.2f} already; pass a larger --max-epochs, e.g. {math.floor(epoch) + 1}")
+        raise InputError(f"{option('max_epochs', max_epochs)} does not extend run {run_dir}, which is at epoch "
+                         f"{epoch:.2f} already; pass a larger {option('max_epochs')}, e.g. {math.floor(epoch) + 1}")
     new = {"max_steps": t.max_steps, "max_epochs": t.max_epochs, "max_minutes": t.max_minutes}
     if max_steps is not None:
         new["max_steps"] = max_steps
@@ -272,9 +276,13 @@ def resume_config(cfg: RunConfig, payload: Mapping[str, Any], run_dir: Path, *, 
     if finished and at_limit:
         by_steps = bool(t.max_steps and step >= t.max_steps)
         limit = f"train.max_steps={t.max_steps}" if by_steps else f"train.max_epochs={t.max_epochs}"
-        hint = f"--max-steps {2 * step}" if by_steps else f"--max-epochs {2 * t.max_epochs} or --max-steps {2 * step}"
-        raise InputError(f"run {run_dir} already finished at step {step} ({limit}); to train it further pass a "
-                         f"larger limit with --resume, e.g. polyglot-groc train --resume {run_dir} {hint}")
+        limits = [("max_steps", 2 * step)] if by_steps else [("max_epochs", 2 * t.max_epochs), ("max_steps", 2 * step)]
+        if in_cli():
+            how = " or ".join(f"polyglot-groc train --resume {run_dir} {option(k, v)}" for k, v in limits)
+        else:
+            how = " or ".join(f"pg.resume(run={str(run_dir)!r}, {k}={v})" for k, v in limits)
+        raise InputError(f"run {run_dir} already finished at step {step} ({limit}); to train it further resume it "
+                         f"with a larger limit, e.g. {how}")
     changes = [f"train.{k} {getattr(t, k):g} -> {v:g}" for k, v in new.items() if v != getattr(t, k)]
     if not changes:
         return cfg, []
@@ -539,9 +547,30 @@ class Trainer:
         log.info("resuming %s at step %d", self.run_dir, state.step)
         return state
 
+    def _checkpoint_due(self, loop: _Loop, log_point: bool) -> bool:
+        """A wall-clock checkpoint is due: ``train.checkpoint_minutes`` since the last evaluation (the first
+        after at most one minute, so a run interrupted early still keeps its work), and at least nine times
+        the last evaluation's own duration, so validating stays under a tenth of the time.
+
+        Under torchrun every rank must validate at the same step (the validation and the loss read
+        are collective), so there rank 0's clock decides, at log points only (``train.log_every``)."""
+        minutes = self.cfg.train.checkpoint_minutes
+        if not minutes or (self.dist.enabled and not log_point):
+            return False
+        interval = 60.0 * minutes if loop.last_checkpoint else min(60.0, 60.0 * minutes)
+        since = loop.last_checkpoint or loop.started
+        due = time.monotonic() - since >= max(interval, 9.0 * loop.last_eval_seconds)
+        if self.dist.enabled:
+            flag = torch.tensor([1.0 if due else 0.0], device=self.device)
+            torch.distributed.broadcast(flag, src=0)
+            due = bool(flag.item())
+        return due
+
     def _run(self, loop: _Loop, state: LoopState, loss: RunningLoss) -> str:
         """Step until a stop; returns the stop reason. Ends with an evaluation at the last step
-        (unless one was just made, or the loss diverged: then last.pt stays the last good state)."""
+        (unless one was just made, or the loss diverged: then last.pt stays the last good state).
+        Between the scheduled evaluations, a wall-clock checkpoint (``train.checkpoint_minutes``)
+        validates and saves without moving the schedule."""
         t, spe = self.cfg.train, loop.steps_per_epoch
         evaluated_at = state.step if self.resume is not None else -1
         # A run that had already stopped early (killed after its last checkpoint, or resumed to
@@ -550,6 +579,7 @@ class Trainer:
             log.info("%s had already stopped early at step %d; nothing to resume", self.run_dir, state.step)
             return "early_stopping"
         self.model.train()
+        loop.start_step = state.step
         stop_reason = ""
         while not stop_reason:
             stop_reason = self._limit_reached(loop, state)
@@ -558,7 +588,8 @@ class Trainer:
             lang = self._train_step(loop, state, loss)
             due = (t.eval_every and state.step % t.eval_every == 0) or (not t.eval_every and state.step % spe == 0)
             log_point = bool(t.log_every) and state.step % t.log_every == 0
-            if (log_point or due) and self._diverged(state, loss):
+            timed = not due and self._checkpoint_due(loop, log_point)
+            if (log_point or due or timed) and self._diverged(state, loss):
                 # Stop without evaluating a broken model; the last checkpoint stays the last good one.
                 return "diverged"
             loss.peek_early()
@@ -569,14 +600,26 @@ class Trainer:
             except StopTraining as stop:
                 log.info("a hook stopped training after step %d%s", state.step, f" ({stop})" if str(stop) else "")
                 stop_reason = "stopped"
-            if due:
+            if log_point or (state.step - loop.start_step) in (1, 10):  # early lines: a slow run is not silent
+                self._log_progress(loop, state, loss)
+            if due or timed:
                 evaluated_at = state.step
-                stop_reason = self._evaluate_and_checkpoint(loop, state, loss) or stop_reason
+                stop_reason = self._evaluate_and_checkpoint(loop, state, loss, scheduled=bool(due)) or stop_reason
         if evaluated_at != state.step:
             if self._diverged(state, loss):  # since the last read: keep the last good checkpoint
                 return "diverged"
             return self._evaluate_and_checkpoint(loop, state, loss, scheduled=False) or stop_reason
         return stop_reason
+
+    def _log_progress(self, loop: _Loop, state: LoopState, loss: RunningLoss) -> None:
+        """The INFO line of a log point: step, epoch, running loss, lr, speed and the time left
+        (by the step budget at this speed, capped by ``train.max_minutes``)."""
+        t = self.cfg.train
+        total = t.max_steps or loop.steps_per_epoch * t.max_epochs
+        eta = eta_seconds(state.step, total, loop.start_step, time.monotonic() - loop.started, t.max_minutes)
+        log.info("step %d/%d (epoch %.2f): loss %.3f, ppl %.1f, lr %.3g, %.0f tokens/s, ETA %s", state.step, total,
+                 state.epoch(loop.steps_per_epoch), loss.last, math.exp(min(loss.last, 50.0)), state.lr,
+                 state.tokens / max(state.train_time, 1e-9), format_eta(eta))
 
     def _limit_reached(self, loop: _Loop, state: LoopState) -> str:
         """The limit that stops the run before its next step ("" while none does)."""
@@ -652,6 +695,7 @@ class Trainer:
         run stopped there and resumed continues exactly as one that was never stopped.
         """
         cfg, t = self.cfg, self.cfg.train
+        began = time.monotonic()
         # Callers read the running loss first (_diverged), so loss_acc covers every step.
         results = evaluate_split(self.bundle, self.corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
         nll = pooled_nll(results)
@@ -673,6 +717,11 @@ class Trainer:
             record["valid_perplexity_backward"] = {lang: r.perplexity for lang, r in back.items()}
         if scheduled:
             state.loss_acc, state.loss_n = 0.0, 0
+        loop.last_eval_seconds = time.monotonic() - began
+        loop.last_checkpoint = time.monotonic()
+        log.info("step %d: validation perplexity %s (%s, %.1fs)", state.step,
+                 ", ".join(f"{k} {v:.2f}" for k, v in state.last_valid.items()),
+                 "scheduled" if scheduled else "checkpoint", loop.last_eval_seconds)
         loop.history.append(record)
         self.metrics_lines.append(dumps_json(record))
         if self.dist.is_main:
@@ -720,3 +769,9 @@ class _Loop:
     #: The training softmax (train.softmax resolved) and, when it samples, the candidate sampler.
     softmax: SoftmaxChoice = field(default_factory=lambda: SoftmaxChoice("full", "train.softmax=full", 0))
     sampler: CandidateSampler | None = None
+    #: time.monotonic() at the last evaluation (0: none yet in this process) and how long it took,
+    #: for the wall-clock checkpoints (``train.checkpoint_minutes``).
+    last_checkpoint: float = 0.0
+    last_eval_seconds: float = 0.0
+    #: The step this process started from (0, or where a resumed run was), for the time left.
+    start_step: int = 0

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groc_base.checks import check_input_file
+from groc_base.checks import check_input_file, option
 from groc_base.errors import ConfigError, InputError
 from groc_base.fileio import dumps_json
 from langpairs.corpus import check_corpora
@@ -147,10 +147,11 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
                   languages: PathLike | None = None) -> RunConfig:
     """The new run's config, loaded (and validated) once."""
     if size is not None and size not in PRESETS:
-        raise ConfigError(f"--size {size!r} is unknown; use {' or '.join(PRESETS)}")
+        raise ConfigError(f"{option('size', size)} is unknown; use {' or '.join(PRESETS)}")
     if size is not None and config is not None:
-        raise ConfigError(f"--size {size} and --config {config} both choose the configuration; pass one of them "
-                          f"(--size {size} is --config {PRESETS[size]}; add --set overrides to either)")
+        raise ConfigError(f"{option('size', size)} and {option('config', str(config))} both choose the configuration; "
+                          f"pass one of them ({option('size', size)} is {option('config', str(PRESETS[size]))}; add "
+                          f"{option('overrides')} to either)")
     # Runs record the absolute data path, so evaluation works from any directory.
     explicit = {"data.root": str(Path(data).resolve()) if data is not None else None, "model.kind": model,
                 "train.max_steps": max_steps, "train.max_epochs": max_epochs, "train.max_minutes": max_minutes,
@@ -166,7 +167,7 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
         cfg = load_config(PRESETS[size or "small"] if config is None else config, values,
                           kind_map=UNTIE if untie else None)
     if untie and cfg.model.kind != "untied":
-        log.warning("--untie applies to the tied kind only; %s is kept", cfg.model.kind)
+        log.warning("%s applies to the tied kind only; %s is kept", option("untie", True), cfg.model.kind)
     # A languages file and the config may define languages ([languages.xx]); the codes are resolved
     # against them.
     registry = load_registry(languages, config=cfg.languages, env=False)
@@ -175,9 +176,9 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
     codes = parse_lang_spec(spec, also, registry=registry)
     cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, langs=codes))
     if not cfg.data.root:
-        raise ConfigError("no corpus given; pass --data DIR with <DIR>/<lang>/{train,valid,test}.txt")
+        raise ConfigError(f"no corpus given; pass {option('data')} DIR with <DIR>/<lang>/{{train,valid,test}}.txt")
     if cfg.model.init_input:  # before anything is written (a FIFO would block the reader)
-        check_input_file(cfg.model.init_input, flag="--init-input", what="word2vec file")
+        check_input_file(cfg.model.init_input, flag="init_input", what="word2vec file")
     # A language with_related added without a corpus is named as such (not as a missing file).
     check_corpora(Path(cfg.data.root), codes, primary=parse_lang_spec(spec, registry=registry), registry=registry)
     # The run records the registry entries it uses, and their wordnets and fallback settings.
@@ -272,7 +273,7 @@ def _not_resumable(run: Path) -> str:
     if not config.is_file():
         if not run.is_dir() or not any(run.iterdir()):
             return f"{run} is not a run directory (no config.toml and last.pt to resume from); train it first " \
-                   "without --resume"
+                   "(without resuming)"
         return f"{run} has no config.toml, so it cannot be resumed; restore config.toml from a copy of the run " \
                "(its checkpoints are kept as they are)"
     kept = [name for name in ("best.pt", "result.json") if (run / name).is_file()]
@@ -287,14 +288,14 @@ def _not_resumable(run: Path) -> str:
                if "best.pt" in kept else "restore last.pt from a copy of the run")
         return f"run {run} has no last.pt ({', '.join(kept)} are there), so there is nothing to resume from; {fix}"
     return f"run {run} stopped before its first checkpoint, so there is nothing to resume; train it again with " \
-           f"--out {run} --overwrite (it holds only its config.toml and metrics)"
+           f"{option('out', str(run))} {option('overwrite', True)} (it holds only its config.toml and metrics)"
 
 
 #: The config keys a resumed run may change (in config.toml or with resume's arguments): how far it
 #: goes and how this invocation runs. Any other difference between config.toml and last.pt would
 #: silently train another model, or crash, so it is refused.
 RESUMABLE_KEYS = frozenset(f"train.{k}" for k in ("max_steps", "max_epochs", "max_minutes", "threads", "device",
-                                                  "precision", "compile", "log_every"))
+                                                  "precision", "compile", "log_every", "checkpoint_minutes"))
 
 
 def _flat(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -320,10 +321,10 @@ def check_same_run(stored: RunConfig, checkpoint: RunConfig, run: Path) -> None:
         return
     shown = "; ".join(f"{k} = {theirs.get(k)!r} in last.pt, {mine.get(k)!r} in config.toml" for k in changed[:3])
     more = f" (and {len(changed) - 3} more)" if len(changed) > 3 else ""
-    raise InputError(f"run {run} cannot be resumed as it is: {shown}{more}; --resume continues the model last.pt "
+    raise InputError(f"run {run} cannot be resumed as it is: {shown}{more}; resuming continues the model last.pt "
                      "holds, and only train.max_steps/max_epochs/max_minutes/threads/device/precision/compile/"
-                     "log_every may change: put the value back in config.toml, or start a new run with "
-                     f"--config {run / 'config.toml'} --out NEW")
+                     "log_every/checkpoint_minutes may change: put the value back in config.toml, or start a new "
+                     f"run with {option('config', str(run / 'config.toml'))} {option('out', 'NEW')}")
 
 
 def _train_run(cfg: RunConfig, out: Path, *, overwrite: bool = False, payload: Mapping[str, Any] | None = None,
@@ -398,7 +399,8 @@ def finetune(
     """
     out = Path(out)
     if out.resolve() == Path(run).resolve():
-        raise InputError(f"--out {out} is the run being finetuned; choose a new directory for the finetuned run")
+        raise InputError(f"{option('out')} {out} is the run being finetuned; choose a new directory for the "
+                         f"finetuned run")
     if not overwrite and run_dir_has_content(out):  # before the lock: a refused run leaves nothing behind
         raise InputError(existing_run_message(out))
     if threads:  # the run's model is loaded and grown before the trainer applies train.threads

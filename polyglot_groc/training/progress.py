@@ -1,0 +1,125 @@
+"""Progress of a training run: the estimated time left, and a ready progress bar for the Python API.
+
+:func:`eta_seconds` is the one estimate of the time a run has left: by its step budget at the
+current speed, and never beyond its ``train.max_minutes`` (so a 5-minute run never shows an hour).
+The trainer logs it at INFO at every log point; :class:`ProgressBar` is a :class:`TrainHooks`
+that draws it (``pg.train(..., hooks=pg.ProgressBar())``), the bar the command line draws too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from polyglot_groc.training.softmax import SoftmaxChoice
+
+__all__ = ["ProgressBar", "eta_seconds", "format_eta"]
+
+
+def eta_seconds(step: int, total_steps: int | None, start_step: int, elapsed: float,
+                max_minutes: float = 0.0) -> float | None:
+    """Seconds a run has left: the steps to ``total_steps`` at this invocation's speed (steps since
+    ``start_step`` over ``elapsed`` seconds), capped by what is left of ``max_minutes`` (0: no cap).
+    None when neither is known yet."""
+    estimates: list[float] = []
+    done = step - start_step
+    if total_steps and done > 0 and elapsed > 0:
+        estimates.append(max(0.0, (total_steps - step) * elapsed / done))
+    if max_minutes:
+        estimates.append(max(0.0, 60.0 * max_minutes - elapsed))
+    return min(estimates) if estimates else None
+
+
+def format_eta(seconds: float | None) -> str:
+    """``h:mm:ss`` or ``m:ss`` (``?`` when unknown)."""
+    if seconds is None or not math.isfinite(seconds):
+        return "?"
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class ProgressBar:
+    """A :class:`~polyglot_groc.training.trainer.TrainHooks` drawing a rich progress bar: step, epoch,
+    running loss, tokens/s, the language mix and the time left (:func:`eta_seconds`, honouring
+    ``train.max_minutes``); a line at every log point (``train.log_every``) and after each validation.
+
+    Pass it explicitly (``pg.train(..., hooks=pg.ProgressBar())``): the library itself only logs.
+    ``console``: a ``rich.console.Console`` (default: one on stderr; rich also draws in notebooks).
+    Call :meth:`close` (or use it as a context manager) when training ends.
+    """
+
+    def __init__(self, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+        from rich.text import Text
+
+        bar = self
+
+        class _EtaColumn(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                return Text(f"ETA {format_eta(bar.eta())}")
+
+        self.console = console if console is not None else Console(stderr=True)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), _EtaColumn(),
+            console=self.console, transient=False,
+        )
+        self.task: Any = None
+        #: The last step shown (None before the first), for an interrupted run's report.
+        self.last_step: int | None = None
+        self.total: int | None = None
+        self.start_step = 0
+        self.max_minutes = 0.0
+        self.started = time.monotonic()
+
+    def eta(self) -> float | None:
+        """Seconds left (see :func:`eta_seconds`), from the last step shown."""
+        step = self.last_step if self.last_step is not None else self.start_step
+        return eta_seconds(step, self.total, self.start_step, time.monotonic() - self.started, self.max_minutes)
+
+    def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
+        split = info.get("n_params_split") or {}
+        parts = ", ".join(f"{k} {split[k]:,}" for k in ("embeddings", "prefix", "output") if k in split)
+        what = f"{info['kind']} " if info.get("kind") else ""
+        self.console.print(f"training {what}on {', '.join(info['langs'])}: {info['n_params']:,} parameters ({parts}), "
+                           f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch"
+                           + (f", {total_steps:,} steps" if total_steps else ""), highlight=False, markup=False)
+        if info.get("softmax"):  # which training softmax, and why (perplexities are always the full softmax)
+            self.console.print(SoftmaxChoice.from_dict(info["softmax"]).describe(), highlight=False, markup=False)
+        cfg = info.get("config")
+        self.max_minutes = float(getattr(getattr(cfg, "train", None), "max_minutes", 0.0) or 0.0)
+        self.start_step = int(info.get("start_step", 0))
+        self.started = time.monotonic()
+        self.total = total_steps
+        self.progress.start()
+        self.task = self.progress.add_task("train", total=total_steps, status="", completed=self.start_step)
+
+    def on_step(self, info: Any) -> None:
+        self.last_step = info.step
+        total = sum(info.lang_batches.values())
+        mix = " ".join(f"{k}:{v / total:.0%}" for k, v in sorted(info.lang_batches.items()))
+        self.progress.update(self.task, completed=info.step, description=f"epoch {info.epoch:.2f}",
+                             status=f"loss {info.loss:.3f} | {info.tokens_per_s:,.0f} tok/s | {mix}")
+        if info.logged:
+            ppl = math.exp(min(info.loss, 50.0))
+            self.progress.console.print(
+                f"step {info.step}: loss {info.loss:.3f} ppl {ppl:.1f} lr {info.lr:.3g} "
+                f"{info.tokens_per_s:,.0f} tok/s ETA {format_eta(self.eta())}", highlight=False)
+
+    def on_eval(self, record: Mapping[str, Any]) -> None:
+        ppl = ", ".join(f"{k} {v:.1f}" for k, v in record["valid_perplexity"].items())
+        kind = "" if record.get("scheduled", True) else " (checkpoint)"
+        self.progress.console.print(f"step {record['step']}: valid ppl {ppl}{kind}", highlight=False)
+
+    def close(self) -> None:
+        self.progress.stop()
+
+    def __enter__(self) -> ProgressBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
