@@ -296,6 +296,25 @@ def train_command(
            softmax=softmax, sampled_k=sampled_k, accept_changed_data=accept_changed_data)
 
 
+def _new_run_out(out: Path | None, langs: str, model: str | None, accept_changed_data: bool) -> Path:
+    """The folder of a new run: ``--out``, or without it a fresh ``runs/<langs>[-<model>][-N]`` (printed),
+    so running the same command twice never fails on (or replaces) the first."""
+    from groc_base.errors import ConfigError
+    from polyglot_groc.training.distributed import world_from_env
+
+    if accept_changed_data:
+        raise ConfigError("--accept-changed-data belongs to --resume RUN (a new run records its data as it is); "
+                          "drop it, or add --resume RUN")
+    if out is not None:
+        return out
+    if world_from_env()[1] > 1:
+        raise ConfigError("under torchrun every process must write the same run: pass --out")
+    out = fresh_output(Path("runs") / "-".join([*(c.strip() for c in langs.split(",") if c.strip()),
+                                                *([model] if model else [])]))
+    err_console.print(f"writing the run to {out} (no --out given)", highlight=False, markup=False)
+    return out
+
+
 @cli_errors
 def _train(langs: str, with_: str | None, data: Path | None, out: Path | None, model: str | None, size: str | None,
            config: Path | None, overrides: list[str], max_steps: int | None, max_minutes: float | None,
@@ -328,15 +347,7 @@ def _train(langs: str, with_: str | None, data: Path | None, out: Path | None, m
                 threads=threads, device=device, precision=precision, compile=compile_, log_every=log_every,
                 accept_changed_data=accept_changed_data)
         return
-    if accept_changed_data:
-        raise ConfigError("--accept-changed-data belongs to --resume RUN (a new run records its data as it is); "
-                          "drop it, or add --resume RUN")
-    if out is None and resume is None and world_from_env()[1] > 1:
-        raise ConfigError("under torchrun every process must write the same run: pass --out")
-    if out is None:  # a fresh folder, so running the same command twice never fails on (or replaces) the first
-        out = fresh_output(Path("runs") / "-".join([*(c.strip() for c in langs.split(",") if c.strip()),
-                                                    *([model] if model else [])]))
-        err_console.print(f"writing the run to {out} (no --out given)", highlight=False, markup=False)
+    out = _new_run_out(out, langs, model, accept_changed_data)
     # The flags that set a config key the library takes no argument for; they win over --set.
     flags: dict[str, Any] = {
         "train.seed": seed, "data.tokenize": tokenize, "data.vocab_mode": vocab_mode,
