@@ -34,16 +34,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from benchmarks.common import BadInput, add_output_args, check_models, emit, prepare_ptb, script_main, shared_data  # noqa: E402
+from benchmarks.vocab_scaling import MODELS as SCALING_MODELS  # noqa: E402
 
+#: vocab_scaling.py's models, and variants for how k and the proposal trade quality.
 MODELS: dict[str, dict[str, Any]] = {
-    "tied_full": {"model.kind": "tied", "train.softmax": "full"},
-    "tied_sampled": {"model.kind": "tied", "train.softmax": "sampled"},
-    "groc_full": {"model.kind": "groc", "train.softmax": "full"},
-    "groc_sampled": {"model.kind": "groc", "train.softmax": "sampled"},
+    **SCALING_MODELS,
     "groc_sampled_k1024": {"model.kind": "groc", "train.softmax": "sampled", "train.sampled_k": 1024},
     "groc_sampled_k16384": {"model.kind": "groc", "train.softmax": "sampled", "train.sampled_k": 16384},
     "groc_sampled_unigram": {"model.kind": "groc", "train.softmax": "sampled", "train.sampled_proposal": "unigram"},
-    "groc_sampled_sparse": {"model.kind": "groc", "train.softmax": "sampled", "train.output_update_prob": 0.3},
 }
 CORPORA = {"ptb": ("en",), "thesis": ("en", "fr")}
 
@@ -79,7 +77,7 @@ def child(spec: Mapping[str, Any]) -> dict[str, Any]:
     started = time.process_time()
     res = pg.train(out=spec["out"], langs=spec["langs"], data=spec["corpus"], size="small",
                    overrides={**spec["overrides"], "train.threads": 1, "train.log_every": 0,
-                              "train.eval_every": 0, "train.max_epochs": 1000,
+                              "train.eval_every": 0, "train.checkpoint_minutes": 0, "train.max_epochs": 1000,
                               "train.max_steps": int(spec.get("steps", 0))},
                    overwrite=True, hooks=budget)
     return {"steps": res.steps, "stop_reason": res.stop_reason, "train_cpu_seconds": round(budget.used, 1),

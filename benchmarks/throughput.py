@@ -52,6 +52,8 @@ SIZES: dict[str, dict[str, Any]] = {
     "cpu": {"model.d": 256, "model.prefix.hidden": 256, "model.prefix.dropout": 0.2, "model.output.dropout": 0.2,
             "train.batch_size": 64, "train.bptt": 35},
 }
+#: The seed's char-CNN filters (seed 000 appendix B), which the ``cpu`` size keeps.
+SEED_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512]]
 MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "lookup": ("lookup", {}), "elmo": ("elmo", {}), "groc": ("groc", {}),
     "groc_sparse_p0.3": ("groc", {"train.output_update_prob": 0.3}), "groc-lex": ("groc-lex", {})}
@@ -127,8 +129,7 @@ def main() -> None:
          "model.surface.impl": args.impl, "train.eval_batch_size": 10, "train.lr": 0.002},
         parse_overrides(args.set))
     if args.size == "cpu":
-        common = merge_overrides(common, {"model.surface.filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256],
-                                                                    [6, 512]]})
+        common = merge_overrides(common, {"model.surface.filters": SEED_FILTERS})
     results: dict[str, dict[str, float | int | str | list[float]]] = {}
     runs: dict[str, list[tuple[float, float]]] = {}  # model -> (train, eval) tokens/s of each repeat
     # From each model's first repeat: on CPU the peak is the process's RSS high-water mark, which

@@ -55,15 +55,14 @@ from benchmarks.common import (  # noqa: E402
     script_main,
     shared_data,
 )
+from benchmarks.throughput import SEED_FILTERS  # noqa: E402
+from benchmarks.throughput import SIZES as THROUGHPUT_SIZES  # noqa: E402
 
-#: Model sizes: ``cpu`` as benchmarks/throughput.py (2x256 LSTM, d 256, batch 64x35, the seed's
-#: char-CNN); ``paper`` the thesis model (2x1024, batch 20x35).
+#: Model sizes: throughput.py's (``cpu``: 2x256 LSTM, d 256, batch 64x35, with the seed's char-CNN;
+#: ``paper``: the thesis model, 2x1024, batch 20x35), validated 10 streams at a time.
 SIZES: dict[str, dict[str, Any]] = {
-    "cpu": {"model.d": 256, "model.prefix.hidden": 256, "model.prefix.dropout": 0.2, "model.output.dropout": 0.2,
-            "train.batch_size": 64, "train.bptt": 35, "train.eval_batch_size": 10,
-            "model.surface.filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512]]},
-    "paper": {"model.d": 256, "model.prefix.hidden": 1024, "model.prefix.dropout": 0.65,
-              "model.output.dropout": 0.2, "train.batch_size": 20, "train.bptt": 35, "train.eval_batch_size": 10},
+    "cpu": {**THROUGHPUT_SIZES["cpu"], "train.eval_batch_size": 10, "model.surface.filters": SEED_FILTERS},
+    "paper": {**THROUGHPUT_SIZES["paper"], "train.eval_batch_size": 10},
 }
 MODELS: dict[str, dict[str, Any]] = {
     "tied_full": {"model.kind": "tied", "train.softmax": "full"},
@@ -142,7 +141,9 @@ def child(spec: Mapping[str, Any]) -> dict[str, Any]:
     # log_every=1 on CUDA: the loss read after each step syncs the device, so each step's time is its own.
     res = pg.train(out=spec["out"], langs=spec["langs"], data=spec["corpus"], size="small",
                    overrides={**spec["overrides"], "train.max_steps": steps, "train.eval_every": steps,
-                              "train.log_every": 1 if device.type == "cuda" else 0},
+                              "train.log_every": 1 if device.type == "cuda" else 0,
+                              # no wall-clock validations between the timed steps
+                              "train.checkpoint_minutes": 0},
                    overwrite=True, hooks=timer)
     if len(timer.step_ends) < 2:
         raise RuntimeError(f"{spec.get('name')}: {len(timer.step_ends)} step(s) before its time ran out; "
