@@ -12,7 +12,7 @@ import contextlib
 import contextvars
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -225,17 +225,18 @@ def _describe_hint(name: str, fn: Callable[..., Any], hint: Any) -> str:
     return raw if isinstance(raw, str) else getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
-def _resolved_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    """``fn``'s parameter annotations evaluated (each on its own: one that cannot be resolved, say a name
-    imported only for type checkers, is left out and its argument is not checked)."""
+def _resolved_hints(fn: Callable[..., Any], names: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``fn``'s parameter annotations evaluated, with ``names`` for those its module imports for type
+    checkers only (each on its own: one that still cannot be resolved is left out and its argument is
+    not checked)."""
     import typing
 
     try:
-        return dict(typing.get_type_hints(fn))
+        return dict(typing.get_type_hints(fn, localns=dict(names or {})))
     except Exception:  # noqa: BLE001 - fall back to one annotation at a time
         pass
     out: dict[str, Any] = {}
-    namespace = dict(getattr(fn, "__globals__", {}))
+    namespace = {**getattr(fn, "__globals__", {}), **(names or {})}
     for name, raw in fn.__annotations__.items():
         try:
             out[name] = eval(raw, namespace) if isinstance(raw, str) else raw  # noqa: S307 - annotations only
@@ -305,12 +306,14 @@ def _matches(value: Any, hint: Any) -> bool:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def checked_arguments(fn: _F) -> _F:
+def checked_arguments(fn: _F, names: Mapping[str, Any] | None = None) -> _F:
     """``fn`` with its arguments checked against its annotations before it runs: the Python API's
     one argument check. A value of the wrong type (``train(langs=5)``), an unknown keyword or a
     positional argument to a keyword-only function is an :class:`ArgumentTypeError` (a
     ``GrocError`` and a ``TypeError``) naming the argument and the type it takes, where Python or
-    the function's body would raise a bare ``TypeError`` or ``AttributeError`` from deep inside."""
+    the function's body would raise a bare ``TypeError`` or ``AttributeError`` from deep inside.
+    ``names``: the classes ``fn``'s annotations name but its module imports for type checkers only
+    (``if TYPE_CHECKING:``, to keep torch out of a path that never needs it)."""
     import functools
     import inspect
 
@@ -336,7 +339,7 @@ def checked_arguments(fn: _F) -> _F:
             raise ArgumentTypeError(f"{name}(): {exc}; pass the arguments by keyword, e.g. "
                                     f"{name}({next(iter(signature.parameters), 'x')}=...)") from None
         if hints is None:
-            hints = _resolved_hints(fn)
+            hints = _resolved_hints(fn, names)
         for arg, value in bound.arguments.items():
             hint = hints.get(arg)
             if hint is None or signature.parameters[arg].kind in (inspect.Parameter.VAR_POSITIONAL,

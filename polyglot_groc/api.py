@@ -57,6 +57,7 @@ from groc_base.errors import ArgumentTypeError, CheckpointError, ConfigError, Gr
 from langpairs.files import PreparedLanguage, prepare_language
 from langpairs.registry import load_registry
 from lexicons.user_import import ImportedWordnet, import_wordnet_file
+from polyglot_groc.analysis.alignment_report import Side
 from polyglot_groc.analysis.model import (
     LineScore,
     Model,
@@ -100,6 +101,7 @@ from polyglot_groc.contextual.features import (
 from polyglot_groc.contextual.parser import ParserConfig
 from polyglot_groc.contextual.probe import ProbeResult, probe
 from polyglot_groc.elmo.workflows import ElmoInitResult, init_from_elmo
+from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.training.interrupts import TrainingInterrupted
 from polyglot_groc.training.progress import ProgressBar
 from polyglot_groc.training.trainer import StepInfo, StopTraining, TrainHooks, TrainResult
@@ -107,33 +109,36 @@ from polyglot_groc.training.workflows import finetune, load_result, resume, trai
 
 # The functions above, each with its arguments checked against its annotations first: a wrong type
 # (``train(langs=5)``) or an unknown keyword is an ArgumentTypeError naming the argument, not a bare
-# TypeError from deep inside (groc_base.checks.checked_arguments, the one such check).
-train = checked_arguments(train)
-resume = checked_arguments(resume)
-finetune = checked_arguments(finetune)
-load_result = checked_arguments(load_result)
-init_from_elmo = checked_arguments(init_from_elmo)
-evaluate = checked_arguments(evaluate)
-tune_cache = checked_arguments(tune_cache)
-freq_bins = checked_arguments(freq_bins)
-curves = checked_arguments(curves)
-export = checked_arguments(export)
-align = checked_arguments(align)
-align_many = checked_arguments(align_many)
-similarity = checked_arguments(similarity)
-lexicon_coverage = checked_arguments(lexicon_coverage)
-prepare_language = checked_arguments(prepare_language)
-import_wordnet_file = checked_arguments(import_wordnet_file)
-features = checked_arguments(features)
-anchors = checked_arguments(anchors)
-align_layers = checked_arguments(align_layers)
-probe = checked_arguments(probe)
-load_config = checked_arguments(load_config)
-load_registry = checked_arguments(load_registry)
-parse_overrides = checked_arguments(parse_overrides)
-load = checked_arguments(load)
-neighbours = checked_arguments(neighbours)
-score = checked_arguments(score)
+# TypeError from deep inside (groc_base.checks.checked_arguments, the one such check). The alignment
+# modules import these classes for type checkers only (the CLI's `align` of vector files never loads
+# torch); here they are loaded, so their annotations can be checked.
+_ANNOTATED = {"Exported": Exported, "ModelBundle": ModelBundle, "Side": Side}
+train = checked_arguments(train, _ANNOTATED)
+resume = checked_arguments(resume, _ANNOTATED)
+finetune = checked_arguments(finetune, _ANNOTATED)
+load_result = checked_arguments(load_result, _ANNOTATED)
+init_from_elmo = checked_arguments(init_from_elmo, _ANNOTATED)
+evaluate = checked_arguments(evaluate, _ANNOTATED)
+tune_cache = checked_arguments(tune_cache, _ANNOTATED)
+freq_bins = checked_arguments(freq_bins, _ANNOTATED)
+curves = checked_arguments(curves, _ANNOTATED)
+export = checked_arguments(export, _ANNOTATED)
+align = checked_arguments(align, _ANNOTATED)
+align_many = checked_arguments(align_many, _ANNOTATED)
+similarity = checked_arguments(similarity, _ANNOTATED)
+lexicon_coverage = checked_arguments(lexicon_coverage, _ANNOTATED)
+prepare_language = checked_arguments(prepare_language, _ANNOTATED)
+import_wordnet_file = checked_arguments(import_wordnet_file, _ANNOTATED)
+features = checked_arguments(features, _ANNOTATED)
+anchors = checked_arguments(anchors, _ANNOTATED)
+align_layers = checked_arguments(align_layers, _ANNOTATED)
+probe = checked_arguments(probe, _ANNOTATED)
+load_config = checked_arguments(load_config, _ANNOTATED)
+load_registry = checked_arguments(load_registry, _ANNOTATED)
+parse_overrides = checked_arguments(parse_overrides, _ANNOTATED)
+load = checked_arguments(load, _ANNOTATED)
+neighbours = checked_arguments(neighbours, _ANNOTATED)
+score = checked_arguments(score, _ANNOTATED)
 
 __all__ = [
     "AlignManyResult",

@@ -48,10 +48,12 @@ def test_python_errors_name_keywords_and_the_cli_names_flags(tmp_path: Path) -> 
     with pytest.raises(InputError) as py_file:
         pg.align(src=tmp_path / "missing.vec", tgt=tmp_path / "t.vec", train_dict=tmp_path / "d.txt")
     assert str(py_file.value).startswith("src ") and "--src" not in str(py_file.value)
-    with pytest.raises(InputError, match="already exists; pass overwrite=True or choose another out"):
+    with pytest.raises(InputError, match="already exists and holds other files; choose another out, or pass "
+                                         "overwrite=True") as taken:
         (tmp_path / "run").mkdir()
         (tmp_path / "run" / "x").write_text("x")
         pg.train(out=tmp_path / "run", langs="en", data=TINY, overrides=SMALL_OVERRIDES, max_steps=1)
+    assert "--" not in str(taken.value)
     cli = runner.invoke(app, ["align", "--src", str(tmp_path / "missing.vec"), "--tgt", "t.vec", "--knn", "fast"])
     assert cli.exit_code == 2 and "--knn fast is unknown" in cli.stderr
 

@@ -162,8 +162,13 @@ def test_similarity_run_equals_similarity_of_the_export(cased: dict[str, Path], 
         direct = runner.invoke(app, ["similarity", "--run", str(run), "--lang", "en", "--dataset", str(ds), *extra])
         exported = runner.invoke(app, ["similarity", "--vectors", str(tmp_path / "en.vec"), "--dataset", str(ds),
                                        *extra])
-        assert direct.exit_code == 0 and exported.exit_code == 0, direct.output + exported.output
+        assert direct.exit_code == 0, direct.output  # the run also scores all pairs, composed
         a = json.loads(direct.stdout)["datasets"]["sim.txt"]["in_vocabulary"]
+        if exported.exit_code == 2:  # too few pairs in the file's vectors for a rho: refused, saying how many
+            assert a["rho"] is None and f"only {a['found']} of its 9 pairs" in exported.stderr, exported.output
+            differs += 1
+            continue
+        assert exported.exit_code == 0, exported.output
         b = json.loads(exported.stdout)["datasets"]["sim.txt"]
         assert a == {k: b[k] for k in ("rho", "found", "not_found")}, extra
         differs += a["found"] != 9

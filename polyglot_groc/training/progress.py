@@ -13,8 +13,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from polyglot_groc.training.softmax import SoftmaxChoice
-
 __all__ = ["ProgressBar", "eta_seconds", "format_eta"]
 
 
@@ -89,6 +87,8 @@ class ProgressBar:
                            f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch"
                            + (f", {total_steps:,} steps" if total_steps else ""), highlight=False, markup=False)
         if info.get("softmax"):  # which training softmax, and why (perplexities are always the full softmax)
+            from polyglot_groc.training.softmax import SoftmaxChoice  # here: it loads torch, this module must not
+
             self.console.print(SoftmaxChoice.from_dict(info["softmax"]).describe(), highlight=False, markup=False)
         cfg = info.get("config")
         self.max_minutes = float(getattr(getattr(cfg, "train", None), "max_minutes", 0.0) or 0.0)
