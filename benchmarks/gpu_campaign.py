@@ -134,7 +134,7 @@ GPU_MARKERS = {"python_version": "3.12", "python_full_version": "3.12.0", "sys_p
 THROUGHPUT_TARGET = 0.5  # issue target: GroC train tokens/s at least half of lookup's
 ALIGN_TARGETS = ("fr", "es")
 #: The sampled training softmax of the thesis-scale stages (polyglot_groc/training/softmax.py), set
-#: explicitly (``auto`` would sample above 30,000 words too, but a changed default must not change them).
+#: explicitly (``auto`` would sample above 50,000 words too, but a changed default must not change them).
 SAMPLED_K = 4096
 SAMPLED_PROPOSAL = "log-uniform"
 SAMPLED: dict[str, Any] = {"train.softmax": "sampled", "train.sampled_k": SAMPLED_K,

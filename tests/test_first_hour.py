@@ -72,6 +72,23 @@ def test_built_in_languages_by_iso_639_3_and_639_2_codes_and_names() -> None:
         reg.get("tgl")  # the strict lookup suggests; parsing user input resolves
 
 
+def test_lexicon_import_and_data_prepare_take_names_and_iso_codes(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's --langs of `lexicon import` and `data prepare` resolve as train's do; an unknown name
+    without a languages file is left to the shared data's own message (what it has)."""
+    import lexicons.omw_import
+    from polyglot_groc.commands._common import language_codes
+
+    assert language_codes("Tagalog, tgl,fre,en") == ["tl", "fr", "en"]
+    assert language_codes("Klingon") == ["klingon"]
+    asked: list[list[str]] = []
+    monkeypatch.setattr(lexicons.omw_import, "import_omw",
+                        lambda data, langs, wn_dir, force=False: asked.append(list(langs)) or [])
+    res = runner.invoke(app, ["lexicon", "import", "--langs", "Tagalog,ukr", "--wn-dir", str(tmp_path / "wn")])
+    assert res.exit_code == 0, res.output
+    assert asked == [["tl", "uk"]]
+
+
 # -- prepare_language: Leipzig ids, markup, header lines ----------------------------------------------
 
 def test_prepare_language_strips_leipzig_ids_and_reports_markup(tmp_path: Path,

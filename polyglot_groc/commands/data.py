@@ -22,7 +22,14 @@ from typing import Annotated, Any
 
 import typer
 
-from polyglot_groc.commands._common import check_positive, cli_errors, deprecated_alias, print_json, setup_logging
+from polyglot_groc.commands._common import (
+    check_positive,
+    cli_errors,
+    deprecated_alias,
+    language_codes,
+    print_json,
+    setup_logging,
+)
 
 app = typer.Typer(
     help="Prepare per-language train/valid/test corpora from your own files or the shared text.",
@@ -146,17 +153,8 @@ def prepare(
                           "its own formats")
     codes: list[str] = []
     if langs:
-        from groc_base.errors import UnknownLanguageError
-        from langpairs.registry import load_registry, parse_lang_spec
-
-        # Codes, ISO 639-3/639-2 codes or names ("tgl", "Tagalog"); unknown ones: the registry's message,
-        # or without --languages the shared text's (which says how to prepare your own text instead).
-        try:
-            codes = list(parse_lang_spec(langs, registry=load_registry(languages)))
-        except UnknownLanguageError:
-            if languages is not None:
-                raise
-            codes = list(dict.fromkeys(code.strip().lower() for code in langs.split(",") if code.strip()))
+        # Unknown ones without --languages: the shared text's message (how to prepare your own text).
+        codes = language_codes(langs, languages)
     data_root = deprecated_alias("--data", "--data-root", data_root, data_root_old)
     eval_budget = 20_000 if eval_tokens is None else eval_tokens
     check_positive(train_tokens=1 if train_tokens is None else train_tokens, eval_tokens=eval_budget)

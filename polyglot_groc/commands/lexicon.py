@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from groc_base.errors import InputError
-from polyglot_groc.commands._common import cli_errors, console, print_json, setup_logging
+from polyglot_groc.commands._common import cli_errors, console, language_codes, print_json, setup_logging
 
 app = typer.Typer(
     help="Wordnets for GroC's relational and definitional forms: import, info, lookup, coverage.",
@@ -245,7 +245,7 @@ def import_(
     if lang is not None or ili_map is not None:
         raise InputError("--lang and --ili-map describe a tab FILE; give the file (lexicon import FILE --lang xx), or "
                          "use --langs to install the shared data's wordnets")
-    lang_list = _split(langs if langs is not None else "en,fr")
+    lang_list = language_codes(langs if langs is not None else "en,fr")  # "tgl", "Tagalog": "tl"
     if not lang_list:
         raise InputError("--langs needs at least one language code, e.g. --langs en,fr")
     t0 = time.perf_counter()
