@@ -810,6 +810,11 @@ class StageRecord:
     def running(self) -> list[str]:
         return [p for p, e in self.obj["parts"].items() if e["status"] == "running"]
 
+    def fail_running(self, exc: BaseException) -> None:
+        """Mark the parts a benchmark call was still running as failed by ``exc`` (call in its handler)."""
+        for part in self.running():
+            self.set(part, "failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc()[-3000:])
+
     def write(self, final: bool = False) -> None:
         ctx, c = self.ctx, self.obj["campaign"]
         c["updated"] = _now()
@@ -1461,9 +1466,7 @@ class PtbPaper(Runner):
         try:
             res, _ = call_benchmark(ctx, "ptb_convergence", argv, progress=progress)
         except Exception as exc:
-            for part in ctx.record.running():
-                ctx.record.set(part, "failed", error=f"{type(exc).__name__}: {exc}",
-                               traceback=traceback.format_exc()[-3000:])
+            ctx.record.fail_running(exc)
             return
         ctx.state["ptb"] = res
 
@@ -1590,9 +1593,7 @@ class ElmoInit(Runner):
                 *_sets({"train.device": ctx.device, "train.max_minutes": cap, **sampled_softmax(ctx)})],
                 progress=progress)
         except Exception as exc:
-            for part in ctx.record.running():
-                ctx.record.set(part, "failed", error=f"{type(exc).__name__}: {exc}",
-                               traceback=traceback.format_exc()[-3000:])
+            ctx.record.fail_running(exc)
             return
         ctx.state["elmo"] = res
 

@@ -152,3 +152,21 @@ class RecordingHooks:
 
     def on_eval(self, record: Any) -> None:
         self.evals.append(record)
+
+
+def assert_frozen_steps(model: Any, step: Any, steps: int = 3) -> set[str]:
+    """Run ``step(i)`` (a forward returning ``.loss``) ``steps`` times with Adam and check seed 000's
+    frozen step: the input encoder is not updated, the output net and bias are. Returns the changed names."""
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for i in range(steps):
+        out = step(i)
+        assert out.loss is not None
+        opt.zero_grad()
+        out.loss.backward()
+        opt.step()
+    changed = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    encoder = {n for n in before if n.startswith("input_embedder.")}
+    assert encoder and not changed & encoder
+    assert {n for n in before if n.startswith(("output_net.", "bias."))} <= changed
+    return changed
