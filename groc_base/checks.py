@@ -225,11 +225,15 @@ def _describe_hint(name: str, fn: Callable[..., Any], hint: Any) -> str:
     return raw if isinstance(raw, str) else getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
-def _resolved_hints(fn: Callable[..., Any], names: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def _resolved_hints(fn: Callable[..., Any],
+                    names: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """``fn``'s parameter annotations evaluated, with ``names`` for those its module imports for type
     checkers only (each on its own: one that still cannot be resolved is left out and its argument is
-    not checked)."""
+    not checked). ``names`` may be a function giving them, called here (at the first call of ``fn``)."""
     import typing
+
+    if callable(names):
+        names = names()
 
     try:
         return dict(typing.get_type_hints(fn, localns=dict(names or {})))
@@ -306,14 +310,15 @@ def _matches(value: Any, hint: Any) -> bool:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def checked_arguments(fn: _F, names: Mapping[str, Any] | None = None) -> _F:
+def checked_arguments(fn: _F, names: Mapping[str, Any] | Callable[[], Mapping[str, Any]] | None = None) -> _F:
     """``fn`` with its arguments checked against its annotations before it runs: the Python API's
     one argument check. A value of the wrong type (``train(langs=5)``), an unknown keyword or a
     positional argument to a keyword-only function is an :class:`ArgumentTypeError` (a
     ``GrocError`` and a ``TypeError``) naming the argument and the type it takes, where Python or
     the function's body would raise a bare ``TypeError`` or ``AttributeError`` from deep inside.
     ``names``: the classes ``fn``'s annotations name but its module imports for type checkers only
-    (``if TYPE_CHECKING:``, to keep torch out of a path that never needs it)."""
+    (``if TYPE_CHECKING:``, to keep torch out of a path that never needs it), or a function giving
+    them at ``fn``'s first call (so that importing the API loads none of their modules)."""
     import functools
     import inspect
 

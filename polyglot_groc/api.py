@@ -52,12 +52,13 @@ naming it (every function checks its arguments against its annotations before it
 
 from __future__ import annotations
 
+from typing import Any
+
 from groc_base.checks import checked_arguments
 from groc_base.errors import ArgumentTypeError, CheckpointError, ConfigError, GrocError, InputError
 from langpairs.files import PreparedLanguage, prepare_language
 from langpairs.registry import load_registry
 from lexicons.user_import import ImportedWordnet, import_wordnet_file
-from polyglot_groc.analysis.alignment_report import Side
 from polyglot_groc.analysis.model import (
     LineScore,
     Model,
@@ -112,7 +113,19 @@ from polyglot_groc.training.workflows import finetune, load_result, resume, trai
 # TypeError from deep inside (groc_base.checks.checked_arguments, the one such check). The alignment
 # modules import these classes for type checkers only (the CLI's `align` of vector files never loads
 # torch); here they are loaded, so their annotations can be checked.
-_ANNOTATED = {"Exported": Exported, "ModelBundle": ModelBundle, "Side": Side}
+
+
+_ANNOTATED: dict[str, Any] = {"Exported": Exported, "ModelBundle": ModelBundle}
+
+
+def _alignment_annotated() -> dict[str, Any]:
+    """``_ANNOTATED`` and the alignment's ``Side``, loaded at align's first call, not here: its module
+    loads faiss (eval.knn), which training never needs and a bare GPU machine may lack."""
+    from polyglot_groc.analysis.alignment_report import Side
+
+    return {**_ANNOTATED, "Side": Side}
+
+
 train = checked_arguments(train, _ANNOTATED)
 resume = checked_arguments(resume, _ANNOTATED)
 finetune = checked_arguments(finetune, _ANNOTATED)
@@ -123,8 +136,8 @@ tune_cache = checked_arguments(tune_cache, _ANNOTATED)
 freq_bins = checked_arguments(freq_bins, _ANNOTATED)
 curves = checked_arguments(curves, _ANNOTATED)
 export = checked_arguments(export, _ANNOTATED)
-align = checked_arguments(align, _ANNOTATED)
-align_many = checked_arguments(align_many, _ANNOTATED)
+align = checked_arguments(align, _alignment_annotated)
+align_many = checked_arguments(align_many, _alignment_annotated)
 similarity = checked_arguments(similarity, _ANNOTATED)
 lexicon_coverage = checked_arguments(lexicon_coverage, _ANNOTATED)
 prepare_language = checked_arguments(prepare_language, _ANNOTATED)

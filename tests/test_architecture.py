@@ -169,3 +169,16 @@ def test_one_iso_639_table() -> None:
                 if ".git" not in p.parts and p.parts[-2] != "tests"
                 and "ISO639_1_TO_3: dict" in p.read_text(encoding="utf-8")]
     assert defining == ["groc_base/languages.py"], defining
+
+
+def test_the_api_loads_no_alignment_engine_until_an_alignment_runs() -> None:
+    """Training needs neither faiss nor the alignment code: a GPU machine that lacks faiss still trains
+    (the GPU campaign's dry run blocks it), and `import polyglot_groc.api` stays light."""
+    import subprocess
+    import sys
+
+    code = ("import sys, polyglot_groc.api; print(sorted(m for m in ('faiss', 'eval.knn', "
+            "'polyglot_groc.analysis.alignment_report') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]"
