@@ -121,9 +121,9 @@ def wordnet_en_fr(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 def one_error_line(result: Any) -> str:
     """A CLI result refused as bad input: exit code 2 and exactly one ``error: ...`` line on stderr
-    (blank lines aside), which is returned for the caller's checks of its wording."""
+    (nothing else, not even a blank line), which is returned for the caller's checks of its wording."""
     assert result.exit_code == 2, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     return lines[0]
 

@@ -55,6 +55,10 @@ def _fixtures(tmp: Path) -> dict[str, str]:
 CASES: list[tuple[str, list[str], str | None]] = [
     # train: numbers
     ("train-max-steps-0", [*TRAIN, "--max-steps", "0"], "--max-steps"),
+    ("train-softmax-unknown", [*TRAIN, "--softmax", "foo"], "train.softmax"),
+    ("train-sampled-k-0", [*TRAIN, "--sampled-k", "0"], "--sampled-k"),
+    ("train-sampled-adaptive", [*TRAIN, "--softmax", "sampled", "--model", "adaptive"], "adaptive"),
+    ("train-sampled-proposal", [*TRAIN, "--set", "train.sampled_proposal=zipf"], "sampled_proposal"),
     ("train-max-steps-neg", [*TRAIN, "--max-steps", "-5"], "--max-steps"),
     ("train-max-epochs-0", [*TRAIN, "--max-epochs", "0"], "--max-epochs"),
     ("train-max-minutes-neg", [*TRAIN, "--max-minutes", "-1"], "--max-minutes"),
@@ -183,8 +187,9 @@ def test_bad_input_exits_2_with_one_line_and_no_new_files(argv: list[str], run_d
     before, run_before = _tree(tmp_path), _tree(run_dir)
     res = runner.invoke(app, args, env={"POLYGLOT_GROC_DATA": ""})
     assert res.exit_code == 2, (res.output, repr(res.exception))
-    # Logged warnings may come first; the error itself is one line, the last one.
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    # Logged warnings may come first; the error itself is one line, the last one; no blank lines.
+    lines = res.stderr.splitlines()
+    assert all(line.strip() for line in lines), res.stderr
     errors = [line for line in lines if line.startswith("error: ")]
     assert len(errors) == 1 and lines[-1] == errors[0], res.stderr
     assert "Traceback" not in res.output

@@ -116,7 +116,8 @@ class ProgressBar:
         self.progress.console.print(f"step {record['step']}: valid ppl {ppl}{kind}", highlight=False)
 
     def close(self) -> None:
-        self.progress.stop()
+        if self.task is not None:  # never started: stop() would print a blank line before the error line
+            self.progress.stop()
 
     def __enter__(self) -> ProgressBar:
         return self
