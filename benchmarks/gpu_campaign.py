@@ -873,6 +873,16 @@ class Runner:
     def min_s(self, toy: bool) -> float:
         return 0.0
 
+    def skipped_for_time(self, ctx: Ctx, parts: Sequence[str]) -> bool:
+        """Whether the call has less time left than the stage's minimum; if so ``parts`` are recorded
+        as skipped, saying why (an elastic stage runs whole or not at all)."""
+        if ctx.left() >= self.min_s(ctx.toy):
+            return False
+        for part in parts:
+            ctx.record.set(part, "skipped", reason=f"out of time: {max(ctx.left(), 0):.0f} s left, the stage "
+                                                    f"needs at least {self.min_s(ctx.toy):.0f}")
+        return True
+
     def max_s(self, toy: bool) -> float:
         """The most an elastic stage takes of a window: all that is left on the GPU (more epochs, a
         larger B); twice its minimum in a dry run, so that every toy stage fits one window."""
@@ -1430,10 +1440,7 @@ class PtbPaper(Runner):
 
     def run(self, ctx: Ctx, groups: Sequence[tuple[str, ...]]) -> None:
         parts = [p for g in groups for p in g]
-        if ctx.left() < self.min_s(ctx.toy):
-            for part in parts:
-                ctx.record.set(part, "skipped", reason=f"out of time: {max(ctx.left(), 0):.0f} s left, the stage "
-                                                        f"needs at least {self.min_s(ctx.toy):.0f}")
+        if self.skipped_for_time(ctx, parts):
             return
         spec, wn_dir = ctx.state["wn"]
         cfg, sizes = config_sizes("ptb_paper.toml", {
@@ -1555,10 +1562,7 @@ class ElmoInit(Runner):
 
     def run(self, ctx: Ctx, groups: Sequence[tuple[str, ...]]) -> None:
         parts = [p for g in groups for p in g]
-        if ctx.left() < self.min_s(ctx.toy):
-            for part in parts:
-                ctx.record.set(part, "skipped", reason=f"out of time: {max(ctx.left(), 0):.0f} s left, the stage "
-                                                        f"needs at least {self.min_s(ctx.toy):.0f}")
+        if self.skipped_for_time(ctx, parts):
             return
         _, sizes = config_sizes("paper.toml", {
             "model.d": "--d", "model.prefix.hidden": "--hidden", "model.prefix.n_layers": "--layers",

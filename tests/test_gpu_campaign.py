@@ -428,3 +428,27 @@ def test_wheel_plans_carry_only_what_the_gpu_machine_lacks() -> None:
                                         "--implementation cp --platform manylinux_2_28_x86_64 --platform "
                                         "manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d /x wn==1.1.1")
     assert gc.parse_args(["--prepare", "family", "--toy"]).command == "prepare"
+
+
+@pytest.mark.parametrize("stage", ["ptb-paper", "elmo-init"])
+def test_an_elastic_stage_without_its_minimum_left_skips_every_part_saying_why(stage: str) -> None:
+    runner = gc.RUNNERS[stage]
+    marked: dict[str, tuple[str, str]] = {}
+
+    class Record:
+        def set(self, part: str, status: str, reason: str = "", **_: Any) -> None:
+            marked[part] = (status, reason)
+
+    class Ctx:
+        toy, record = True, Record()
+
+        def __init__(self, left: float) -> None:
+            self.seconds = left
+
+        def left(self) -> float:
+            return self.seconds
+
+    assert not runner.skipped_for_time(Ctx(runner.min_s(True) + 1), runner.parts) and not marked
+    assert runner.skipped_for_time(Ctx(runner.min_s(True) - 1), runner.parts)
+    assert set(marked) == set(runner.parts)
+    assert all(status == "skipped" and "out of time" in reason for status, reason in marked.values())
