@@ -40,6 +40,7 @@ __all__ = [
     "default_registry",
     "load_registry",
     "parse_lang_spec",
+    "resolve_codes",
     "read_languages_file",
 ]
 
@@ -503,6 +504,24 @@ def _split_codes(spec: str) -> list[str]:
     return [part for part in (_normalise_code(p) for p in re.split(r"[,\s]+", spec)) if part]
 
 
+def resolve_codes(langs: str, registry: LanguageRegistry, *, keep_unknown: bool = False) -> list[str]:
+    """The codes ``langs`` names (comma/space separated; codes, ISO 639-3/639-2/B codes or English names,
+    :meth:`LanguageRegistry.resolve`), deduplicated, first-seen order kept. An unknown name is
+    :class:`UnknownLanguageError`, or with ``keep_unknown`` kept as given (lowercased), for a caller
+    whose own data answers it better (the shared data's list of what it has)."""
+    codes: list[str] = []
+    for item in _split_codes(langs):
+        try:
+            code = registry.resolve(item).code
+        except UnknownLanguageError:
+            if not keep_unknown:
+                raise
+            code = item
+        if code not in codes:
+            codes.append(code)
+    return codes
+
+
 def parse_lang_spec(
     langs: str, with_: str | None = None, registry: LanguageRegistry | None = None
 ) -> tuple[str, ...]:
@@ -518,7 +537,7 @@ def parse_lang_spec(
     registry = registry if registry is not None else default_registry()
     if not isinstance(langs, str):
         raise ConfigError(f"language spec must be a comma-separated string such as 'en,fr', got {langs!r}")
-    primary = [registry.resolve(code).code for code in _split_codes(langs)]
+    primary = resolve_codes(langs, registry)
     if not primary:
         raise ConfigError(
             f"no languages given ({langs!r}); pass comma-separated codes such as 'en,fr' "

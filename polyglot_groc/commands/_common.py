@@ -206,26 +206,12 @@ def print_json(obj: object) -> None:
 
 
 def language_codes(langs: str, languages: Path | None = None) -> list[str]:
-    """``--langs`` as codes, each item a code, an ISO 639-3/639-2 code or a name ("tgl", "Tagalog": "tl").
+    """``--langs`` as codes (``langpairs.registry.resolve_codes``: "tgl", "Tagalog": "tl").
 
     With a ``--languages`` file an unknown name is the registry's error (with its suggestion); without
     one it is kept as given, so the shared data's own message (what it has, how to bring your own
     text or wordnet) answers it.
     """
-    from groc_base.errors import UnknownLanguageError
-    from langpairs.registry import load_registry
+    from langpairs.registry import load_registry, resolve_codes
 
-    registry = load_registry(languages)
-    codes: list[str] = []
-    for item in (part.strip() for part in langs.split(",")):
-        if not item:
-            continue
-        try:
-            code = registry.resolve(item).code
-        except UnknownLanguageError:
-            if languages is not None:
-                raise
-            code = item.lower()
-        if code not in codes:
-            codes.append(code)
-    return codes
+    return resolve_codes(langs, load_registry(languages), keep_unknown=languages is None)
