@@ -112,7 +112,7 @@ from polyglot_groc.training.workflows import finetune, load_result, resume, trai
 # (``train(langs=5)``) or an unknown keyword is an ArgumentTypeError naming the argument, not a bare
 # TypeError from deep inside (groc_base.checks.checked_arguments, the one such check). The alignment
 # modules import these classes for type checkers only (the CLI's `align` of vector files never loads
-# torch); here they are loaded, so their annotations can be checked.
+# torch); here they are named (Side only at align's first call), so their annotations can be checked.
 
 
 _ANNOTATED: dict[str, Any] = {"Exported": Exported, "ModelBundle": ModelBundle}
