@@ -1,0 +1,463 @@
+"""Seed 004 chapter 5 at the thesis' data scale, trained until validation stops improving, on CPU.
+
+Tables 5.2 (perplexity: lookup, ELMo-like, GroC, mono and EN+tgt, GroC+lex EN+tgt) and 5.6
+(ELMo -> GroC initialisation) on ~1M training tokens a language, every model trained to
+convergence (early stopping) under a per-model CPU cap, two models at a time; the alignment and
+similarity tables (5.4, 5.5) are computed from the EN+tgt models by ``--stage report``.
+
+Stages (``--stage``, default ``train``):
+
+``train``
+    Prepare the corpora (``langpairs.prepare``: ``--train-tokens``/``--eval-tokens`` a language),
+    then train every model of the plan that is not finished, ``--jobs`` at a time, each in its own
+    process with ``--threads`` threads. A model is finished when it stopped early (validation
+    stopped improving for ``--stop-patience`` epochs; the learning rate is divided by 10 after
+    ``--lr-patience``), or when it used its CPU cap (``--cpu-minutes``, training and validation
+    CPU of every invocation together). A model its cap stopped continues exactly from its
+    ``last.pt`` in a later invocation with a larger cap; one killed (or stopped by Ctrl-C)
+    continues from its last checkpoint. A finished model is read back, never retrained. Each
+    model ends with ``protocol.json`` in its run folder: curve, steps, epochs, CPU seconds, test
+    perplexity from the best checkpoint, ``converged`` (the last two validations within 1%), and
+    the commit of the code that trained it.
+``collect``
+    Train nothing; report every model as it stands (unfinished ones from their last checkpoint).
+
+The plan, for each target T of ``--targets`` (seed 004 Table 5.2 and 5.6 columns):
+``lookup_T``, ``lookup_en+T``, ``elmo_T``, ``elmo_en+T``, ``groc_T``, ``groc_en+T``,
+``groc-lex_en+T`` (with ``--lexicon``), and ``elmo2groc_en+T``: the ``elmo_en+T`` model's input
+char-CNN as GroC's output (``init_from_elmo``), measured before finetuning, then finetuned under
+the same stopping rule and cap. ``--models`` keeps a subset (names as above).
+
+Every kind trains with the sampled softmax (``train.softmax = "sampled"``, 4096 log-uniform draws:
+the campaign's setting); every perplexity reported is the exact full softmax over the language's
+vocabulary (closed: train+valid+test words, as the thesis' train+dev), language-screened.
+
+Runs live under ``--work`` (outside the clone: start this script from a worktree pinned to one
+commit, so other work never changes the code under a running model). The result JSON (``emit``)
+never holds checkpoints; it names each model's commit.
+
+    git worktree add --detach ../thesis-wt HEAD
+    cd ../thesis-wt && POLYGLOT_GROC_DATA=../shared/data nohup python benchmarks/thesis_scale.py \\
+        --work ../thesis-work --targets fr --lexicon omw-en:1.4 omw-fr:1.4 --wn-dir ../thesis-work/wn \\
+        --jobs 2 --threads 1 --cpu-minutes 60 > ../thesis-work/train.log 2>&1 &
+    # later, or after a stop: the same command continues; --stage collect reports as it stands
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import math
+import multiprocessing
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from benchmarks.common import (  # noqa: E402
+    DEFAULT_FILTERS,
+    BadInput,
+    add_output_args,
+    emit,
+    parse_filters,
+    script_main,
+)
+
+log = logging.getLogger("thesis_scale")
+
+REPO = Path(__file__).resolve().parent.parent
+DATA_ENV = "POLYGLOT_GROC_DATA"
+KINDS = ("lookup", "elmo", "groc", "groc-lex", "elmo2groc")
+#: Seed 004 Table 5.2 (test perplexity, models trained to convergence on 1M tokens of wiki40b).
+THESIS_TABLE_5_2: dict[str, dict[str, float]] = {
+    "fr": {"lookup_mono": 274, "lookup_en": 239, "elmo_mono": 197, "elmo_en": 194, "groc_mono": 186,
+           "groc_en": 181, "groc-lex_en": 173},
+    "es": {"lookup_mono": 345, "lookup_en": 292, "elmo_mono": 236, "elmo_en": 232, "groc_mono": 211,
+           "groc_en": 206, "groc-lex_en": 215},
+    "nl": {"lookup_mono": 388, "lookup_en": 355, "elmo_mono": 266, "elmo_en": 261, "groc_mono": 257,
+           "groc_en": 253, "groc-lex_en": 250},
+}
+#: Seed 004 Table 5.6: starter ELMo (EN+tgt), equivalent GroC, ELMo->GroC no ft / 1 / 5 / 40 epochs.
+THESIS_TABLE_5_6: dict[str, dict[str, float]] = {
+    "fr": {"starter_elmo": 194, "equiv_groc": 179, "no_ft": 1.55e19, "ft_1": 313, "ft_5": 234, "ft_40": 176},
+    "es": {"starter_elmo": 232, "equiv_groc": 206, "no_ft": 1.31e23, "ft_1": 360, "ft_5": 285, "ft_40": 205},
+}
+
+
+# -- the plan ------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One model of the plan: ``kind`` on ``langs``; ``parent`` names the run it starts from."""
+
+    name: str
+    kind: str
+    langs: tuple[str, ...]
+    target: str
+    setting: str  # "mono" | "EN+tgt"
+    parent: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "langs": list(self.langs)}
+
+
+def model_name(kind: str, langs: Sequence[str]) -> str:
+    return f"{kind}_{'+'.join(langs)}"
+
+
+def make_plan(targets: Sequence[str], lexicon: bool) -> list[ModelSpec]:
+    """The models for ``targets``, most expensive first within a target (so two workers stay busy)."""
+    plan: list[ModelSpec] = []
+    for tgt in targets:
+        pair = tuple(sorted({"en", tgt}))
+        elmo_pair = model_name("elmo", pair)
+        rows = [("elmo", pair, "EN+tgt", ""), ("groc", pair, "EN+tgt", "")]
+        if lexicon:
+            rows.append(("groc-lex", pair, "EN+tgt", ""))
+        rows += [("lookup", pair, "EN+tgt", ""), ("groc", (tgt,), "mono", ""), ("elmo", (tgt,), "mono", ""),
+                 ("lookup", (tgt,), "mono", ""), ("elmo2groc", pair, "EN+tgt", elmo_pair)]
+        for kind, langs, setting, parent in rows:
+            plan.append(ModelSpec(model_name(kind, langs), kind, langs, tgt, setting, parent))
+    return list({m.name: m for m in plan}.values())
+
+
+# -- CPU accounting ------------------------------------------------------------------------------
+CPU_FILE = "cpu.json"
+
+
+def cpu_spent(run_dir: Path, step: int | None = None) -> float:
+    """CPU seconds the run had spent when it reached ``step`` (default: its last record)."""
+    path = run_dir / CPU_FILE
+    if not path.is_file():
+        return 0.0
+    marks = json.loads(path.read_text(encoding="utf-8"))["marks"]
+    if step is not None:
+        marks = [m for m in marks if m["step"] <= step]
+    return float(marks[-1]["cpu_s"]) if marks else 0.0
+
+
+class CpuCap:
+    """Trainer hooks: this process's CPU time (training and validation) on top of what the run spent
+    before its checkpoint (``cpu.json``), written at every validation; at ``cap_s`` the run stops
+    (``StopTraining``: validated, checkpointed, resumable exactly).
+
+    The marks are written at validations because a resume starts from the checkpoint a validation
+    wrote: CPU spent after it, by a process that was then killed, produced nothing the run keeps.
+    """
+
+    def __init__(self, run_dir: Path, cap_s: float, start_step: int) -> None:
+        self.run_dir, self.cap_s = run_dir, cap_s
+        self.before = cpu_spent(run_dir, start_step)
+        path = run_dir / CPU_FILE
+        marks = json.loads(path.read_text(encoding="utf-8"))["marks"] if path.is_file() else []
+        self.marks = [m for m in marks if m["step"] <= start_step]
+        self.started = time.process_time()
+
+    def spent(self) -> float:
+        return self.before + time.process_time() - self.started
+
+    def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
+        pass
+
+    def on_step(self, info: Any) -> None:
+        import polyglot_groc as pg
+
+        if self.cap_s and self.spent() >= self.cap_s:
+            raise pg.StopTraining(f"CPU cap of {self.cap_s / 60:.0f} minutes reached")
+
+    def on_eval(self, record: Mapping[str, Any]) -> None:
+        from groc_base.fileio import atomic_write_bytes, dumps_json
+
+        self.marks.append({"step": int(record["step"]), "cpu_s": round(self.spent(), 2)})
+        atomic_write_bytes(self.run_dir / CPU_FILE, (dumps_json({"marks": self.marks}) + "\n").encode("utf-8"))
+
+
+# -- one model (worker process) ------------------------------------------------------------------
+def _commit() -> str:
+    proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=False)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
+                           text=True, check=False)
+    return proc.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") if proc.returncode == 0 else "unknown"
+
+
+def _what_it_computes(cfg: Any) -> dict[str, Any]:
+    """The config without what an invocation may change (its budget, threads, device)."""
+    train = dataclasses.replace(cfg.train, threads=0, device="auto", max_minutes=0.0, log_every=1,
+                                checkpoint_minutes=0.0)
+    return dataclasses.asdict(dataclasses.replace(cfg, train=train, parent=type(cfg.parent)()))
+
+
+def converged(curve: Sequence[float]) -> bool:
+    """The issue's test: the last two validations within 1% of each other."""
+    return len(curve) >= 2 and abs(curve[-1] / curve[-2] - 1.0) <= 0.01
+
+
+def _scheduled(history: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The schedule's validations: the end-of-epoch ones, not those a stop or a wall-clock checkpoint added."""
+    return [r for r in history if r.get("scheduled", True) and r.get("phase") != "converted"]
+
+
+def _ppl(nll: float) -> float | None:
+    return round(math.exp(nll), 2) if nll < 700 else None
+
+
+def model_report(spec: ModelSpec, run_dir: Path, res: Any, cap_s: float, commit: str,
+                 test: Mapping[str, float] | None) -> dict[str, Any]:
+    """What the tables need of one model (every figure from its files: the history is metrics.jsonl,
+    which also holds a converted model's record from before finetuning)."""
+    import polyglot_groc as pg
+
+    history = list(pg.load_result(run=run_dir).history)
+    sched = _scheduled(history)
+    pooled = [_ppl(float(r["valid_nll"])) for r in sched]
+    tgt_curve = [round(float(r["valid_perplexity"][spec.target]), 2) for r in sched]
+    cpu = cpu_spent(run_dir)
+    corpus_tokens = {}
+    manifest = run_dir.parent.parent / "corpora" / "prepare.json"
+    if manifest.is_file():
+        langs = json.loads(manifest.read_text(encoding="utf-8"))["languages"]
+        corpus_tokens = {lang: langs[lang]["splits"]["train"]["tokens"] for lang in spec.langs if lang in langs}
+    best = min(history, key=lambda r: float(r["valid_nll"])) if history else {}
+    stop = res.stop_reason
+    if stop == "stopped" and cap_s and cpu >= cap_s - 1:
+        stop = "cpu_cap"
+    out: dict[str, Any] = {
+        **spec.to_dict(), "commit": commit, "train_tokens": corpus_tokens,
+        "steps": res.steps, "epochs": round(float(res.epochs), 3), "stop_reason": stop,
+        "cpu_seconds": round(cpu, 1), "cpu_cap_seconds": cap_s, "n_params": res.n_params,
+        "tokens_per_s": round(float(res.tokens_per_s), 1),
+        "best_step": best.get("step"), "best_epoch": best.get("epoch"),
+        "valid_perplexity": {k: round(float(v), 2) for k, v in (best.get("valid_perplexity") or {}).items()},
+        "test_perplexity": {k: round(float(v), 2) for k, v in (test or {}).items()},
+        "converged": converged([p for p in tgt_curve if p is not None]),
+        "curve": {"step": [int(r["step"]) for r in sched], "epoch": [r["epoch"] for r in sched],
+                  "lr": [r["lr"] for r in sched], "valid_pooled": pooled, f"valid_{spec.target}": tgt_curve,
+                  "train_perplexity": [round(float(r["train_perplexity"]), 2) for r in sched],
+                  "cpu_s": [m["cpu_s"] for m in _marks_at(run_dir, [int(r["step"]) for r in sched])]},
+    }
+    converted = [r for r in history if r.get("phase") == "converted"]
+    if converted:  # elmo2groc: the converted model before any finetuning
+        out["no_finetune"] = {"valid_nll": float(converted[0]["valid_nll"]),
+                              "parent_step": converted[0].get("init_step"),
+                              "valid_perplexity": {k: float(v) for k, v in converted[0]["valid_perplexity"].items()}}
+    return out
+
+
+def _marks_at(run_dir: Path, steps: Sequence[int]) -> list[dict[str, Any]]:
+    path = run_dir / CPU_FILE
+    marks = json.loads(path.read_text(encoding="utf-8"))["marks"] if path.is_file() else []
+    by_step: dict[int, dict[str, Any]] = {}
+    for m in marks:  # the last mark at a step: a resumed run may have validated it twice
+        by_step[int(m["step"])] = m
+    return [by_step.get(s, {"step": s, "cpu_s": None}) for s in steps]
+
+
+def train_model(spec_dict: dict[str, Any], overrides: dict[str, Any], work: str, cap_s: float,
+                collect: bool) -> dict[str, Any]:
+    """Train (or continue, or read back) one model in this process; its report.
+
+    Finished (``protocol.json`` with this cap or a smaller one that it did not reach): read back.
+    Stopped by its cap, a kill or Ctrl-C (``last.pt``): continued exactly under the new cap.
+    New: trained from scratch (``elmo2groc``: converted from its parent's best checkpoint first).
+    ``collect`` trains nothing and reports an unfinished model as it stands.
+    """
+    import polyglot_groc as pg
+    from groc_base.fileio import atomic_write_bytes, dumps_json
+    from polyglot_groc.config import load_config, merge_overrides
+
+    spec = ModelSpec(**{**spec_dict, "langs": tuple(spec_dict["langs"])})
+    run_dir = Path(work) / "runs" / spec.name
+    protocol = run_dir / "protocol.json"
+    commit = _commit()
+    if spec.kind == "elmo2groc":
+        cfg = None  # the converted run's config comes from its parent
+    else:
+        cfg = load_config(None, merge_overrides(overrides, {"model.kind": spec.kind, "data.langs": list(spec.langs)}))
+    if protocol.is_file():
+        done = json.loads(protocol.read_text(encoding="utf-8"))
+        capped_again = done["stop_reason"] == "cpu_cap" and cap_s > float(done["cpu_cap_seconds"])
+        if collect or not capped_again:
+            return dict(done)
+    if (run_dir / "last.pt").is_file():
+        stored = load_config(run_dir / "config.toml")
+        if cfg is not None and _what_it_computes(stored) != _what_it_computes(cfg):
+            raise BadInput(f"{run_dir} was trained with another configuration; use the flags of the first "
+                           "invocation, or a new --work")
+        res = pg.load_result(run=run_dir)
+        if not collect and res.stop_reason in ("stopped", "interrupted", "max_minutes"):
+            log.info("[%s] continuing from step %d (%.0f CPU s spent)", spec.name, res.steps, cpu_spent(run_dir))
+            res = pg.resume(run=run_dir, threads=int(overrides.get("train.threads", 1)),
+                            hooks=CpuCap(run_dir, cap_s, res.steps))
+    elif collect:
+        return {**spec.to_dict(), "stop_reason": "not started"}
+    elif spec.kind == "elmo2groc":
+        parent = Path(work) / "runs" / spec.parent
+        train_keys = {k: v for k, v in overrides.items() if k.startswith("train.")}
+        res = pg.init_from_elmo(out=run_dir, elmo_run=parent, checkpoint="best", lr=1e-3, finetune_epochs=1000,
+                                eval_every=0, overrides=train_keys, threads=int(overrides.get("train.threads", 1)),
+                                overwrite=True, hooks=CpuCap(run_dir, cap_s, 0)).train
+    else:
+        assert cfg is not None
+        res = pg.train(config=cfg, out=run_dir, overwrite=True, hooks=CpuCap(run_dir, cap_s, 0))
+    unfinished = res.stop_reason in ("interrupted", "max_minutes") or (
+        res.stop_reason == "stopped" and not (cap_s and cpu_spent(run_dir) >= cap_s - 1))
+    test = None
+    if (run_dir / "best.pt").is_file():
+        test = pg.evaluate(run=run_dir, split="test", checkpoint="best", device="cpu",
+                           threads=int(overrides.get("train.threads", 1))).to_dict()["perplexity"]
+    report = model_report(spec, run_dir, res, cap_s, commit, test)
+    if unfinished:
+        report["stop_reason"] = f"unfinished ({res.stop_reason})"
+    elif not collect:
+        atomic_write_bytes(protocol, (dumps_json(report, indent=1) + "\n").encode("utf-8"))
+    log.info("[%s] %s after %d steps (%.2f epochs, %.0f CPU s); test %s", spec.name, report["stop_reason"],
+             report["steps"], report["epochs"], report["cpu_seconds"], report["test_perplexity"])
+    return report
+
+
+def _worker_init(threads: int) -> None:
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(name)s %(message)s")
+
+
+# -- driver --------------------------------------------------------------------------------------
+def common_overrides(args: argparse.Namespace, corpora: Path) -> dict[str, Any]:
+    from polyglot_groc.config import merge_overrides, parse_overrides
+
+    return merge_overrides({
+        "data.root": str(corpora), "data.tokenize": "whitespace", "data.vocab_mode": "closed",
+        "data.screen": True, "data.schedule": "proportional",
+        "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
+        "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,
+        "model.surface.filters": parse_filters(args.filters), "model.surface.char_dim": 16,
+        "model.lexicon.specs": list(args.lexicon or []), "model.lexicon.backend": "wn",
+        "model.lexicon.wn_dir": str(args.wn_dir or ""),
+        "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.eval_batch_size": 10,
+        "train.lr": args.lr, "train.eval_every": 0, "train.lr_patience": args.lr_patience,
+        "train.stop_patience": args.stop_patience, "train.max_epochs": 1000, "train.max_steps": 0,
+        "train.max_minutes": 0.0, "train.checkpoint_minutes": 0.0, "train.threads": args.threads,
+        "train.seed": args.seed, "train.device": "cpu", "train.log_every": 500,
+        "train.softmax": "sampled", "train.sampled_k": 4096, "train.sampled_proposal": "log-uniform",
+    }, parse_overrides(args.set))
+
+
+def train_all(plan: Sequence[ModelSpec], overrides: dict[str, Any], args: argparse.Namespace,
+              collect: bool) -> dict[str, dict[str, Any]]:
+    """Every model, ``--jobs`` at a time, a model after its parent; reports in plan order."""
+    cap_s = 60.0 * args.cpu_minutes
+    done: dict[str, dict[str, Any]] = {}
+    pending = list(plan)
+    names = {m.name for m in plan}
+    ctx = multiprocessing.get_context("spawn")  # a fresh interpreter per worker: no state shared
+    with ProcessPoolExecutor(max_workers=max(1, args.jobs), mp_context=ctx, initializer=_worker_init,
+                             initargs=(args.threads,)) as pool:
+        running: dict[Future[dict[str, Any]], str] = {}
+        while pending or running:
+            for spec in list(pending):
+                if len(running) >= max(1, args.jobs):
+                    break
+                if spec.parent and spec.parent in names and spec.parent not in done:
+                    continue  # its parent trains first
+                pending.remove(spec)
+                if spec.parent in done and "error" in done[spec.parent]:
+                    done[spec.name] = {**spec.to_dict(), "error": f"its parent {spec.parent} failed"}
+                    continue
+                log.info("=== %s (%s, %s)", spec.name, spec.kind, "+".join(spec.langs))
+                running[pool.submit(train_model, spec.to_dict(), overrides, str(args.work), cap_s, collect)] = spec.name
+            if not running:
+                raise BadInput(f"models {', '.join(m.name for m in pending)} wait for parents not in --models")
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in finished:
+                name = running.pop(future)
+                try:
+                    done[name] = future.result()
+                except Exception as exc:  # one failing model must not lose the others
+                    log.exception("[%s] failed", name)
+                    done[name] = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
+    return {m.name: done[m.name] for m in plan}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", type=Path, required=True, help="work folder (outside the clone): corpora/, runs/")
+    ap.add_argument("--stage", choices=("train", "collect"), default="train")
+    ap.add_argument("--targets", default="fr", help="target languages, comma-separated (each also with en)")
+    ap.add_argument("--models", default="", help="a subset of the plan's model names (default: all)")
+    ap.add_argument("--data-root", type=Path, default=None, help=f"shared data folder (default ${DATA_ENV})")
+    ap.add_argument("--train-tokens", type=int, default=1_000_000)
+    ap.add_argument("--eval-tokens", type=int, default=100_000)
+    ap.add_argument("--cpu-minutes", type=float, default=60.0, help="CPU cap per model (training + validation)")
+    ap.add_argument("--lr-patience", type=int, default=2, help="epochs without improvement before lr /10")
+    ap.add_argument("--stop-patience", type=int, default=3, help="epochs without improvement before stopping")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--dropout", type=float, default=0.2)
+    ap.add_argument("--output-dropout", type=float, default=0.2)
+    ap.add_argument("--filters", default=DEFAULT_FILTERS)
+    ap.add_argument("--batch-size", type=int, default=20)
+    ap.add_argument("--bptt", type=int, default=35)
+    ap.add_argument("--lr", type=float, default=0.002)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lexicon", nargs="+", default=None, metavar="SPEC", help="wordnet specs for groc-lex")
+    ap.add_argument("--wn-dir", type=Path, default=None, help="wn data folder holding those wordnets")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="extra config override")
+    add_output_args(ap)
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(name)s %(message)s")
+    from benchmarks.polyglot_table import prepare
+
+    root = args.data_root or (Path(os.environ[DATA_ENV]) if os.environ.get(DATA_ENV) else None)
+    if args.stage == "train" and (root is None or not root.is_dir()):
+        raise BadInput(f"pass --data-root or set {DATA_ENV} to the shared data folder (../shared/data)")
+    targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+    if not targets or "en" in targets:
+        raise BadInput(f"--targets {args.targets!r}: non-English target languages, e.g. fr,es")
+    plan = make_plan(targets, bool(args.lexicon))
+    if args.models:
+        wanted = [m.strip() for m in args.models.split(",") if m.strip()]
+        unknown = sorted(set(wanted) - {m.name for m in plan})
+        if unknown:
+            raise BadInput(f"--models: {', '.join(unknown)} not in the plan ({', '.join(m.name for m in plan)})")
+        plan = [m for m in plan if m.name in wanted]
+    args.work = args.work.resolve()
+    corpora = args.work / "corpora"
+    langs = sorted({lang for m in plan for lang in m.langs})
+    manifest: dict[str, Any] = {}
+    if args.stage == "train":
+        assert root is not None
+        manifest = prepare(root, corpora, langs, args.train_tokens, args.eval_tokens, "auto")
+    overrides = common_overrides(args, corpora)
+    started = time.time()
+    models = train_all(plan, overrides, args, collect=args.stage == "collect")
+    return {
+        "benchmark": "thesis_scale", "stage": args.stage, "driver_commit": _commit(), "work": str(args.work),
+        "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "corpora": {lang: {"short": e["short"], **{s: v["tokens"] for s, v in e["splits"].items()}}
+                    for lang, e in manifest.items()},
+        "models": models, "wall_seconds": round(time.time() - started, 1),
+    }
+
+
+def run_main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    result = main(argv)
+    args = parse_args(argv)
+    emit(result, args.name or "thesis_scale", not args.no_save)
+    return result
+
+
+if __name__ == "__main__":
+    script_main(run_main)
