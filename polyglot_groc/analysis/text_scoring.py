@@ -138,25 +138,30 @@ def _line_pieces(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def check_scorable(bundle: ModelBundle, tokens: Sequence[str], lang: str, uniform_weight: float | None) -> None:
     """A lookup kind gives words outside ``lang``'s vocabulary probability 0: refused unless
     ``uniform_weight`` interpolates, as ``evaluate``'s open-vocabulary setting does. A compositional
-    output scores any word, but one made only of unseen characters only as any word of its length
-    (a warning)."""
+    output scores any word (a word of an unseen script only as any word of its length: a warning)."""
     from polyglot_groc.analysis.caches import check_cache_params
 
     if uniform_weight is not None:
         check_cache_params(uniform_weight=uniform_weight)
-    vocab = bundle.vocab
     if bundle.model.compositional_output:
-        blind = unknown_script_words(bundle, [w for w in dict.fromkeys(tokens) if w not in vocab])
-        if blind:
-            log.warning("%d words of the text are made only of characters this model never saw (e.g. %s); "
-                        "their probabilities are those of any word of their length", len(blind), ", ".join(blind[:5]))
-        return
-    if uniform_weight is not None:
-        return
-    members = vocab.membership[:, list(vocab.langs).index(lang)]
+        _warn_unseen_script(bundle, tokens)
+    elif uniform_weight is None:
+        _check_in_vocabulary(bundle, tokens, lang)
+
+
+def _warn_unseen_script(bundle: ModelBundle, tokens: Sequence[str]) -> None:
+    blind = unknown_script_words(bundle, [w for w in dict.fromkeys(tokens) if w not in bundle.vocab])
+    if blind:
+        log.warning("%d words of the text are made only of characters this model never saw (e.g. %s); "
+                    "their probabilities are those of any word of their length", len(blind), ", ".join(blind[:5]))
+
+
+def _check_in_vocabulary(bundle: ModelBundle, tokens: Sequence[str], lang: str) -> None:
+    """Every token must be in ``lang``'s training vocabulary (a lookup output without the uniform share)."""
+    vocab, kind = bundle.vocab, bundle.model.kind
+    members = vocab.membership[:, list(vocab.langs).index(lang)]  # (V,) bool
     outside = [w for w in dict.fromkeys(tokens) if vocab.get(w) < 0 or not members[vocab.id(w)]]
     unread = [w for w in outside if w not in vocab]
-    kind = bundle.model.kind
     if unread and "<unk>" not in vocab:
         raise InputError(
             f"{len(unread)} word(s) of the text are outside this {kind} run's vocabulary (e.g. "
