@@ -59,16 +59,10 @@ from groc_base.errors import ArgumentTypeError, CheckpointError, ConfigError, Gr
 from langpairs.files import PreparedLanguage, prepare_language
 from langpairs.registry import load_registry
 from lexicons.user_import import ImportedWordnet, import_wordnet_file
-from polyglot_groc.analysis.model import (
-    LineScore,
-    Model,
-    NeighboursResult,
-    ScoreResult,
-    TextScores,
-    load,
-    neighbours,
-    score,
-)
+from polyglot_groc.analysis.loaded_run import Model, load
+from polyglot_groc.analysis.neighbours import NeighboursResult, neighbours
+from polyglot_groc.analysis.score import ScoreResult, score
+from polyglot_groc.analysis.text_scoring import LineScore, TextScores
 from polyglot_groc.analysis.workflows import (
     AlignManyResult,
     AlignResult,

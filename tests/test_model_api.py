@@ -12,7 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from eval.vectors import read_vec
-from polyglot_groc.analysis.model import Model, load, text_pieces
+from polyglot_groc.analysis.loaded_run import Model, load
+from polyglot_groc.analysis.text_scoring import text_pieces
 from polyglot_groc.cli import app
 from polyglot_groc.config import MODEL_KINDS
 from polyglot_groc.training.trainer import Trainer
@@ -283,4 +284,4 @@ def test_the_model_is_in_the_public_api() -> None:
     import polyglot_groc as pg
 
     assert pg.load.__wrapped__ is load and pg.Model is Model  # type: ignore[attr-defined]
-    assert pg.neighbours.__module__ == "polyglot_groc.analysis.model"
+    assert pg.neighbours.__module__ == "polyglot_groc.analysis.neighbours"

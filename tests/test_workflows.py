@@ -19,7 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 from polyglot_groc.analysis import workflows
-from polyglot_groc.analysis.model import NeighboursResult, ScoreResult, neighbours, score
+from polyglot_groc.analysis.neighbours import NeighboursResult, neighbours
+from polyglot_groc.analysis.score import ScoreResult, score
 from polyglot_groc.analysis.workflows import (
     AlignManyResult,
     AlignResult,

@@ -143,7 +143,7 @@ def align_many(
             an existing ``out`` without ``overwrite``.
     """
     from eval.align import KNN_MODES, pairs_to_indices
-    from eval.methods import check_method_options, fit_mapping
+    from eval.methods import check_method_options, fit_mapping, resolve_normalize
     from eval.normalize import normalize_embeddings, parse_normalize
     from langpairs.dictionaries import read_dictionary
     from polyglot_groc.analysis.alignment_report import Side, evaluate_protocols
@@ -192,9 +192,7 @@ def align_many(
     maps: dict[str, np.ndarray] = {}
     info: dict[str, dict[str, Any]] = {}
     words_p, vecs_p = read_side(vectors[pivot], None, None, "input", max_vocab, "vectors", lower)
-    ops = parse_normalize(normalize)
-    if method == "rcsls" and (not ops or ops[-1] != "renorm"):
-        ops = (*ops, "renorm")  # the pivot must sit in the space RCSLS maps into (unit rows)
+    ops = resolve_normalize(method, normalize)  # the chain fit_mapping applies: the pivot sits in the space mapped into
     spaces[pivot] = (words_p, np.ascontiguousarray(normalize_embeddings(vecs_p, ops), dtype=np.float32))
     info[pivot] = {"words": len(words_p), "pivot": True}
     for lang in sorted(langs - {pivot}):
@@ -207,7 +205,7 @@ def align_many(
         if reverse:
             pairs = [(b, a) for a, b in pairs]
         indices, stats = pairs_to_indices(pairs, words, words_p, lower=lower)
-        res = fit_mapping(vecs, vecs_p, indices, method=method, normalize=normalize,  # type: ignore[arg-type]
+        res = fit_mapping(vecs, vecs_p, indices, method=method, normalize=ops,  # type: ignore[arg-type]
                           refine=refine, dico_max_rank=10000, knn_mode=knn)  # type: ignore[arg-type]
         spaces[lang] = (words, np.ascontiguousarray(res.map_source(vecs), dtype=np.float32))
         maps[lang] = np.asarray(res.W)

@@ -36,7 +36,9 @@ from polyglot_groc.analysis.evaluate import EvaluateResult, evaluate
 from polyglot_groc.analysis.export import Exported, ExportResult, export
 from polyglot_groc.analysis.freqbins import FreqBinsResult, freq_bins
 from polyglot_groc.analysis.lexicon import LexiconCoverageResult, lexicon_coverage
-from polyglot_groc.analysis.model import Model, NeighboursResult, ScoreResult, load, neighbours, score
+from polyglot_groc.analysis.loaded_run import Model, load
+from polyglot_groc.analysis.neighbours import NeighboursResult, neighbours
+from polyglot_groc.analysis.score import ScoreResult, score
 from polyglot_groc.analysis.similarity import WordSimilarityResult, similarity
 from polyglot_groc.analysis.tunecache import TuneCacheResult, tune_cache
 

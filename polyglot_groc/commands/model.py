@@ -42,7 +42,7 @@ def neighbours_command(
 @cli_errors
 def _neighbours(run: Path, word: str, lang: str, among: str | None, topn: int, method: str, side: str,
                 align: Path | None, checkpoint: str, device: str, threads: int | None, verbose: bool) -> None:
-    from polyglot_groc.analysis.model import neighbours
+    from polyglot_groc.analysis.neighbours import neighbours
 
     setup_logging(verbose)
     res = neighbours(run=run, word=word, lang=lang, among=among, topn=topn, method=method, side=side,
@@ -77,7 +77,7 @@ def score_command(
 def _score(run: Path, lang: str, input: str, uniform_weight: float | None, checkpoint: str, device: str,
            threads: int | None, verbose: bool) -> None:
     from groc_base.fileio import dumps_json
-    from polyglot_groc.analysis.model import score
+    from polyglot_groc.analysis.score import score
 
     setup_logging(verbose)
     text: str | list[str] = typer.get_text_stream("stdin").read().splitlines() if input == "-" else input
