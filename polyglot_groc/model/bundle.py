@@ -18,10 +18,10 @@ import torch
 from groc_base.checks import setting
 from groc_base.errors import CheckpointError, ConfigError, ModelError
 from polyglot_groc.config import ModelConfig, RunConfig, from_dict, stored_values, to_dict
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.charset import Charset, check_word_lengths
 from polyglot_groc.model.checkpoint import load_checkpoint
 from polyglot_groc.model.embedder import LexiconForms
-from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lm import LanguageModel
 from polyglot_groc.model.vocab import Vocab
 
@@ -62,7 +62,7 @@ class ModelBundle:
         all_words = list(self.vocab.words) + list(self.extra_words)
         check_word_lengths(all_words)
         chars = torch.from_numpy(self.charset.encode(all_words))  # (V + extra, L)
-        uses_lexicon = kind(self.model.kind).uses_lexicon
+        uses_lexicon = kind_traits(self.model.kind).uses_lexicon
         if uses_lexicon and self.forms is None:
             raise ModelError(f"a {self.model.kind} model needs compiled lexicon forms; pass "
                              f"{setting('model.lexicon.specs', ['SPEC'])}")

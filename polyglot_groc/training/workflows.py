@@ -36,6 +36,7 @@ from groc_base.fileio import dumps_json
 from langpairs.corpus import check_corpora
 from langpairs.registry import load_registry, parse_lang_spec
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, to_dict
+from polyglot_groc.kind_traits import UNTIE
 from polyglot_groc.model.bundle import ModelBundle, bundle_from_payload
 from polyglot_groc.model.checkpoint import atomic_write_text, load_checkpoint
 from polyglot_groc.model.device import set_threads
@@ -65,8 +66,6 @@ __all__ = ["PRESETS", "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrup
 #: A file or folder path, as a string or any ``os.PathLike`` (``pathlib.Path``).
 PathLike = str | os.PathLike[str]
 
-#: ``untie``: the tied kind (and its old name lookup) becomes untied, with untied's own defaults.
-UNTIE = {"tied": "untied", "lookup": "untied"}
 #: Files a new run removes again when it stops before its first checkpoint in a directory it did not
 #: create (curves.png: the CLI's hooks draw it).
 NEW_RUN_FILES = ("config.toml", "metrics.jsonl", "curves.png", FINGERPRINT_NAME)
@@ -166,7 +165,7 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
         # Untie turns the kind before its defaults are chosen: untied's, not tied's.
         cfg = load_config(PRESETS[size or "small"] if config is None else config, values,
                           kind_map=UNTIE if untie else None)
-    if untie and cfg.model.kind != "untied":
+    if untie and cfg.model.kind not in UNTIE.values():
         log.warning("%s applies to the tied kind only; %s is kept", option("untie", True), cfg.model.kind)
     # A languages file and the config may define languages ([languages.xx]); the codes are resolved
     # against them.
