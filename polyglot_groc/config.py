@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+import tomli_w
+
 from groc_base.checks import check_input_file
 from groc_base.errors import ConfigError
 
@@ -694,31 +696,7 @@ def _deep_update(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
 
 
 def dump_toml(cfg: RunConfig) -> str:
-    """Serialise a config as TOML (only the value types our configs use)."""
-    lines: list[str] = []
-
-    def fmt(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(fmt(x) for x in v) + "]"
-        raise TypeError(f"cannot serialise {v!r}")
-
-    def emit(prefix: str, table: Mapping[str, Any]) -> None:
-        scalars = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
-        subs = {k: v for k, v in table.items() if isinstance(v, Mapping)}
-        if prefix and scalars:
-            lines.append(f"[{prefix}]")
-        for k, v in scalars.items():
-            lines.append(f"{k} = {fmt(v)}")
-        if scalars:
-            lines.append("")
-        for k, v in subs.items():
-            emit(f"{prefix}.{k}" if prefix else k, v)
-
-    emit("", to_dict(cfg))
-    return "\n".join(lines)
+    """A config as TOML text (a run's config.toml), written by ``tomli-w``: any string (a newline or a
+    quote in a path), any key (``[languages."x y"]`` is quoted) and lists of tables round-trip through
+    :func:`load_config`. Compare two configs' files by their parsed values, not their text."""
+    return tomli_w.dumps(to_dict(cfg))
