@@ -47,6 +47,7 @@ from polyglot_groc.training.finetune import finetune_trainer
 from polyglot_groc.training.fingerprint import FINGERPRINT_NAME, check_data
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted
 from polyglot_groc.training.loop import LoopState
+from polyglot_groc.training.metrics import read_metrics
 from polyglot_groc.training.runlock import RunLock, RunLockedError, describe_owner, lock_holder, locked_run_dir
 from polyglot_groc.training.trainer import (
     StepInfo,
@@ -428,19 +429,7 @@ def load_result(*, run: PathLike) -> TrainResult:
     """
     run = Path(run)
     metrics = run / "metrics.jsonl"
-    lines = metrics.read_text(encoding="utf-8").splitlines() if metrics.is_file() else []
-    history = []
-    for no, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{metrics}:{no} is not a JSON record ({exc}); the metrics file is damaged: "
-                                 "restore it, or move it away") from exc
-            if not isinstance(record, dict):
-                raise InputError(f"{metrics}:{no} is not a JSON object; the metrics file is damaged: restore it, "
-                                 "or move it away")
-            history.append(record)
+    history = read_metrics(metrics) if metrics.is_file() else []
     if (run / "result.json").is_file():
         try:
             r = json.loads((run / "result.json").read_text(encoding="utf-8"))
