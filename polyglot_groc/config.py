@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import tomli_w
 
-from groc_base.checks import check_input_file
+from groc_base.checks import check_input_file, is_int
 from groc_base.errors import ConfigError
 
 # The kinds' lists are derived from their traits (kind_traits.py) and re-exported here, where the
@@ -496,8 +496,8 @@ def _coerce(val: Any, default: Any, name: str, ftype: str) -> Any:
         if isinstance(val, bool):
             return val
         raise ConfigError(f"config value {name}={val!r} must be true or false")
-    if isinstance(default, int) and not isinstance(default, bool):
-        if isinstance(val, int) and not isinstance(val, bool):
+    if is_int(default):
+        if is_int(val):
             return val
         raise ConfigError(f"config value {name}={val!r} must be an integer")
     if isinstance(default, float):
