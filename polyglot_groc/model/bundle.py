@@ -19,6 +19,7 @@ from groc_base.checks import setting
 from groc_base.errors import CheckpointError, ConfigError, ModelError
 from polyglot_groc.config import ModelConfig, RunConfig, from_dict, stored_values, to_dict
 from polyglot_groc.kind_traits import kind_traits
+from polyglot_groc.model.access import check_checkpoint_name
 from polyglot_groc.model.charset import Charset, check_word_lengths
 from polyglot_groc.model.checkpoint import load_checkpoint
 from polyglot_groc.model.embedder import LexiconForms
@@ -221,8 +222,7 @@ def build_model(m: ModelConfig, n_chars: int, n_words: int, lang_ids: Mapping[st
 
 
 def run_checkpoint_path(run_dir: Path, which: str = "best") -> Path:
-    if which not in ("best", "last"):
-        raise CheckpointError(f"checkpoint {which!r} is unknown; use best or last")
+    check_checkpoint_name(which)
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise CheckpointError(f"run directory {run_dir} does not exist; train one with polyglot-groc train")
