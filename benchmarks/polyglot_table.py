@@ -207,16 +207,27 @@ def run_config(common: Mapping[str, Any], kind: str, langs: Sequence[str], steps
                                                       "train.max_steps": steps}, extra))
 
 
+def _stored_config_is(path: Path, cfg: Any) -> bool:
+    """Whether a run's config.toml holds ``cfg``: its values, not its text (an older writer laid the
+    same config out differently); an unreadable one holds nothing."""
+    from groc_base.errors import ConfigError
+    from polyglot_groc.config import load_config
+
+    try:
+        return bool(load_config(path, stored=True) == cfg)
+    except ConfigError:
+        return False
+
+
 def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict[str, Any]:
     """Train one model, then test perplexity of all its languages from the best checkpoint."""
     from polyglot_groc.analysis.workflows import evaluate
-    from polyglot_groc.config import dump_toml
     from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.workflows import train
 
     record_path = run_dir / "bench_result.json"
     if reuse and record_path.is_file() and (run_dir / "config.toml").is_file():
-        if (run_dir / "config.toml").read_text(encoding="utf-8") == dump_toml(cfg):
+        if _stored_config_is(run_dir / "config.toml", cfg):
             log.info("[%s] reusing the finished run (same config)", run_dir.name)
             return {**json.loads(record_path.read_text(encoding="utf-8")), "reused": True}
     started = time.monotonic()

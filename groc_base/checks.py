@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import numbers
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,8 @@ from typing import Any, TypeVar
 from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
 __all__ = ["check_input_file", "check_non_negative", "check_output", "check_positive", "check_probability",
-           "check_seed", "checked_arguments", "cli_face", "either_face", "flag_name", "in_cli", "option", "setting"]
+           "check_seed", "checked_arguments", "cli_face", "either_face", "flag_name", "in_cli", "is_int", "option",
+           "setting"]
 
 #: Which face is calling: "python" (the default: a library call) or "cli" (inside :func:`cli_face`).
 _FACE: contextvars.ContextVar[str] = contextvars.ContextVar("polyglot_groc_face", default="python")
@@ -118,6 +120,14 @@ def either_face(name: str, value: Any = _UNSET, *, key: str | None = None) -> st
 def flag_name(name: str) -> str:
     """How the keyword ``name`` is given in the current face: ``--max-vocab`` (CLI) or ``max_vocab`` (Python)."""
     return option(name)
+
+
+def is_int(value: object, *, numpy: bool = False) -> bool:
+    """Whether ``value`` is an integer and not a bool (``True`` is an ``int`` in Python, and
+    ``max_steps=True`` is a mistake, not 1). ``numpy=True`` accepts numpy's integer scalars too
+    (``np.int64`` from an array); without it only Python ints pass (values stored in a config or a
+    seed handed to ``random``). The one such check of the repository: use it, not an inline pair."""
+    return isinstance(value, numbers.Integral if numpy else int) and not isinstance(value, bool)
 
 
 def check_positive(**values: int | float | None) -> None:
@@ -254,7 +264,6 @@ def _matches(value: Any, hint: Any) -> bool:
     items, callables, ABCs and classes; numbers by the numeric tower, a bool is not an int). What
     cannot be checked at run time (a protocol, a type variable) fits."""
     import collections.abc as abc
-    import numbers
     import types
     import typing
 
@@ -272,7 +281,7 @@ def _matches(value: Any, hint: Any) -> bool:
     if hint is bool:
         return isinstance(value, bool) or type(value).__name__ == "bool_"
     if hint is int:
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        return is_int(value, numpy=True)
     if hint is float:
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
     if origin in (abc.Callable,) or hint is abc.Callable:

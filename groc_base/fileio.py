@@ -54,7 +54,7 @@ def _writer_gone(entry: Path, match: re.Match[str]) -> bool:
             return time.time() - entry.lstat().st_mtime > FOREIGN_TEMP_MAX_AGE_S
         except OSError:
             return False
-    return not _pid_alive(pid)
+    return not pid_alive(pid)
 
 
 def write_then_rename(directory: Path, prefix: str, fill: Callable[[Path], Path], mode: int | None = None) -> Path:
@@ -289,7 +289,8 @@ def named_for_user(exc: OSError, tmp: Path, final: Path) -> OSError:
     return _renamed(exc, {tmp: final})
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host is alive (one owned by another user counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from groc_base.checks import is_int
 from groc_base.errors import CheckpointError, ConfigError, CorpusError
 
 __all__ = [
@@ -45,7 +46,7 @@ def batchify(ids: np.ndarray, n_streams: int) -> np.ndarray:
         raise CorpusError(f"batchify needs a 1-d array of token ids, got shape {ids.shape}; flatten it first")
     if not np.issubdtype(ids.dtype, np.integer):
         raise CorpusError(f"batchify needs integer token ids, got dtype {ids.dtype}; map tokens to ids first")
-    if isinstance(n_streams, bool) or not isinstance(n_streams, (int, np.integer)) or n_streams < 1:
+    if not is_int(n_streams, numpy=True) or n_streams < 1:
         raise ConfigError(f"n_streams must be a positive integer, got {n_streams!r}")
     length = ids.shape[0] // n_streams
     if length < 2:  # one input and one target per stream at the very least
@@ -62,7 +63,7 @@ def bptt_windows(n_positions: int, bptt: int) -> list[tuple[int, int]]:
     A window's inputs are ``ids[:, s:s+l]`` and its targets ``ids[:, s+1:s+l+1]``, so targets
     ``1 .. n_positions-1`` are covered once; the last window may be shorter than ``bptt``.
     """
-    if isinstance(bptt, bool) or not isinstance(bptt, (int, np.integer)) or bptt < 1:
+    if not is_int(bptt, numpy=True) or bptt < 1:
         raise ConfigError(f"bptt must be a positive integer, got {bptt!r}")
     if n_positions < 2:
         raise CorpusError(f"a stream of {n_positions} positions has no targets; it needs at least 2")
@@ -120,7 +121,7 @@ class LanguageSchedule:
         if not sizes:
             raise ConfigError("a language schedule needs at least one language with a size")
         for lang, size in sizes.items():
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            if not is_int(size, numpy=True) or size < 1:
                 raise ConfigError(f"schedule size for {lang!r} must be a positive integer, got {size!r}")
         if mode == "temperature" and not (np.isfinite(temperature) and temperature > 0):
             raise ConfigError(f"temperature must be a positive number, got {temperature!r}")

@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from groc_base.checks import option
+from groc_base.checks import is_int, option
 from groc_base.errors import ConfigError, CorpusError
 from groc_base.fileio import (
     atomic_write_bytes,
@@ -582,7 +582,7 @@ def prepare_language(
         raise ConfigError(f"{option('tokenizer', mode)} is unknown; use {', '.join(PREPARE_TOKENIZERS)}")
     valid_size, test_size = parse_split_size(valid, "valid"), parse_split_size(test, "test")
     cleaning = parse_cleaning(clean)
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if not is_int(seed):
         raise ConfigError(f"{option('seed', seed)} must be an integer")
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]

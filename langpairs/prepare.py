@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from groc_base.checks import option
+from groc_base.checks import is_int, option
 from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
 from groc_base.fileio import atomic_write_bytes, make_temp_dir, named_for_user, removing_new_dirs, write_then_rename
 
@@ -350,7 +350,7 @@ def prepare_corpora(
             f"also needs a languages file: {option('languages', 'FILE')})"
         )
     for name, value in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_int(value) or value < 1:
             raise ConfigError(f"{name} must be a positive integer, got {value!r}")
     text_root = _text_root(Path(data_root))
     out = Path(out)

@@ -27,6 +27,10 @@ FORBIDDEN: dict[str, set[str]] = {
     "eval": {"polyglot_groc", "lexicons", "langpairs"},
     "polyglot_groc/config.py": {"polyglot_groc.model", "polyglot_groc.training", "polyglot_groc.elmo",
                                 "polyglot_groc.analysis", "polyglot_groc.commands", "polyglot_groc.cli"},
+    # The kinds' traits are config-level facts, read before torch: torch-free like the config.
+    "polyglot_groc/kind_traits.py": {"torch", "polyglot_groc.config", "polyglot_groc.model", "polyglot_groc.training",
+                                     "polyglot_groc.elmo", "polyglot_groc.analysis", "polyglot_groc.commands",
+                                     "polyglot_groc.cli"},
     "polyglot_groc/model": {"polyglot_groc.training", "polyglot_groc.elmo", "polyglot_groc.analysis",
                             "polyglot_groc.api", "polyglot_groc.commands", "polyglot_groc.cli"},
     "polyglot_groc/training": {"polyglot_groc.elmo", "polyglot_groc.analysis", "polyglot_groc.api",

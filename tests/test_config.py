@@ -63,6 +63,24 @@ def test_toml_roundtrip(tmp_path: Path) -> None:
     assert from_dict(tomllib.loads(dump_toml(cfg))) == cfg
 
 
+#: What the hand-written writer got wrong: a newline and quotes in a path (invalid TOML), a language
+#: code that needs quoting as a key (written bare) and a list of tables (a TypeError).
+AWKWARD = {"data.root": "/data/two\nlines \"quoted\" \\ back", "model.lexicon.tsv_path": "tab\there",
+           "languages": {" zz ": {"name": "Zed", "iso3": "zzz", "script": "Latn",
+                                  "wordnets": [{"id": "a", "version": "1"}, {"id": "b"}]}}}
+
+
+def test_awkward_values_round_trip_through_config_toml(tmp_path: Path) -> None:
+    cfg = load_config(None, AWKWARD)
+    text = dump_toml(cfg)
+    assert '[languages." zz "]' in text
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    back = load_config(path)
+    assert back == cfg and back.data.root == AWKWARD["data.root"]
+    assert back.languages[" zz "]["wordnets"] == [{"id": "a", "version": "1"}, {"id": "b"}]
+
+
 @pytest.mark.parametrize("override, needle", [
     ("model.d=abc", "model.d"),
     ("model.nope=1", "nope"),

@@ -39,8 +39,8 @@ from polyglot_groc.analysis.caches import (
     uniform_interpolate,
     unigram_cache_logprob,
 )
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.bundle import ModelBundle
-from polyglot_groc.model.kinds import kind
 from polyglot_groc.training.data import load_corpus
 
 log = logging.getLogger(__name__)
@@ -349,7 +349,7 @@ def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
     forms on every call. The model parameters are shared with ``bundle``.
     """
     check_coverage(coverage)
-    if not kind(bundle.model.kind).uses_lexicon:
+    if not kind_traits(bundle.model.kind).uses_lexicon:
         raise CoverageError(f"{option('lexicon_coverage')} needs a groc-lex run; this run is {bundle.model.kind}")
     from polyglot_groc.model.lexforms import compile_forms
 

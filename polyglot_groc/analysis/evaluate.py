@@ -17,8 +17,8 @@ from typing import Any
 from groc_base.checks import check_positive
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe
+from polyglot_groc.model.access import check_run_access, run_access_doc
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
-from polyglot_groc.model.device import use_threads
 from polyglot_groc.model.lm import parameter_split
 
 __all__ = ["EvaluateResult", "evaluate"]
@@ -70,6 +70,7 @@ class EvaluateResult:
         return json_safe(out)  # type: ignore[return-value]
 
 
+@run_access_doc
 def evaluate(
     *,
     run: str | os.PathLike[str],
@@ -103,12 +104,10 @@ def evaluate(
         run: run directory written by ``train``.
         split: ``valid`` or ``test`` (in-domain also ``train``).
         data: corpus root (``<lang>/<split>.txt``) to score instead of the run's own.
-        checkpoint: ``best`` or ``last``.
+        {run_access}
         batch_size: parallel streams (in-domain default: the run's ``train.eval_batch_size``;
             open vocabulary: 1, one stream, which the caches read in order).
         screen: score each language over its own vocabulary; ``False``: over every word of the run.
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
-        threads: CPU threads for torch (None or 0: torch's default).
         cache: ``none``, ``unigram`` or ``neural`` (open vocabulary).
         cache_theta: neural cache flattening θ >= 0.
         cache_lambda: model weight λ in [0, 1].
@@ -128,7 +127,7 @@ def evaluate(
     from polyglot_groc.analysis.crossdomain import CacheSettings, check_coverage
 
     check_positive(batch_size=batch_size)
-    use_threads(threads)
+    check_run_access(checkpoint=checkpoint, device=device, threads=threads)
     settings = CacheSettings(cache, cache_theta, cache_lambda, cache_size, new_word_weight,
                              uniform_weight or 0.0).validate()
     open_vocabulary = (data is not None or cache != "none" or new_word_weight != 1.0 or uniform_weight is not None

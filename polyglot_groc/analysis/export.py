@@ -19,6 +19,7 @@ import torch
 from eval.vectors import first_occurrences
 from groc_base.checks import option
 from groc_base.errors import InputError
+from polyglot_groc.model.access import check_run_access, run_access_doc
 from polyglot_groc.model.bundle import ModelBundle
 
 log = logging.getLogger(__name__)
@@ -193,6 +194,7 @@ class ExportResult:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
+@run_access_doc
 def export(
     *,
     run: str | os.PathLike[str],
@@ -228,11 +230,9 @@ def export(
         side: ``input`` or ``output`` embeddings.
         max_vocab: keep the first N words (with ``vocab``: the N most frequent of the vocabulary,
             the listed ``words`` it lacks then follow).
-        checkpoint: ``best`` or ``last``.
+        {run_access}
         skip_multiword: with a ``words`` file, leave out lines with several tokens instead of failing.
         overwrite: replace an existing ``out``.
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
-        threads: CPU threads for torch (None or 0: torch's default).
 
     Returns:
         An :class:`ExportResult`; its ``to_dict()`` is the JSON ``polyglot-groc export`` prints.
@@ -244,10 +244,9 @@ def export(
     from eval.vectors import write_vec
     from groc_base.checks import check_input_file, check_output, check_positive
     from polyglot_groc.model.bundle import load_bundle
-    from polyglot_groc.model.device import use_threads
 
     check_positive(max_vocab=max_vocab)
-    use_threads(threads)
+    check_run_access(checkpoint=checkpoint, device=device, threads=threads)
     if words is None and not vocab:
         raise InputError(f"pass {option('words')} FILE, {option('vocab', True)}, or both (the vocabulary, then "
                          f"the listed "

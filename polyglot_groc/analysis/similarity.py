@@ -19,6 +19,7 @@ from groc_base.checks import check_input_file, check_positive, option
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe, unique_labels
 from polyglot_groc.analysis.alignment import Vectors, check_input_files, load_bundle_once, read_side
+from polyglot_groc.model.access import run_access_doc
 from polyglot_groc.model.bundle import ModelBundle
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ def _words_vectors(vec: Vectors, max_vocab: int | None, lower: bool) -> tuple[li
     return read_side(vec, None, None, "input", max_vocab, "vectors", lower)
 
 
+@run_access_doc
 def similarity(
     *,
     datasets: Sequence[str | os.PathLike[str]],
@@ -137,9 +139,7 @@ def similarity(
             vocabulary lowercased (its ``full_vocab`` only serves the final export).
         src_vectors: cross-lingual: the (mapped) source vectors, first word of each pair.
         tgt_vectors: cross-lingual: the target vectors, second word of each pair.
-        checkpoint: ``best`` or ``last`` of ``run``.
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``run``.
-        threads: CPU threads for torch (None or 0: torch's default).
+        {run_access}
 
     Returns:
         A :class:`WordSimilarityResult`; its ``to_dict()`` is the JSON ``polyglot-groc similarity`` prints.

@@ -33,6 +33,7 @@ import torch
 from groc_base.checks import check_output, check_positive, option
 from groc_base.errors import InputError, ResourceMissingError
 from groc_base.fileio import atomic_output_dir, dumps_json, write_then_rename
+from polyglot_groc.model.access import run_access_doc
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.model.checkpoint import atomic_write_text
 from polyglot_groc.model.device import use_threads
@@ -336,6 +337,7 @@ def _import_h5py() -> Any:
     return h5py
 
 
+@run_access_doc
 def features(
     *,
     run: PathLike | ModelBundle,
@@ -376,7 +378,7 @@ def features(
             by ``h @ W(j).T`` before selecting or mixing.
         batch_size: Sentences per batch.
         max_sentences: Read at most this many sentences.
-        checkpoint, device, threads: The run's checkpoint (best|last), device and CPU threads.
+        {run_access}
         overwrite: Replace an existing ``out``.
         progress: Called with the number of sentences done after each batch.
 

@@ -35,7 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from groc_base.checks import check_input_file
+from groc_base.checks import check_input_file, is_int
 from groc_base.errors import CheckpointError, InputError, ModelError, ResourceMissingError
 from polyglot_groc.config import PrefixConfig, SurfaceConfig
 from polyglot_groc.model.charset import ELMO_BOS_TOKEN, ELMO_EOS_TOKEN, ELMO_N_CHARS, Charset
@@ -142,8 +142,7 @@ def load_bilm_options(path: str | Path) -> ElmoOptions:
     raw_filters = _get(cnn, "filters", "char_cnn.", path, list)
     filters: list[tuple[int, int]] = []
     for f in raw_filters:
-        if (not isinstance(f, list) or len(f) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
-                                                               for v in f) or min(f) <= 0):
+        if not isinstance(f, list) or len(f) != 2 or not all(is_int(v) for v in f) or min(f) <= 0:
             raise CheckpointError(f"elmo options {path}: char_cnn.filters entry {f!r} must be [width, n_filters] "
                                   "with positive integers")
         filters.append((f[0], f[1]))

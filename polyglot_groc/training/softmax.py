@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from polyglot_groc.config import AUTO_SAMPLED_ABOVE, TrainConfig
-from polyglot_groc.model.kinds import kind
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.lm import LanguageModel
 from polyglot_groc.model.sampling import CandidateSampler, build_sampler
 
@@ -60,7 +60,7 @@ def choose_softmax(t: TrainConfig, model: LanguageModel, screen: bool) -> Softma
     """Resolve ``t.softmax`` for ``model`` (``screen``: data.screen, each language scored on its own)."""
     screen_ids = model.screen.lang_ids if screen else {None: model.screen.all_ids}
     largest = max(int(ids.numel()) for ids in screen_ids.values())
-    samples = kind(model.kind).samples
+    samples = kind_traits(model.kind).samples
     if t.softmax == "full":
         return SoftmaxChoice("full", "train.softmax=full", largest)
     sampled = SoftmaxChoice("sampled", "", largest, t.sampled_k, t.sampled_proposal)

@@ -28,6 +28,7 @@ from groc_base.fileio import dumps_json, sweep_folder
 from langpairs.batching import LanguageSchedule, MultilingualBatcher, epoch_restart
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import RunConfig, dump_toml
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint, set_rng_state
 from polyglot_groc.model.device import (
@@ -42,7 +43,6 @@ from polyglot_groc.model.device import (
 )
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.init_input import init_input_table
-from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
 from polyglot_groc.model.prefix import detach_state
@@ -348,7 +348,7 @@ def seed_everything(seed: int) -> None:
 
 def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     """Vocabulary, lexicon forms and a freshly initialised model for ``cfg``."""
-    traits = kind(cfg.model.kind)
+    traits = kind_traits(cfg.model.kind)
     add_unk, min_count = vocab_policy(cfg.data, traits.composes_output)
     vocab = build_vocab(corpus, cfg.data.vocab_mode, add_unk, min_count)
     forms: LexiconForms | None = None
@@ -510,7 +510,7 @@ class Trainer:
         """:func:`unk_report` of a lookup-output model with ``<unk>`` (else empty), logged."""
         if self.model.compositional_output or UNK not in self.bundle.vocab:
             return {}
-        composes = kind(self.cfg.model.kind).composes_output
+        composes = kind_traits(self.cfg.model.kind).composes_output
         report = unk_report(self.bundle.vocab, self.corpus, train_streams, vocab_policy(self.cfg.data, composes)[1])
         log.info("data.min_count=%d: %d training word types are outside the vocabulary; %.2f%% of the training "
                  "tokens are <unk>", report["min_count"], report["dropped_words"], 100 * report["unk_share"])
