@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from groc_base.checks import option
+from groc_base.checks import is_int, option
 from groc_base.errors import InputError
 from polyglot_groc.analysis.aligned_space import AppliedAlignment
 from polyglot_groc.analysis.export import check_language, check_side, vocabulary_words
@@ -41,7 +41,7 @@ def check_method(method: str) -> None:
 
 def _check_counts(**counts: int) -> None:
     for name, value in counts.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_int(value) or value < 1:
             raise InputError(f"{name}={value!r}; pass a positive number of neighbours")
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from groc_base.checks import is_int
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe
 from langpairs.corpus import EOS, text_sentences
@@ -213,7 +214,7 @@ def token_log_probs(bundle: ModelBundle, text: str, lang: str, *, start: str | N
     elif len(tokens) < 2:
         raise InputError("with start=None the first token is context only: give at least two tokens")
     n_streams = bundle.cfg.train.eval_batch_size if streams is None else streams
-    if isinstance(n_streams, bool) or not isinstance(n_streams, int) or n_streams < 1:
+    if not is_int(n_streams) or n_streams < 1:
         raise InputError(f"streams={streams!r}; pass a positive number of pieces")
     scores, logp = _log_probs(bundle, tokens, lang, text_pieces(tokens, n_streams), uniform_weight)
     assert scores.position is not None
