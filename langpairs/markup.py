@@ -21,10 +21,11 @@ What becomes of each piece:
   stays between paragraphs.
 
 Corpus placeholders are not markup: ``<unk>``, ``<eos>``, ``<bos>``, ``<pad>``, ``<mask>``,
-``<num>`` (lower or upper case, :data:`PLACEHOLDERS`) are kept wherever they are, and ``<s>`` /
-``</s>`` when they stand alone between spaces or line ends (sentence markers; HTML's strike-through
-``<s>old</s>`` is written against its text). WikiText's ``@-@``, ``@,@`` and ``@.@`` contain no
-markup characters and are left alone. Placeholders are neither counted as markup nor removed.
+``<num>``, ``<url>``, WikiText's ``<formula>`` (lower or upper case, :data:`PLACEHOLDERS`) are kept
+wherever they are, and ``<s>``/``</s>`` when they stand alone between spaces or line ends (sentence
+markers; HTML's strike-through ``<s>old</s>`` is written against its text). WikiText's ``@-@``,
+``@,@`` and ``@.@`` contain no markup characters and are left alone. Placeholders are neither
+counted as markup nor removed.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from html.parser import HTMLParser
 __all__ = ["PLACEHOLDERS", "Markup", "count_markup", "strip_markup"]
 
 #: Names of the corpus placeholders kept as text (``<unk>`` or ``<UNK>``), besides space-delimited ``<s>``/``</s>``.
-PLACEHOLDERS: tuple[str, ...] = ("unk", "eos", "bos", "sos", "pad", "mask", "num")
+PLACEHOLDERS: tuple[str, ...] = ("unk", "eos", "bos", "sos", "pad", "mask", "num", "url", "formula")
 
 _PLACEHOLDER = re.compile("|".join([*(f"<{n}>|<{n.upper()}>" for n in PLACEHOLDERS), r"(?<!\S)</?s>(?!\S)"]))
 #: A character reference as written (what is counted; html.parser decodes them).

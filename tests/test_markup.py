@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from groc_base.textio import read_text
 from langpairs.files import clean_text, prepare_language
 from langpairs.markup import strip_markup
 from polyglot_groc.cli import app
@@ -99,7 +101,7 @@ def test_markup_pieces(raw: str, clean: str) -> None:
 @pytest.mark.parametrize("text", [
     " = Robert <unk> = \n he had a guest @-@ starring role , 1 @,@ 000 and 2 @.@ 5 <UNK> <eos>\n",
     "<s> the cat sat </s>\n<s> a dog </s>\n",  # sentence markers: alone between spaces
-    "<pad> <pad> <bos> word <mask> <num>\n",
+    "<pad> <pad> <bos> word <mask> <num> <url> <formula>\n",
 ])
 def test_corpus_placeholders_are_words_not_markup(text: str) -> None:
     result = clean_text(text, ("markup",))
@@ -123,7 +125,17 @@ def test_wikitext_gets_no_markup_warning_and_keeps_unk(tmp_path: Path, caplog: p
         assert (tmp_path / "b" / "en" / f"{split}.txt").read_text(encoding="utf-8") == before
     corpus = " ".join((tmp_path / "b" / "en" / f"{split}.txt").read_text(encoding="utf-8")
                       for split in ("train", "valid", "test"))
-    assert "<unk>" in corpus and "<UNK>" in corpus and "@-@" in corpus and "@,@" in corpus
+    for word in ("<unk>", "<UNK>", "<formula>", "@-@", "@,@"):
+        assert word in corpus, word
+
+
+def test_real_wikitext_has_no_markup() -> None:
+    root = os.environ.get("POLYGLOT_GROC_DATA")
+    if not root:
+        pytest.skip("POLYGLOT_GROC_DATA is not set (point it at the shared data folder)")
+    text = read_text(Path(root) / "text" / "wikitext2" / "test.txt.gz", nfc=True)
+    result = clean_text(text, ("markup",))
+    assert result.found == {} and result.text == text and result.placeholders > 10_000  # <unk>, <formula>
 
 
 def test_markup_left_after_cleaning_is_warned_and_recorded(tmp_path: Path,
