@@ -140,8 +140,8 @@ def open_bytes(source: Source, *, what: str = "file", error: type[GrocError] = I
     :data:`STDIN` (the process's standard input, as bytes), or an open binary stream (not closed
     here). A missing or unreadable path raises ``error`` naming it."""
     if _is_stdin(source):
-        stdin = sys.stdin
-        yield getattr(stdin, "buffer", stdin)  # a text stdin (replaced by a caller) is read as it is
+        # A text stdin without a byte buffer (replaced by a caller) is read as it is: its lines are str.
+        yield cast(IO[bytes], getattr(sys.stdin, "buffer", sys.stdin))
         return
     if not isinstance(source, (str, os.PathLike)):
         yield source
