@@ -1,4 +1,4 @@
-"""File I/O shared by every package: atomic writes, (optionally gzipped) reads and JSON output.
+"""File I/O shared by every package: atomic writes and JSON output (reading text: :mod:`groc_base.textio`).
 
 It lives in ``groc_base``, under every other package, so there is one implementation.
 
@@ -12,7 +12,6 @@ untouched for a day (a pid means nothing there). A running writer's temporaries 
 from __future__ import annotations
 
 import errno
-import gzip
 import hashlib
 import os
 import re
@@ -25,7 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from groc_base.errors import GrocError, InputError
+from groc_base.errors import InputError
+from groc_base.textio import read_bytes  # noqa: F401 - the one reader, where callers used to find it
 
 #: Temporaries of writers on another machine (shared file system) are removed after this long unchanged.
 FOREIGN_TEMP_MAX_AGE_S = 24 * 3600
@@ -234,19 +234,6 @@ def atomic_write_all(contents: Mapping[Path, bytes]) -> None:
     finally:
         for tmp, _ in done:
             tmp.unlink(missing_ok=True)
-
-
-def read_bytes(path: Path, what: str, error: type[GrocError]) -> bytes:
-    """The bytes of ``path`` (gunzipped for ``.gz``); a missing or unreadable file raises ``error``."""
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise error(f"{what} {path} does not exist; check the path") from exc
-    except (OSError, EOFError) as exc:
-        raise error(f"cannot read {what} {path} ({exc}); check the file and its permissions") from exc
 
 
 def unique_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:

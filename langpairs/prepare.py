@@ -48,8 +48,9 @@ import numpy as np
 from groc_base.checks import is_int, option
 from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
 from groc_base.fileio import atomic_write_bytes, make_temp_dir, named_for_user, removing_new_dirs, write_then_rename
+from groc_base.textio import decode_text
 
-from .corpus import EOS, SPLITS, decode_utf8, prepare_hint
+from .corpus import EOS, SPLITS, prepare_hint
 from .files import LOCK_NAME, _sweep, _write_manifest_then, manifest_lock
 from .tokenize import SentenceTokenizer, make_tokenizer
 
@@ -130,7 +131,7 @@ def _read_text(path: Path) -> str:
         data = lzma.decompress(path.read_bytes()) if path.name.endswith(".xz") else path.read_bytes()
     except (OSError, lzma.LZMAError) as exc:
         raise CorpusError(f"cannot read source {path} ({exc}); check the shared data folder") from exc
-    return decode_utf8(data, path)  # strict UTF-8 + NFC
+    return decode_text(data, path, what="source", error=CorpusError, nfc=True)  # strict UTF-8 + NFC
 
 
 def _units(group: SourceGroup, text_root: Path) -> Iterator[str]:

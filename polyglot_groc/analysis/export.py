@@ -148,12 +148,10 @@ def read_words(path: str | os.PathLike[str], skip_multiword: bool = False) -> li
         InputError: the file is missing, not UTF-8, empty, or (without ``skip_multiword``) holds
             a line with several tokens.
     """
-    from groc_base.fileio import read_bytes
-    from langpairs.corpus import decode_utf8
+    from groc_base.textio import read_text
 
     path = Path(path)
-    data = read_bytes(path, "word list", InputError)
-    lines = [line.split() for line in decode_utf8(data, path).splitlines()]
+    lines = [line.split() for line in read_text(path, what="word list", nfc=True).splitlines()]
     multi = [i for i, fields in enumerate(lines, start=1) if len(fields) > 1]
     if multi and not skip_multiword:
         raise InputError(f"{path}: line {multi[0]} holds several tokens ({' '.join(lines[multi[0] - 1])[:60]!r}; "

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from groc_base.errors import InputError
-from groc_base.fileio import read_bytes
+from groc_base.textio import read_text
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,7 @@ class Sentence:
 
 
 def _open_text(path: Path) -> str:
-    from langpairs.corpus import decode_utf8
-
-    return decode_utf8(read_bytes(path, "treebank", InputError), path, InputError)
+    return read_text(path, what="treebank", error=InputError, nfc=True)
 
 
 def read_conllu(path: str | os.PathLike[str], max_sentences: int | None = None) -> list[Sentence]:

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from groc_base.checks import check_input_file, is_int
 from groc_base.errors import CheckpointError, InputError, ModelError, ResourceMissingError
+from groc_base.textio import decode_text
 from polyglot_groc.config import PrefixConfig, SurfaceConfig
 from polyglot_groc.model.charset import ELMO_BOS_TOKEN, ELMO_EOS_TOKEN, ELMO_N_CHARS, Charset
 from polyglot_groc.model.surface import Highway, SurfaceEncoder
@@ -128,10 +129,10 @@ def load_bilm_options(path: str | Path) -> ElmoOptions:
     if path.exists():  # a FIFO would block the read: refused before it
         check_input_file(path, flag="--elmo-options", what="JSON options file")
     try:
-        values = json.loads(path.read_text(encoding="utf-8"))
+        values = json.loads(decode_text(path.read_bytes(), path, what="elmo options file", error=CheckpointError))
     except FileNotFoundError as exc:
         raise ResourceMissingError(f"elmo options file {path} does not exist; check the path") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except json.JSONDecodeError as exc:
         raise CheckpointError(f"elmo options file {path} is not valid JSON: {exc}") from exc
     if not isinstance(values, Mapping):
         raise CheckpointError(f"elmo options file {path} must hold a JSON object, got {type(values).__name__}")

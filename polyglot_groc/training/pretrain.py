@@ -15,6 +15,7 @@ import numpy as np
 from eval.vectors import write_vec
 from groc_base.checks import check_positive, check_seed, option
 from groc_base.errors import ConfigError, InputError, ResourceMissingError
+from groc_base.textio import read_text
 from polyglot_groc.config import D_MAX
 
 log = logging.getLogger(__name__)
@@ -25,10 +26,7 @@ ALGORITHMS = ("word2vec", "fasttext")
 def read_sentences(paths: Sequence[Path]) -> list[list[str]]:
     sentences: list[list[str]] = []
     for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read {path}: {exc.strerror}; check the path") from exc
+        text = read_text(Path(path), what="text file")
         sentences += [line.split() for line in text.splitlines() if line.strip()]
     return sentences
 
