@@ -625,12 +625,14 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The values of a TOML config file, as a plain nested dict (not validated)."""
     if Path(path).exists():  # a FIFO or a device would block the read: refused before it
         check_input_file(path, flag="config file", what="TOML file")
+    from groc_base.textio import read_text  # bad bytes: one line naming the file, the line and the fix
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(Path(path), what="config file", error=ConfigError)
         return tomllib.loads(text)
     except FileNotFoundError as exc:
         raise ConfigError(f"config file {path} does not exist; check the path") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
 
 

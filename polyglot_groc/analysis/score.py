@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groc_base.checks import option
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe
 from polyglot_groc.analysis.loaded_run import load
@@ -71,7 +72,7 @@ def score(
     Args:
         run: run directory.
         lang: the language of the text.
-        input: a UTF-8 text file (one sentence a line) or the lines themselves.
+        input: a UTF-8 text file (one sentence a line), ``"-"`` for standard input, or the lines themselves.
         uniform_weight: lookup outputs: the uniform distribution's weight in [0, 1) for new words.
         checkpoint: ``best`` or ``last``.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
@@ -97,12 +98,14 @@ def score(
 
 
 def _read_lines(input: str | os.PathLike[str] | Sequence[str]) -> list[str]:
-    """The lines of a UTF-8 file (checked as ``--input``), or the given lines."""
+    """The lines of a UTF-8 file (checked as ``--input``; ``"-"``: standard input), or the given lines;
+    NFC-normalised as the corpora are. Bad bytes are one error naming the source, line and fix."""
     from groc_base.checks import check_input_file
-    from groc_base.fileio import read_bytes
-    from langpairs.corpus import decode_utf8
+    from groc_base.textio import STDIN, iter_lines, read_text
 
     if not isinstance(input, (str, os.PathLike)):
         return list(input)
+    if str(input) == STDIN:
+        return list(iter_lines(STDIN, what="text", nfc=True))
     check_input_file(input, flag="--input")
-    return decode_utf8(read_bytes(Path(input), "text", InputError), Path(input), InputError).splitlines()
+    return read_text(Path(input), what=f"{option('input')} file", nfc=True).splitlines()
