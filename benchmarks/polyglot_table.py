@@ -75,7 +75,6 @@ Prints ONE JSON object on stdout (progress and logs go to stderr); it asserts no
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import math
@@ -100,6 +99,7 @@ from benchmarks.common import (  # noqa: E402
     ru_maxrss_mib,
     script_main,
 )
+from groc_base.fileio import file_digest, write_json  # noqa: E402
 
 log = logging.getLogger("polyglot_table")
 
@@ -111,10 +111,6 @@ DATA_ENV = "POLYGLOT_GROC_DATA"
 
 
 # -- small helpers -------------------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _round(x: float | None, nd: int = 2) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), nd)
 
@@ -139,8 +135,8 @@ def prepare(data_root: Path, out: Path, langs: Sequence[str], train_tokens: int,
         if not entry or entry.get("budget") != budget:
             return False
         # prepare_corpora is deterministic, so unchanged files (same digests) need no redo.
-        return all((out / lang / f"{s}.txt").is_file() and _sha256(out / lang / f"{s}.txt") == info["sha256"]
-                   for s, info in entry["splits"].items())
+        files = {out / lang / f"{s}.txt": info["sha256"] for s, info in entry["splits"].items()}
+        return all(path.is_file() and file_digest(path).hexdigest() == digest for path, digest in files.items())
 
     todo = [lang for lang in langs if not fresh(lang)]
     if todo:
@@ -222,7 +218,6 @@ def _stored_config_is(path: Path, cfg: Any) -> bool:
 def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict[str, Any]:
     """Train one model, then test perplexity of all its languages from the best checkpoint."""
     from polyglot_groc.analysis.workflows import evaluate
-    from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.workflows import train
 
     record_path = run_dir / "bench_result.json"
@@ -251,7 +246,7 @@ def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict
         "tokens_per_s": _round(result.tokens_per_s, 0),
         "wall_seconds": {"train_incl_validation": _round(train_wall, 1), "test": _round(test_wall, 1)},
     }
-    atomic_write_text(record_path, json.dumps(record, indent=2) + "\n")
+    write_json(record_path, record)
     return record
 
 

@@ -23,6 +23,7 @@ import logging
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +98,7 @@ def time_impls(bundle: ModelBundle, device: torch.device, reps: int = 3) -> dict
     return out
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--size", choices=tuple(SIZES), default="cpu")
@@ -114,7 +115,11 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("bench_out/throughput"))
     ap.add_argument("--set", action="append", default=[])
     add_output_args(ap)
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The measurement, as the JSON object it reports."""
     logging.basicConfig(level=logging.WARNING)
     device = resolve_device(args.device)
     names = args.models.split(",")
@@ -189,7 +194,14 @@ def main() -> None:
         "models": results,
         "peak_rss_mib": peak_rss_mib(),
     }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    out = run(args)
     emit(out, args.name, not args.no_save)
+    return out
 
 
 if __name__ == "__main__":

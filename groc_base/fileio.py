@@ -22,10 +22,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from groc_base.errors import InputError
 from groc_base.textio import read_bytes  # noqa: F401 - the one reader, where callers used to find it
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 #: Temporaries of writers on another machine (shared file system) are removed after this long unchanged.
 FOREIGN_TEMP_MAX_AGE_S = 24 * 3600
@@ -187,6 +190,51 @@ def dumps_json(obj: object, **kwargs: object) -> str:
     import json
 
     return json.dumps(json_safe(obj), allow_nan=False, **kwargs)  # type: ignore[arg-type]
+
+
+def nonfinite_as_text(obj: object) -> object:
+    """``obj`` with every NaN/Infinity float as the string ``"nan"``, ``"inf"`` or ``"-inf"``.
+
+    The policy of the result files (:func:`write_json`: the benchmarks' results, the GPU campaign's
+    stage files and ledger): the JSON stays strict (it has no such numbers) and nothing is lost, since
+    a diverged run's ``inf`` stays apart from a ``nan`` and from a figure that is missing (null).
+    The library's own formats (a run's result.json, metrics.jsonl) keep :func:`json_safe`'s null,
+    which their readers take as "no figure".
+    """
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else str(obj)
+    if isinstance(obj, dict):
+        return {k: nonfinite_as_text(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [nonfinite_as_text(v) for v in obj]
+    return obj
+
+
+def json_text(obj: object) -> str:
+    """``obj`` as the text :func:`write_json` writes (without its final newline): strict JSON,
+    indented by 2, non-ASCII as written, non-finite floats as :func:`nonfinite_as_text` says."""
+    import json
+
+    return json.dumps(nonfinite_as_text(obj), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def write_json(path: Path, obj: object) -> None:
+    """``obj`` as :func:`json_text` plus a newline at ``path``, atomically (:func:`write_then_rename`:
+    a temporary named for this writer, fsynced, renamed into place; its folder is made if missing),
+    so a reader, a concurrent writer or a kill sees the old file or the new one, never half of one."""
+    atomic_write_bytes(Path(path), (json_text(obj) + "\n").encode("utf-8"))
+
+
+def file_digest(path: Path, into: HASH | None = None) -> HASH:
+    """The sha256 of ``path``'s bytes, read in chunks (``hashlib.file_digest``), as a hash object;
+    ``into``: a hash to extend instead (one digest over several files, or over a prefix and a file)."""
+    with Path(path).open("rb") as fh:
+        if into is None:
+            return hashlib.file_digest(fh, "sha256")
+        extended = into
+        return hashlib.file_digest(fh, lambda: extended)
 
 
 def _umask() -> int:

@@ -44,7 +44,7 @@ from groc_base.errors import (
     LexiconFormatError,
     LexiconMissingError,
 )
-from groc_base.fileio import atomic_write
+from groc_base.fileio import atomic_write, file_digest
 from groc_base.textio import decode_text, read_text
 from lexicons.protocol import normalize_lang, to_iso3
 from lexicons.wn_backend import default_wn_dir, wn_data_dir
@@ -530,9 +530,7 @@ def _digest(paths: Sequence[Path]) -> str:
     h = hashlib.sha256(f"polyglot-groc-lmf/{CONVERTER_VERSION}".encode())
     for path in paths:
         h.update(path.name.encode())
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
+        file_digest(path, into=h)
     return h.hexdigest()[:10]
 
 
