@@ -90,12 +90,17 @@ class SettingFlag:
     #: A list given as the flag repeated.
     repeat: bool = False
 
+    @property
+    def switch(self) -> bool:
+        """Whether the flag is a switch that sets one value (``--no-screen``)."""
+        return self.sets is not _UNSET
+
     def spell(self, value: Any) -> str | None:
         """``value`` as this flag (``--seed 3``, ``--no-screen``, ``--lexicon A --lexicon B``); None when the
         flag cannot say it (a switch asked for the value it does not set, an empty list)."""
         if self.off is not None:
             return (self.flag if value else self.off) if isinstance(value, bool) else None
-        if self.sets is not _UNSET:
+        if self.switch:
             return self.flag if type(value) is type(self.sets) and value == self.sets else None
         if self.repeat and isinstance(value, (list, tuple)):
             return " ".join(f"{self.flag} {v}" for v in value) or None
@@ -103,7 +108,7 @@ class SettingFlag:
 
     def to_config(self, value: Any) -> Any:
         """The parsed flag's value as the config value it stands for; None: the flag was not given."""
-        if self.sets is not _UNSET:
+        if self.switch:
             return self.sets if value else None
         if self.repeat:
             return list(value) if value else None

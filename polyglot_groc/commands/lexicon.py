@@ -46,16 +46,6 @@ def _split(value: str | None) -> list[str]:
     return [x.strip() for x in (value or "").split(",") if x.strip()]
 
 
-def _open(backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None,
-          nltk_data: Path | None, flag: str, languages: Path | None = None,
-          fallback: str | None = None) -> tuple[Any, list[str]]:
-    """The lexicon the options name, and the languages to use it in (see :func:`open_lexicon_for`)."""
-    from polyglot_groc.analysis.lexicon import open_lexicon_for
-
-    return open_lexicon_for(backend, langs, _split(specs), wn_dir, tsv, nltk_data, flag, languages=languages,
-                            fallback=fallback)
-
-
 def _refused(lexicon: Any) -> list[str]:
     return list((getattr(lexicon, "settings", None) or {}).get("no_fallback", []))
 
@@ -124,12 +114,14 @@ def lookup(
     or fallback = "en" in their --languages entry.
     """
     from lexicons.service import LexiconService
+    from polyglot_groc.analysis.lexicon import open_lexicon_for
 
     setup_logging(False, progress=("lexicons",))  # the first read of a wordnet takes a while: say so
     langs = _split(lang)
     if lang is not None and not langs:
         raise InputError("--lang needs at least one language code, e.g. --lang fr")
-    lexicon, langs = _open(backend, langs, specs, wn_dir, tsv, nltk_data, "--lang", languages, fallback)
+    lexicon, langs = open_lexicon_for(backend, langs, _split(specs), wn_dir, tsv, nltk_data, "--lang",
+                                      languages=languages, fallback=fallback)
     service = LexiconService(lexicon, max_related, max_definition)
     forms = service.lookup(word, langs)
     if as_json:
