@@ -84,12 +84,13 @@ def config_options(command: Callable[..., Any]) -> dict[str, tuple[str, SettingF
 def config_overrides(command: Callable[..., Any], values: Mapping[str, Any],
                      workflow: Callable[..., Any]) -> dict[str, Any]:
     """The config overrides ``command``'s parsed ``values`` stand for: one per config-backed option that was
-    given and that ``workflow`` takes no argument for (those go to the workflow as arguments)."""
+    given and that ``workflow`` takes no argument for (those go to the workflow as arguments; ``compile_``
+    is its ``compile``)."""
     import inspect
 
     takes = inspect.signature(workflow).parameters
     found = {key: flag.to_config(values.get(name)) for name, (key, flag) in config_options(command).items()
-             if name not in takes}
+             if name.rstrip("_") not in takes}
     return {key: value for key, value in found.items() if value is not None}
 
 
