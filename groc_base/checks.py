@@ -14,14 +14,15 @@ import math
 import numbers
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
-__all__ = ["check_input_file", "check_non_negative", "check_output", "check_positive", "check_probability",
-           "check_seed", "checked_arguments", "cli_face", "either_face", "flag_name", "in_cli", "is_int", "option",
-           "setting"]
+__all__ = ["SettingFlag", "check_input_file", "check_non_negative", "check_output", "check_positive",
+           "check_probability", "check_seed", "checked_arguments", "cli_face", "either_face", "flag_name", "in_cli",
+           "is_int", "option", "override", "register_setting_flags", "setting"]
 
 #: Which face is calling: "python" (the default: a library call) or "cli" (inside :func:`cli_face`).
 _FACE: contextvars.ContextVar[str] = contextvars.ContextVar("polyglot_groc_face", default="python")
@@ -74,13 +75,62 @@ def option(name: str, value: Any = _UNSET) -> str:
     return f"{name}={value!r}"
 
 
-#: Config keys with a command-line flag of their own (the others are set with ``--set key=value``).
-SETTING_FLAGS: dict[str, str] = {
-    "data.vocab_mode": "--vocab-mode", "data.tokenize": "--tokenize", "data.schedule": "--schedule",
-    "train.max_steps": "--max-steps", "train.max_minutes": "--max-minutes", "train.max_epochs": "--max-epochs",
-    "train.seed": "--seed", "train.threads": "--threads", "train.device": "--device", "train.log_every": "--log-every",
-    "model.kind": "--model", "model.lexicon.wn_dir": "--wn-dir",
-}
+@dataclass(frozen=True)
+class SettingFlag:
+    """How the command line sets one config key: a flag taking the value (``--seed 3``), a switch that
+    sets one value (``--no-screen``: ``data.screen = false``), an on/off pair (``--compile``/``--no-compile``)
+    or a repeated flag taking a list (``--lexicon A --lexicon B``). Declared by the commands' options
+    (``polyglot_groc.commands._options.config_option``), which register it here, so that the library
+    names the flag the command line has (:func:`setting`) without importing the command line."""
+
+    flag: str
+    #: The pair's off spelling (``--no-compile``); None: not a pair.
+    off: str | None = None
+    #: A switch: the config value it sets when given (``--no-screen``: False); unset: the flag takes a value.
+    sets: Any = _UNSET
+    #: A list given as the flag repeated.
+    repeat: bool = False
+
+    @property
+    def switch(self) -> bool:
+        """Whether the flag is a switch that sets one value (``--no-screen``)."""
+        return self.sets is not _UNSET
+
+    def spell(self, value: Any) -> str | None:
+        """``value`` as this flag (``--seed 3``, ``--no-screen``, ``--lexicon A --lexicon B``); None when the
+        flag cannot say it (a switch asked for the value it does not set, an empty list)."""
+        if self.off is not None:
+            return (self.flag if value else self.off) if isinstance(value, bool) else None
+        if self.switch:
+            return self.flag if type(value) is type(self.sets) and value == self.sets else None
+        if self.repeat and isinstance(value, (list, tuple)):
+            return " ".join(f"{self.flag} {v}" for v in value) or None
+        return f"{self.flag} {value}"
+
+    def to_config(self, value: Any) -> Any:
+        """The parsed flag's value as the config value it stands for; None: the flag was not given."""
+        if self.switch:
+            return self.sets if value else None
+        if self.repeat:
+            return list(value) if value else None
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+#: Config keys with a command-line flag of their own (the others are set with ``--set key=value``):
+#: registered by the commands' option declarations (:func:`register_setting_flags`), never written here.
+SETTING_FLAGS: dict[str, SettingFlag] = {}
+
+
+def register_setting_flags(flags: Mapping[str, SettingFlag]) -> None:
+    """Record which flag sets each config key (the command line calls this as it declares its options).
+
+    Raises:
+        ValueError: a key is already registered with another flag (two options would claim it).
+    """
+    for key, flag in flags.items():
+        known = SETTING_FLAGS.setdefault(key, flag)
+        if known != flag:
+            raise ValueError(f"config key {key} is set by {known.flag} and by {flag.flag}; declare one flag per key")
 
 
 def setting(key: str, value: Any) -> str:
@@ -88,8 +138,16 @@ def setting(key: str, value: Any) -> str:
     ``--set train.lr=0.001`` on the command line, ``overrides={'data.vocab_mode': 'open'}`` from Python."""
     if _FACE.get() == "cli":
         flag = SETTING_FLAGS.get(key)
-        return f"{flag} {value}" if flag else f"--set {key}={value}"
+        spelled = flag.spell(value) if flag is not None else None
+        return spelled or f"--set {key}={value}"
     return f"overrides={{{key!r}: {value!r}}}"
+
+
+def override(key: str, value: Any) -> str:
+    """A config setting given as an override whatever flag sets it: ``--set key=value`` on the command line,
+    ``overrides={key: value}`` from Python. For a message about a key that arrived through ``overrides``
+    (finetune's and init-from-elmo's ``--set``), where :func:`setting` would name train's flag."""
+    return f"--set {key}={value}" if _FACE.get() == "cli" else f"overrides={{{key!r}: {value!r}}}"
 
 
 def _label(flag: str) -> str:

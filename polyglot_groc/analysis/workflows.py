@@ -5,20 +5,8 @@ without ``overwrite``) before it loads a model or writes anything, writes its fi
 logs instead of printing, and returns a frozen result whose ``to_dict()`` is exactly the JSON the
 matching command prints. The commands are thin faces over them: parse, call, print.
 
-==================  =============================================  ==============================
-function            command                                        result
-==================  =============================================  ==============================
-:func:`evaluate`    ``evaluate`` (in-domain and open vocabulary)   :class:`EvaluateResult`
-:func:`tune_cache`  ``tune-cache``                                 :class:`TuneCacheResult`
-:func:`freq_bins`   ``analyze freq-bins``                          :class:`FreqBinsResult`
-:func:`curves`      ``analyze curves``                             :class:`CurvesResult`
-:func:`export`      ``export``                                     :class:`ExportResult`
-:func:`align`       ``align``                                      :class:`AlignResult`
-:func:`similarity`  ``similarity``                                 :class:`WordSimilarityResult`
-:func:`lexicon_coverage`  ``lexicon coverage``                     :class:`LexiconCoverageResult`
-:func:`neighbours`  ``neighbours``                                 :class:`NeighboursResult`
-:func:`score`       ``score``                                      :class:`ScoreResult`
-==================  =============================================  ==============================
+Which command each is the face of, and what it returns: docs/python-api.md (the public names are
+listed once, in :data:`polyglot_groc.public.PUBLIC`).
 
 :func:`load` gives the run itself in memory (:class:`Model`: vectors, neighbours, probabilities),
 which :func:`neighbours` and :func:`score` use.

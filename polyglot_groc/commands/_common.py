@@ -1,7 +1,8 @@
 """Shared CLI plumbing: one error boundary, one console.
 
-Every command body is wrapped by :func:`cli_errors`, so the library can raise typed errors and
-the CLI alone decides how they look (one line on stderr) and the exit code (2).
+Every typer command function is decorated with :func:`cli_errors` (under ``@app.command``), so the
+library can raise typed errors and the CLI alone decides how they look (one line on stderr) and the
+exit code (2). The options live in ``_options.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -96,7 +97,10 @@ def os_error_message(exc: OSError) -> str:
 
 
 def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn the toolkit's user errors (and the OSError family) into one line and exit code 2."""
+    """Turn the toolkit's user errors (and the OSError family) into one line and exit code 2.
+
+    Decorates the typer command function itself (``@app.command("x")`` over ``@cli_errors``): the
+    wrapper keeps ``fn``'s signature (``functools.wraps``), which is what typer reads the options from."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -111,12 +115,6 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
             raise fail(os_error_message(exc)) from exc
 
     return wrapper
-
-
-#: ``--threads`` of every command that runs a model; the workflows apply it (``model.device.use_threads``).
-THREADS_HELP = ("CPU threads for torch; 0 or unset: torch's default ($OMP_NUM_THREADS if set, else all cores). "
-                "On a loaded machine 1-2 threads can be several times faster")
-ThreadsOption = Annotated[int | None, typer.Option("--threads", help=THREADS_HELP, show_default="torch's default")]
 
 
 def float_list(text: str | None, flag: str) -> list[float] | None:
@@ -142,10 +140,6 @@ def fresh_output(base: Path) -> Path:
         n += 1
         candidate = base.with_name(f"{base.name}-{n}")
     return candidate
-
-
-#: The help of every command's ``--overwrite``: one wording for one behaviour.
-OVERWRITE_HELP = "Replace an existing --out (without it, an existing output is an error)"
 
 
 def deprecated_alias(new: str, old: str, new_value: T, old_value: T | None) -> T:

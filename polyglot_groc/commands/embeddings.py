@@ -12,8 +12,6 @@ from typing import Annotated
 import typer
 
 from polyglot_groc.commands._common import (
-    OVERWRITE_HELP,
-    ThreadsOption,
     cli_errors,
     deprecated_alias,
     err_console,
@@ -21,8 +19,20 @@ from polyglot_groc.commands._common import (
     print_json,
     setup_logging,
 )
+from polyglot_groc.commands._options import (
+    CheckpointOption,
+    DeviceOption,
+    OverwriteOption,
+    ThreadsOption,
+    VerboseOption,
+    device_option,
+)
+
+app = typer.Typer()
 
 
+@app.command("export")
+@cli_errors
 def export_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
     lang: Annotated[str, typer.Option("--lang", help="Language whose words to export")],
@@ -32,13 +42,13 @@ def export_command(
     vocab: Annotated[bool, typer.Option("--vocab", help="Export the language's vocabulary")] = False,
     side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Keep the N most frequent words")] = None,
-    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
+    checkpoint: CheckpointOption = "best",
     skip_multiword: Annotated[bool, typer.Option(
         "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    device: DeviceOption = "auto",
     threads: ThreadsOption = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: OverwriteOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
 
@@ -46,14 +56,6 @@ def export_command(
     MUSE's lowercase first-occurrence rule keeps each word's most frequent casing. --vocab with
     --words writes the vocabulary, then the listed words it lacks.
     """
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device, threads,
-            overwrite)
-
-
-@cli_errors
-def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
-            checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto",
-            threads: int | None = None, overwrite: bool = False) -> None:
     from polyglot_groc.analysis.export import export
 
     setup_logging(verbose)
@@ -69,11 +71,25 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     print_json(res.to_dict())
 
 
+def _side_name(vectors: Path | None, lang: str | None, fallback: str) -> str:
+    """A side's short name for a default output folder: its language, else its file's stem."""
+    if lang:
+        return lang
+    if vectors is not None:
+        name = vectors.name
+        for suffix in (".gz", ".bz2", ".xz", ".vec", ".bin", ".txt"):
+            name = name.removesuffix(suffix)
+        return name or fallback
+    return fallback
+
+
 #: --src-lang / --tgt-lang: what the language of a side is used for.
 _LANG_HELP = ("{side} language code: with --run, which of the run's languages is the {side} side; with "
               "--dictionary-mode lexicon, the wordnet language; names --export-mapped's vectors-<lang>.txt")
 
 
+@app.command("align")
+@cli_errors
 def align_command(
     src: Annotated[Path | None, typer.Option(
         "--src", help="Source vectors: word2vec text (.vec) or binary (.bin), plain or .gz/.bz2/.xz")] = None,
@@ -148,50 +164,23 @@ def align_command(
         show_default="a new alignment-<src>-<tgt>[-N] in the current directory, never an existing one (printed)")]
     = None,
     threads: ThreadsOption = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: OverwriteOption = False,
+    device: Annotated[str, device_option("auto | cpu | cuda | cuda:N (with --run)")] = "auto",
+    verbose: VerboseOption = False,
 ) -> None:
     """Supervised alignment (Procrustes + CSLS refinement, RCSLS or VecMap); P@1/5/10 with nn and csls under
     MUSE's and fastText's protocols (and, with --run, on composed words), each beside its own baselines."""
-    seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
-    _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
-           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped,
-           threads, overwrite, device, method, select_on, spectral, reverse_dicts=reverse_dicts,
-           rcsls_niter=rcsls_niter, rcsls_lr=rcsls_lr, criterion=criterion)
-
-
-def _side_name(vectors: Path | None, lang: str | None, fallback: str) -> str:
-    """A side's short name for a default output folder: its language, else its file's stem."""
-    if lang:
-        return lang
-    if vectors is not None:
-        name = vectors.name
-        for suffix in (".gz", ".bz2", ".xz", ".vec", ".bin", ".txt"):
-            name = name.removesuffix(suffix)
-        return name or fallback
-    return fallback
-
-
-@cli_errors
-def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str | None, tgt_lang: str | None,
-           side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int | None,
-           normalize: str | None, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
-           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path | None, verbose: bool,
-           knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False,
-           threads: int | None = None, overwrite: bool = False, device: str = "auto", method: str = "procrustes",
-           select_on: str = "criterion", spectral: bool = False, *, reverse_dicts: bool = False,
-           rcsls_niter: int | None = None, rcsls_lr: float | None = None, criterion: bool = False) -> None:
     from polyglot_groc.analysis.alignment import align
 
+    dictionary_mode = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     setup_logging(verbose)
     defaulted = out is None
     if out is None:
         base = f"alignment-{_side_name(src, src_lang, 'src')}-{_side_name(tgt, tgt_lang, 'tgt')}"
         out = fresh_output(Path(base))
     res = align(src=src, tgt=tgt, run=run, src_lang=src_lang, tgt_lang=tgt_lang, side=side, train_dict=train_dict,
-                eval_dict=eval_dict, dictionary_mode=seed, refine=refine, normalize=normalize, dico_build=dico_build,
-                dico_max_rank=dico_max_rank, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
+                eval_dict=eval_dict, dictionary_mode=dictionary_mode, refine=refine, normalize=normalize,
+                dico_build=dico_build, dico_max_rank=dico_max_rank, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
                 eval_words=eval_words, export_mapped=export_mapped, lenient=lenient, lexicon=lexicon,
                 wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads, method=method,
                 select_on=select_on, spectral=spectral, reverse_dicts=reverse_dicts, rcsls_n_iter=rcsls_niter,
@@ -220,6 +209,8 @@ def _key_values(items: list[str] | None, flag: str, example: str) -> dict[str, s
     return out
 
 
+@app.command("align-many")
+@cli_errors
 def align_many_command(
     vectors: Annotated[list[str], typer.Option(
         "--vectors", help="LANG=FILE, repeated: each language's vectors (word2vec .vec/.bin, plain or compressed)")],
@@ -241,21 +232,13 @@ def align_many_command(
         show_default="a new alignment-many-<pivot>[-N] in the current directory, never an existing one (printed)")]
     = None,
     threads: ThreadsOption = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: OverwriteOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Map several languages into one space (each onto --pivot) and print a P@k table for every --eval-dict pair.
 
     Writes OUT/<lang>.vec (every language in the pivot's space), OUT/W-<lang>.npy and OUT/result.json.
     """
-    _align_many(vectors, pivot, train_dict, eval_dict, method, normalize, refine, max_vocab, keep_case, knn,
-                lenient, out, threads, overwrite, verbose)
-
-
-@cli_errors
-def _align_many(vectors: list[str], pivot: str, train_dict: list[str], eval_dict: list[str] | None, method: str,
-                normalize: str, refine: int | None, max_vocab: int | None, keep_case: bool, knn: str, lenient: bool,
-                out: Path | None, threads: int | None, overwrite: bool, verbose: bool) -> None:
     from polyglot_groc.analysis.alignment_many import align_many
 
     setup_logging(verbose)
@@ -274,6 +257,8 @@ def _align_many(vectors: list[str], pivot: str, train_dict: list[str], eval_dict
     print_json(res.to_dict())
 
 
+@app.command("similarity")
+@cli_errors
 def similarity_command(
     dataset: Annotated[list[Path], typer.Option("--dataset", help="Word-similarity file(s): w1 w2 score")],
     vectors: Annotated[Path | None, typer.Option(
@@ -290,9 +275,9 @@ def similarity_command(
         "--src-vectors", help="Cross-lingual: source vectors (already mapped), first word of each pair")] = None,
     tgt_vectors: Annotated[Path | None, typer.Option(
         "--tgt-vectors", help="Cross-lingual: target vectors, second word of each pair")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
+    device: Annotated[str, device_option("auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     threads: ThreadsOption = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Spearman rho between cosine similarity and human judgements (MUSE's mono- and cross-lingual evaluation).
 
@@ -300,17 +285,9 @@ def similarity_command(
     its own: a bad one is reported as an error entry and the others still count (exit 2 only if
     all fail).
     """
-    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose, src_vectors, tgt_vectors, device,
-                threads)
-
-
-@cli_errors
-def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, lang: str | None, side: str,
-                max_vocab: int | None, keep_case: bool, verbose: bool, src_vectors: Path | None = None,
-                tgt_vectors: Path | None = None, device: str = "auto", threads: int | None = None) -> None:
     from polyglot_groc.analysis.similarity import similarity
 
     setup_logging(verbose)
-    print_json(similarity(datasets=datasets, vectors=vectors, run=run, lang=lang, side=side, max_vocab=max_vocab,
+    print_json(similarity(datasets=dataset, vectors=vectors, run=run, lang=lang, side=side, max_vocab=max_vocab,
                           keep_case=keep_case, src_vectors=src_vectors, tgt_vectors=tgt_vectors, device=device,
                           threads=threads).to_dict())

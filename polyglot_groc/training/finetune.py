@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from groc_base.checks import option, setting
+from groc_base.checks import option, override
 from groc_base.errors import CheckpointError, ConfigError, InputError
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import ParentConfig, RunConfig, load_config, merge_overrides, to_dict
@@ -176,7 +176,7 @@ def finetune_config(cfg: RunConfig, data: Path, langs: tuple[str, ...], lr: floa
     """
     for key in overrides or {}:
         if key != "train" and not key.startswith("train."):
-            raise ConfigError(f"{setting(key, '...')} is not allowed in finetune: the finetuned run keeps the "
+            raise ConfigError(f"{override(key, '...')} is not allowed in finetune: the finetuned run keeps the "
                               f"run's model and "
                               "data settings; set train.* only")
     base = to_dict(cfg)

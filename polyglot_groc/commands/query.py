@@ -1,7 +1,8 @@
-"""``neighbours`` and ``score``: a run's nearest words of any word, and the probability of each line of a text.
+"""``neighbours`` and ``score``, queries of a trained run: the nearest words of any word, and the probability
+of each line of a text.
 
-Thin faces over :func:`polyglot_groc.analysis.model.neighbours` and
-:func:`polyglot_groc.analysis.model.score` (both on :class:`~polyglot_groc.analysis.model.Model`):
+Thin faces over :func:`polyglot_groc.analysis.neighbours.neighbours` and
+:func:`polyglot_groc.analysis.score.score` (both on :class:`~polyglot_groc.analysis.loaded_run.Model`):
 parse the options, call the function, print its JSON (``score``: one JSON line per input line).
 """
 
@@ -12,12 +13,14 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import ThreadsOption, cli_errors, err_console, print_json, setup_logging
+from polyglot_groc.commands._common import cli_errors, err_console, print_json, setup_logging
+from polyglot_groc.commands._options import CheckpointOption, DeviceOption, ThreadsOption, VerboseOption
 
-CheckpointOption = Annotated[str, typer.Option("--checkpoint", help="best | last")]
-DeviceOption = Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")]
+app = typer.Typer()
 
 
+@app.command("neighbours")
+@cli_errors
 def neighbours_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
     word: Annotated[str, typer.Argument(help="The query word (any word: composed from its spelling if unseen)")],
@@ -33,15 +36,9 @@ def neighbours_command(
     checkpoint: CheckpointOption = "best",
     device: DeviceOption = "auto",
     threads: ThreadsOption = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """The nearest words of WORD in a run's embedding space, as JSON (best first, with their scores)."""
-    _neighbours(run, word, lang, among, topn, method, side, align, checkpoint, device, threads, verbose)
-
-
-@cli_errors
-def _neighbours(run: Path, word: str, lang: str, among: str | None, topn: int, method: str, side: str,
-                align: Path | None, checkpoint: str, device: str, threads: int | None, verbose: bool) -> None:
     from polyglot_groc.analysis.neighbours import neighbours
 
     setup_logging(verbose)
@@ -50,6 +47,8 @@ def _neighbours(run: Path, word: str, lang: str, among: str | None, topn: int, m
     print_json(res.to_dict())
 
 
+@app.command("score")
+@cli_errors
 def score_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
     lang: Annotated[str, typer.Option("--lang", help="The text's language")],
@@ -61,7 +60,7 @@ def score_command(
     checkpoint: CheckpointOption = "best",
     device: DeviceOption = "auto",
     threads: ThreadsOption = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Log-probability (natural log) and perplexity of every line, as JSON lines on stdout.
 
@@ -70,18 +69,12 @@ def score_command(
     new words of the whole input, as evaluate scores a file (GroC composes them). A blank line gets
     null scores. The totals go to stderr.
     """
-    _score(run, lang, input, uniform_weight, checkpoint, device, threads, verbose)
-
-
-@cli_errors
-def _score(run: Path, lang: str, input: str, uniform_weight: float | None, checkpoint: str, device: str,
-           threads: int | None, verbose: bool) -> None:
     from groc_base.fileio import dumps_json
     from polyglot_groc.analysis.score import score
 
     setup_logging(verbose)
-    text: str | list[str] = typer.get_text_stream("stdin").read().splitlines() if input == "-" else input
-    res = score(run=run, lang=lang, input=text, uniform_weight=uniform_weight, checkpoint=checkpoint,
+    # "-": the library reads standard input (through groc_base.textio: bad bytes name it and the fix).
+    res = score(run=run, lang=lang, input=input, uniform_weight=uniform_weight, checkpoint=checkpoint,
                 device=device, threads=threads)
     for line in res.lines:
         typer.echo(dumps_json(line.to_dict(), ensure_ascii=False))
