@@ -235,3 +235,17 @@ def test_no_reader_of_user_text_bypasses_textio() -> None:
     bypass = [call for path in files if str(path.relative_to(ROOT)) not in DECODERS_ALLOWED
               for call in _decoding_calls(path)]
     assert bypass == []
+
+
+def test_score_reads_standard_input_through_the_one_reader(tmp_path: Path) -> None:
+    """`score RUN --lang en` with bad bytes on standard input: one line naming standard input and the fix,
+    exit 2 (the input is read before the run is loaded)."""
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+
+    for data, fix in ((b"caf\xe9 au lait\n", "iconv -f latin1 -t utf-8"), (b"abc \xa9\x00\n", "binary")):
+        res = CliRunner().invoke(app, ["score", str(tmp_path / "no-run"), "--lang", "en"], input=data)
+        assert res.exit_code == 2, res.output
+        lines = [line for line in res.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and "standard input" in lines[0] and fix in lines[0], res.output
