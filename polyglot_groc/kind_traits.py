@@ -40,6 +40,10 @@ class KindTraits:
     #: The scorer scores each word on its own (a dot product), so a sampled softmax over a subset of
     #: the vocabulary is the same function on fewer words (not so for the adaptive softmax's bands).
     samples: bool = True
+    #: The vocabulary can grow after training (``finetune``, a resume on new words): word-indexed
+    #: parameters get new rows and nothing else changes shape (not so for the adaptive softmax,
+    #: whose bands are fractions of the vocabulary).
+    grows_vocabulary: bool = True
     #: The smallest ``model.output.depth`` the kind is defined for (deep-residual: at least one layer).
     min_output_depth: int = 0
     #: The kind ``train --untie`` turns this one into (None: untie does not apply).
@@ -65,6 +69,7 @@ KINDS: tuple[KindTraits, ...] = (
                "per-word bias", min_output_depth=1,
                defaults={"output": {"dropout": 0.5, "depth": 4, "activation": "selu"}}),
     KindTraits("adaptive", "adaptive input; tied adaptive softmax (seed 001); no bias", samples=False,
+               grows_vocabulary=False,
                defaults={"output": {"dropout": 0.3, "cutoffs": [0.2, 0.7]}}),
     KindTraits("conv", "lookup input; output char-CNN + per-word correction (Jozefowicz et al. 2016); "
                "per-word bias", defaults={"output": {"dropout": 0.1, "correction": 128}}),

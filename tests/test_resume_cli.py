@@ -3,11 +3,14 @@ another process is training, and what Ctrl-C / SIGTERM leave (one line, exit 130
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +193,213 @@ def test_finetune_interrupted_says_how_to_resume(tmp_path: Path, monkeypatch: py
     res = _resume(ft)
     assert res.exit_code == 0, res.output
     assert json.loads((ft / "result.json").read_text())["steps"] == 6
+
+
+# --------------------------------------------------------------------------- resume on changed data
+# One rule per kind of change (docs/reliability.md, "Resume on changed data"), for each model family
+# (compositional output vs lookup tables) and vocabulary (closed vs open). Every refusal leaves the run
+# folder byte for byte as it was; the Python API and the CLI decide alike.
+
+NEW_LINE = "zyzzyva quux the\nzyzzyva the cat\n"  # 'zyzzyva' twice (it reaches data.min_count=2), 'quux' once
+
+
+def _snapshot(run: Path) -> dict[str, bytes]:
+    """Every file of the run folder (the lock files aside) by name -> its bytes."""
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*"))
+            if p.is_file() and not p.name.startswith(".lock")}
+
+
+@pytest.fixture(scope="module")
+def changed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tiny runs (2 steps, en) of each family, each with its own copy of the corpus under ``root``."""
+    from polyglot_groc.training.workflows import train
+    from tests.conftest import SMALL_OVERRIDES
+
+    root = tmp_path_factory.mktemp("changed")
+    runs = {}
+    for name, kind, mode in [("groc-closed", "groc", "closed"), ("tied-closed", "tied", "closed"),
+                             ("tied-open", "tied", "open"), ("groc-open", "groc", "open"),
+                             ("adaptive-closed", "adaptive", "closed")]:
+        import shutil
+
+        shutil.copytree(TINY, root / name / "data")
+        train(out=root / name / "run", langs="en,fr", data=root / name / "data", model=kind, max_steps=2,
+              threads=1, overrides={**SMALL_OVERRIDES, "data.vocab_mode": mode})
+        runs[name] = root / name
+    return runs
+
+
+def _copy(runs: dict[str, Path], name: str, tmp_path: Path) -> tuple[Path, Path]:
+    """A fresh copy of run ``name``, and its corpus (the fixture's: runs record its absolute path, so a
+    test changes it inside :func:`_changed` only, which puts it back)."""
+    import shutil
+
+    shutil.copytree(runs[name] / "run", tmp_path / name, ignore=shutil.ignore_patterns(".lock*"))
+    return tmp_path / name, runs[name] / "data"
+
+
+@contextlib.contextmanager
+def _changed(*paths: Path) -> Iterator[None]:
+    """Put ``paths`` (files or folders) back as they were when the block ends."""
+    import shutil
+
+    saved = Path(tempfile.mkdtemp())
+    try:
+        for i, path in enumerate(paths):
+            shutil.copytree(path, saved / str(i)) if path.is_dir() else shutil.copy2(path, saved / str(i))
+        yield
+    finally:
+        for i, path in enumerate(paths):
+            if path.is_dir():
+                shutil.rmtree(path)
+            if (saved / str(i)).is_dir():
+                shutil.copytree(saved / str(i), path)
+            else:
+                shutil.copy2(saved / str(i), path)
+        shutil.rmtree(saved)
+
+
+def _append(text: Path, lines: str = NEW_LINE) -> None:
+    text.write_text(text.read_text(encoding="utf-8") + lines, encoding="utf-8")
+
+
+def _vocab(run: Path, which: str = "last") -> set[str]:
+    from polyglot_groc.model.bundle import load_bundle
+
+    return set(load_bundle(run, which)[0].vocab.words)
+
+
+@pytest.mark.parametrize("name, split, joins", [
+    ("groc-closed", "train", {"zyzzyva", "quux"}),   # GroC composes them
+    ("groc-closed", "valid", {"zyzzyva", "quux"}),   # a closed vocabulary holds every split's words
+    ("groc-closed", "test", {"zyzzyva", "quux"}),
+    ("tied-closed", "train", {"zyzzyva", "quux"}),   # lookup tables: new rows
+    ("tied-closed", "valid", {"zyzzyva", "quux"}),   # the issue's case: it failed at validation
+    ("tied-open", "train", {"zyzzyva"}),             # open + <unk>: data.min_count=2 decides, as finetune
+    ("tied-open", "valid", set()),                   # open: validation words are <unk>, as evaluate reads them
+    ("groc-open", "train", {"zyzzyva", "quux"}),
+    ("groc-open", "valid", set()),                   # open GroC: composed at validation, not vocabulary
+])
+def test_new_words_are_refused_untouched_then_join_the_vocabulary_as_finetune_adds_them(
+        changed_runs: dict[str, Path], tmp_path: Path, name: str, split: str, joins: set[str]) -> None:
+    run, data = _copy(changed_runs, name, tmp_path)
+    text = data / "en" / f"{split}.txt"
+    with _changed(text):
+        _append(text)
+        before = _snapshot(run)
+        line = one_error_line(_resume(run, "--max-steps", "4"))
+        assert f"{text} grew" in line and "--accept-changed-data" in line, line
+        assert ("new word(s) join the vocabulary" in line) == bool(joins), line
+        assert _snapshot(run) == before  # config.toml, data-fingerprint.json, metrics, checkpoints
+
+        res = _resume(run, "--max-steps", "4", "--accept-changed-data")
+        assert res.exit_code == 0, res.output
+        assert json.loads((run / "result.json").read_text())["steps"] == 4
+        grown = _vocab(run) - _vocab(changed_runs[name] / "run")
+        assert grown == joins
+        if split == "valid":  # best.pt was re-scored on the new text before training went on
+            assert "best.pt scores" in res.stderr
+        assert _resume(run, "--max-steps", "5").exit_code == 0  # the new text is the run's own now
+
+
+def test_the_python_api_refuses_and_goes_on_as_the_cli_does(changed_runs: dict[str, Path], tmp_path: Path) -> None:
+    import polyglot_groc as pg
+
+    run, data = _copy(changed_runs, "tied-closed", tmp_path)
+    text = data / "en" / "valid.txt"
+    with _changed(text):
+        _append(text)
+        before = _snapshot(run)
+        with pytest.raises(pg.InputError, match=r"accept_changed_data=True to go on .*2 new word\(s\) join"):
+            pg.resume(run=run, max_steps=4)
+        assert _snapshot(run) == before
+        res = pg.resume(run=run, max_steps=4, accept_changed_data=True)
+        assert res.steps == 4 and {"zyzzyva", "quux"} <= _vocab(run)
+        # best.pt's figure is of the new validation text: evaluate measures the same
+        best = pg.evaluate(run=run, split="valid", checkpoint="best", batch_size=2)
+        assert best.to_dict()["perplexity"]["en"] == pytest.approx(res.best_valid["en"], rel=1e-4)
+
+
+def test_removed_training_lines_go_on_and_a_changed_validation_text_rescores_best(
+        changed_runs: dict[str, Path], tmp_path: Path) -> None:
+    run, data = _copy(changed_runs, "groc-closed", tmp_path)
+    texts = [data / "en" / f"{split}.txt" for split in ("train", "valid")]
+    with _changed(*texts):
+        for text in texts:
+            text.write_text("".join(text.read_text(encoding="utf-8").splitlines(keepends=True)[:-3]),
+                            encoding="utf-8")
+        res = _resume(run, "--max-steps", "4", "--accept-changed-data")
+        assert res.exit_code == 0, res.output
+        assert "shrank" in res.stderr and "best.pt scores" in res.stderr
+    assert _vocab(run) == _vocab(changed_runs["groc-closed"] / "run")  # removed words stay: trained rows are kept
+
+
+def test_a_missing_language_is_refused_even_with_the_flag_and_finetune_goes_on(
+        changed_runs: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    run, data = _copy(changed_runs, "groc-closed", tmp_path)
+    with _changed(data / "fr"):
+        shutil.rmtree(data / "fr")
+        before = _snapshot(run)
+        for flags in ((), ("--accept-changed-data",)):
+            line = one_error_line(_resume(run, "--max-steps", "4", *flags))
+            assert f"{data / 'fr' / 'train.txt'} is missing" in line and "--accept-changed-data" not in line, line
+            assert _snapshot(run) == before
+        command = line.split("`")[1].split()
+        assert command[:2] == ["polyglot-groc", "finetune"]
+        res = runner.invoke(app, [*command[1:-1], str(tmp_path / "ft"), "--max-steps", "1", "--threads", "1"])
+        assert res.exit_code == 0, res.output
+
+
+def test_a_kind_whose_vocabulary_cannot_grow_is_refused_naming_a_new_run_that_works(
+        changed_runs: dict[str, Path], tmp_path: Path) -> None:
+    run, data = _copy(changed_runs, "adaptive-closed", tmp_path)
+    text = data / "en" / "train.txt"
+    with _changed(text):
+        _append(text)
+        before = _snapshot(run)
+        for flags in ((), ("--accept-changed-data",)):
+            line = one_error_line(_resume(run, "--max-steps", "4", *flags))
+            assert str(text) in line and "cannot grow" in line and "--accept-changed-data" not in line, line
+            assert _snapshot(run) == before
+        command = line.split("`")[1].split()
+        assert command[:2] == ["polyglot-groc", "train"]
+        res = runner.invoke(app, [*command[1:-1], str(tmp_path / "new"), "--max-steps", "1", "--threads", "1"])
+        assert res.exit_code == 0, res.output
+    assert "zyzzyva" in _vocab(tmp_path / "new")
+
+
+def test_another_language_set_in_config_is_refused_and_a_new_language_folder_is_not_read(
+        changed_runs: dict[str, Path], tmp_path: Path) -> None:
+    import shutil
+
+    run, data = _copy(changed_runs, "groc-closed", tmp_path)
+    shutil.copytree(data / "fr", tmp_path / "de")
+    shutil.move(tmp_path / "de", data / "de")  # a folder the run does not train on: not read
+    config = run / "config.toml"
+    original = config.read_text(encoding="utf-8")
+    config.write_text(original.replace('langs = [\n    "en",\n    "fr",\n]', 'langs = [\n    "en",\n]'),
+                      encoding="utf-8")
+    assert config.read_text(encoding="utf-8") != original
+    before = _snapshot(run)
+    line = one_error_line(_resume(run, "--max-steps", "4", "--accept-changed-data"))
+    assert "data.langs" in line and _snapshot(run) == before, line
+    config.write_text(original, encoding="utf-8")
+    try:
+        assert _resume(run, "--max-steps", "4").exit_code == 0
+    finally:
+        shutil.rmtree(data / "de")
+
+
+def test_an_unreadable_fingerprint_is_refused_and_the_flag_takes_every_file_as_changed(
+        changed_runs: dict[str, Path], tmp_path: Path) -> None:
+    run, _ = _copy(changed_runs, "groc-closed", tmp_path)
+    (run / "data-fingerprint.json").write_text("{not json", encoding="utf-8")
+    before = _snapshot(run)
+    line = one_error_line(_resume(run, "--max-steps", "4"))
+    assert "data-fingerprint.json is unreadable" in line and "--accept-changed-data" in line, line
+    assert _snapshot(run) == before
+    res = _resume(run, "--max-steps", "4", "--accept-changed-data")
+    assert res.exit_code == 0, res.output
+    assert json.loads((run / "data-fingerprint.json").read_text())["files"]  # recorded anew

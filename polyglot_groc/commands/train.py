@@ -107,7 +107,9 @@ def train_command(
         show_default="none: a new run")] = None,
     accept_changed_data: Annotated[bool, typer.Option(
         "--accept-changed-data", help="With --resume: go on although the run's corpus files changed since it "
-                                      "started (refused otherwise; the run records the new data)",
+                                      "started: new words join the vocabulary as finetune adds them, a changed "
+                                      "valid.txt re-scores best.pt, a missing file is refused (docs/reliability.md; "
+                                      "refused otherwise; the run records the new data)",
         show_default="off")] = False,
     log_every: opt.LogEvery = None,
     tensorboard: Annotated[bool, typer.Option(

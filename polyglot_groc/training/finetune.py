@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,8 @@ from polyglot_groc.training.trainer import Trainer, TrainHooks, TrainResult, tra
 log = logging.getLogger(__name__)
 
 __all__ = ["DEFAULT_EPOCHS", "FinetuneLanguageError", "FinetunedRun", "extend_bundle", "extend_optimizer_state",
-           "finetune_config", "finetune_run", "finetune_trainer", "finetune_words", "parent_record"]
+           "finetune_config", "finetune_run", "finetune_trainer", "finetune_words", "new_vocabulary_words",
+           "parent_record"]
 
 
 class FinetuneLanguageError(InputError):
@@ -77,21 +78,33 @@ def extend_bundle(bundle: ModelBundle, new_words: dict[str, list[str]], seed: in
 
 
 def finetune_words(bundle: ModelBundle, corpus: MultilingualCorpus, min_count: int) -> dict[str, list[str]]:
-    """Per language, the new domain's training words the finetuned vocabulary adds (``unseen_words``).
+    """Per language, the new domain's training words the finetuned vocabulary adds
+    (:func:`new_vocabulary_words` of the training split)."""
+    return new_vocabulary_words(bundle, corpus, ("train",), min_count)
+
+
+def new_vocabulary_words(bundle: ModelBundle, corpus: MultilingualCorpus, splits: Sequence[str],
+                         min_count: int) -> dict[str, list[str]]:
+    """Per language, the words of ``corpus``'s ``splits`` that ``bundle``'s vocabulary lacks for it
+    (``unseen_words``, in first-seen order): what :func:`extend_bundle` adds for finetuning or for a
+    resume on changed text.
 
     A lookup-output model with ``<unk>`` adds only new words seen ``min_count`` times or more over
-    the languages (``data.min_count``, as when it was trained): the rarer ones train ``<unk>``, which
-    the new domain's unseen words are scored with. Words the vocabulary already has (from another
-    language) always join the language, and a model without ``<unk>`` (or a GroC one) takes every word.
+    the languages (``data.min_count``, as when it was trained): the rarer ones stay ``<unk>``. Words
+    the vocabulary already has (from another language) always join the language, and a model
+    without ``<unk>`` (or a GroC one) takes every word.
     """
-    words = unseen_words(bundle.vocab, corpus, "train")
+    words: dict[str, list[str]] = {lang: [] for lang in corpus.langs}
+    for split in splits:
+        for lang, ws in unseen_words(bundle.vocab, corpus, split).items():
+            words[lang] = list(dict.fromkeys([*words[lang], *ws]))
     if bundle.model.compositional_output or UNK not in bundle.vocab or min_count <= 1:
         return words
     total: Counter[str] = Counter()
     for lang in corpus.langs:
-        total.update(corpus.counts(lang, ("train",)))
+        total.update(corpus.counts(lang, tuple(splits)))
     kept = {lang: [w for w in ws if w in bundle.vocab or total[w] >= min_count] for lang, ws in words.items()}
-    log.info("data.min_count=%d: %d new training words of the new domain are left to <unk>", min_count,
+    log.info("data.min_count=%d: %d new words are left to <unk>", min_count,
              sum(len(ws) - len(kept[lang]) for lang, ws in words.items()))
     return kept
 

@@ -33,7 +33,7 @@ from typing import Any
 from groc_base.checks import check_input_file, option
 from groc_base.errors import ConfigError, InputError
 from groc_base.fileio import dumps_json
-from langpairs.corpus import check_corpora
+from langpairs.corpus import MultilingualCorpus, check_corpora
 from langpairs.registry import load_registry, parse_lang_spec
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, to_dict
 from polyglot_groc.kind_traits import UNTIE
@@ -42,9 +42,10 @@ from polyglot_groc.model.checkpoint import atomic_write_text, load_checkpoint
 from polyglot_groc.model.device import set_threads
 from polyglot_groc.model.lexforms import lexicon_for_languages
 from polyglot_groc.model.lm import count_parameters, parameter_split
+from polyglot_groc.training.data_change import prepare_changed_data, run_data_changes
 from polyglot_groc.training.distributed import world_from_env
 from polyglot_groc.training.finetune import finetune_trainer
-from polyglot_groc.training.fingerprint import FINGERPRINT_NAME, check_data
+from polyglot_groc.training.fingerprint import FINGERPRINT_NAME
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted
 from polyglot_groc.training.loop import LoopState
 from polyglot_groc.training.metrics import read_metrics
@@ -215,8 +216,10 @@ def resume(
         max_minutes: Stop after this many minutes of this invocation (0: no limit).
         threads, device, precision, compile, log_every: ``train.*`` settings for this invocation on.
         accept_changed_data: Go on although a corpus file changed since the run started (it
-            recorded their sizes and SHA-256, :mod:`polyglot_groc.training.fingerprint`); the run
-            then records the new fingerprint. Without it such a change is refused.
+            recorded their sizes and SHA-256, :mod:`polyglot_groc.training.fingerprint`), by the
+            rules of :mod:`polyglot_groc.training.data_change`: new words join the vocabulary as
+            ``finetune`` adds them, a changed validation text re-scores best.pt first, a missing
+            file is refused. The run then records the new fingerprint. Without it any change is refused.
         hooks: Progress callbacks (:class:`TrainHooks`).
 
     Returns:
@@ -225,7 +228,8 @@ def resume(
     Raises:
         InputError: ``run`` is no run or stopped before its first checkpoint; it stopped early, or
             finished and no larger limit was given, or a limit does not extend it; its corpus
-            changed since it started (without ``accept_changed_data``).
+            changed since it started (without ``accept_changed_data``), or a file of it is missing,
+            or it brings new words a kind whose vocabulary cannot grow (adaptive) would need.
         RunLockedError: Another process is training ``run``.
         ConfigError: A bad setting. CheckpointError: ``last.pt`` cannot be resumed.
         TrainingInterrupted: Ctrl-C or SIGTERM stopped it again.
@@ -245,8 +249,9 @@ def resume(
     payload = load_checkpoint(run / "last.pt")
     bundle = bundle_from_payload(payload, run / "last.pt")
     check_same_run(cfg, bundle.cfg, run)
-    # The corpus as the run recorded it, before anything is written (config.toml included).
-    data_changed = check_data(run, accept=accept_changed_data)
+    # The corpus as the run recorded it, before anything is written (config.toml included): a change
+    # is refused, or (accepted) read, the vocabulary grown and every split encoded here already.
+    changed = run_data_changes(run, cfg, accept=accept_changed_data)
     cfg, changes = resume_config(cfg, payload, run, max_steps=max_steps, max_epochs=max_epochs,
                                  max_minutes=max_minutes, finished=(run / "result.json").is_file())
     runtime: dict[str, Any] = {"threads": threads, "device": device, "precision": precision, "compile": compile,
@@ -255,11 +260,15 @@ def resume(
     if runtime:
         changes += [f"train.{k} {getattr(cfg.train, k)} -> {v}" for k, v in runtime.items()]
         cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, **runtime)).validate()
+    corpus = None
+    prepared = prepare_changed_data(run, cfg, bundle, payload, changed, accept=accept_changed_data) \
+        if changed else None
+    if prepared is not None:
+        bundle, payload, corpus = prepared.bundle, prepared.payload, prepared.corpus
+        changes += prepared.notes
     bundle.cfg = dataclasses.replace(bundle.cfg, train=cfg.train)  # the checkpoints then record the new limits
-    if data_changed:
-        changes.append("data: changed since the run started (accepted)")
     return _train_run(cfg, run, payload=payload, bundle=bundle, hooks=hooks, start_info={"changes": changes},
-                      data_changed=data_changed)
+                      data_changed=prepared is not None, corpus=corpus)
 
 
 def _not_resumable(run: Path) -> str:
@@ -329,7 +338,8 @@ def check_same_run(stored: RunConfig, checkpoint: RunConfig, run: Path) -> None:
 
 def _train_run(cfg: RunConfig, out: Path, *, overwrite: bool = False, payload: Mapping[str, Any] | None = None,
                bundle: ModelBundle | None = None, hooks: TrainHooks | None = None,
-               start_info: Mapping[str, Any] | None = None, data_changed: bool = False) -> TrainResult:
+               start_info: Mapping[str, Any] | None = None, data_changed: bool = False,
+               corpus: MultilingualCorpus | None = None) -> TrainResult:
     """Lock the run directory, train, write result.json; on an early error leave nothing behind."""
     # Under torchrun only rank 0 owns the run directory (lock, checks, result.json); the other
     # ranks train beside it and write nothing.
@@ -341,7 +351,7 @@ def _train_run(cfg: RunConfig, out: Path, *, overwrite: bool = False, payload: M
     with writing_run(out, "resume" if payload is not None else "train", kept=kept, owner=main_rank,
                   clean=NEW_RUN_FILES if payload is None else ()) as watch:
         trainer = watch.trainer = Trainer(cfg, out, overwrite=overwrite, hooks=hooks, bundle=bundle, resume=payload,
-                                          start_info=start_info, data_changed=data_changed)
+                                          start_info=start_info, data_changed=data_changed, corpus=corpus)
         result = dataclasses.replace(trainer.fit(), lexicon=dict(trainer.bundle.lexicon_info))
         if main_rank:
             write_result(out, result.to_dict())
