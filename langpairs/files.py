@@ -82,6 +82,7 @@ from .tokenize import SentenceTokenizer, make_tokenizer
 
 __all__ = [
     "CLEANING",
+    "prepared_tokenizer",
     "SPLIT_BY",
     "TEXT_FORMATS",
     "CleanedText",
@@ -468,6 +469,29 @@ def _read_manifest(path: Path) -> dict[str, Any]:
         raise CorpusError(f"{path} is not a polyglot-groc prepare.json (format {MANIFEST_FORMAT}); move it away "
                           f"or choose another {option('out')}")
     return manifest
+
+
+def prepared_tokenizer(root: Path, lang: str) -> tuple[str, str | None] | None:
+    """How ``root``'s corpus of ``lang`` was tokenised, as its ``prepare.json`` records it: ``(mode,
+    apostrophe)`` for :func:`~langpairs.tokenize.make_tokenizer` (apostrophe None: the language's
+    default), or None when no readable record says (a corpus prepared elsewhere, PTB, a moved folder).
+
+    Both writers' entries are read: :func:`prepare_language`'s ``{"name": ..., "apostrophe": ...}`` and
+    the presets' (``langpairs.prepare``) plain name."""
+    path = Path(root) / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        entry = _read_manifest(path)["languages"].get(lang)
+    except CorpusError:
+        return None
+    recorded = entry.get("tokenizer") if isinstance(entry, dict) else None
+    if isinstance(recorded, str):
+        return recorded, None
+    if isinstance(recorded, dict) and isinstance(recorded.get("name"), str):
+        apostrophe = recorded.get("apostrophe")
+        return recorded["name"], apostrophe if isinstance(apostrophe, str) else None
+    return None
 
 
 def _check_free(out: Path, lang: str, overwrite: bool) -> None:

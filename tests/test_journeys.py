@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SENTENCES = [
@@ -41,7 +43,18 @@ def journey_block() -> str:
     return m.group(1)
 
 
-def test_readme_own_text_journey_runs_on_a_small_file(tmp_path: Path) -> None:
+def _cli(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``polyglot-groc ARGS`` of this checkout, as the journey runs it."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "polyglot_groc", *args], cwd=cwd, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def journey(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The README's block run once on a small file: (its folder, the finished process)."""
+    tmp_path = tmp_path_factory.mktemp("journey")
     text = tmp_path / "tagalog.txt"
     # A header line and markup, as downloaded text has them; one paragraph per line.
     lines = ["Title: Mga Kuwento ng Bayan"] + [
@@ -53,6 +66,11 @@ def test_readme_own_text_journey_runs_on_a_small_file(tmp_path: Path) -> None:
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
            "POLYGLOT_GROC_CACHE": str(tmp_path / "cache")}
     proc = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    return tmp_path, proc
+
+
+def test_readme_own_text_journey_runs_on_a_small_file(journey: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    tmp_path, proc = journey
     assert proc.returncode == 0, proc.stderr[-3000:]
 
     corpus = (tmp_path / "corpora" / "tl" / "train.txt").read_text(encoding="utf-8")
@@ -68,3 +86,36 @@ def test_readme_own_text_journey_runs_on_a_small_file(tmp_path: Path) -> None:
     assert 0.0 <= evaluation["details"]["tl"]["unseen_in_training_rate"] <= 1.0
     vec = (tmp_path / "words.tl.vec").read_text(encoding="utf-8").splitlines()
     assert vec[0].split()[0] == "3" and [row.split()[0] for row in vec[1:]] == ["bahay", "magandang", "kompyuter"]
+
+
+def test_the_journeys_run_scores_raw_text_as_its_corpus_was_tokenised(
+        journey: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """Issue 46: the corpus was tokenised by data prepare (toktok), the run reads it at whitespace;
+    score tokenises raw text as prepare.json says, so "bayan." is "bayan ." and no new word."""
+    tmp_path, proc = journey
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    raw = _cli("score", "runs/tl", "--lang", "tl", cwd=tmp_path, stdin="Maganda ang umaga sa bayan.\n")
+    tokenised = _cli("score", "runs/tl", "--lang", "tl", "--tokenized", cwd=tmp_path,
+                     stdin="Maganda ang umaga sa bayan .\n")
+    assert raw.returncode == tokenised.returncode == 0, raw.stderr + tokenised.stderr
+    assert json.loads(raw.stdout) == json.loads(tokenised.stdout)
+    assert json.loads(raw.stdout)["tokens"] == 7 and "punctuation" not in raw.stderr
+
+
+def test_the_journeys_run_resumes_on_new_text_only_when_told(
+        journey: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    """Issue 45: new words in train.txt; --resume refuses (naming the file and the flag) and leaves the
+    run as it was; --accept-changed-data goes on, the new word in the vocabulary. Runs last: it edits."""
+    tmp_path, proc = journey
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    train = tmp_path / "corpora" / "tl" / "train.txt"
+    train.write_text(train.read_text(encoding="utf-8") + "Ang zyzzyva ay bago .\n" * 2, encoding="utf-8")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "runs" / "tl").iterdir() if p.is_file()}
+    refused = _cli("train", "--resume", "runs/tl", "--max-steps", "5", cwd=tmp_path)
+    assert refused.returncode == 2 and str(train) in refused.stderr and "--accept-changed-data" in refused.stderr
+    assert {p.name: p.read_bytes() for p in (tmp_path / "runs" / "tl").iterdir() if p.is_file()} == before
+    resumed = _cli("train", "--resume", "runs/tl", "--max-steps", "5", "--accept-changed-data", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert json.loads((tmp_path / "runs" / "tl" / "result.json").read_text(encoding="utf-8"))["steps"] == 5
+    scored = _cli("score", "runs/tl", "--lang", "tl", "--checkpoint", "last", cwd=tmp_path, stdin="Ang zyzzyva.\n")
+    assert scored.returncode == 0 and json.loads(scored.stdout)["new_words"] == 0, scored.stderr

@@ -285,3 +285,80 @@ def test_the_model_is_in_the_public_api() -> None:
 
     assert pg.load.__wrapped__ is load and pg.Model is Model  # type: ignore[attr-defined]
     assert pg.neighbours.__module__ == "polyglot_groc.analysis.neighbours"
+
+
+# ----------------------------------------------------------------------------------- text as the run read it
+
+
+def _with_data(model: Model, **changes: object) -> Model:
+    """The same run with other ``data`` settings (where its corpus is, how it was tokenised)."""
+    import dataclasses
+
+    cfg = model.bundle.cfg
+    model.bundle.cfg = dataclasses.replace(cfg, data=dataclasses.replace(cfg.data, **changes))
+    return model
+
+
+def test_raw_text_is_tokenised_as_the_runs_corpus_was(runs: dict[str, Path], tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 46: "small." scored as one new word (perplexity 120 against 39 for "small .")."""
+    raw, tokenised = "The cat sees the old dog.", "The cat sees the old dog ."
+    # A run whose corpus is tokenised as it is read (data.tokenize): raw text gets the same tokeniser.
+    toktok = _with_data(load(runs["groc"], device="cpu"), tokenize="toktok")
+    assert toktok.token_log_probs(raw, "en").tokens == [*tokenised.split(), "<eos>"]
+    assert toktok.log_prob(raw, "en") == pytest.approx(toktok.log_prob(tokenised, "en", tokenized=True))
+    # A corpus tokenised before training (data.tokenize = whitespace): its prepare.json says how, in
+    # either writer's form (data prepare --input: a table; the presets: a name).
+    for record in ({"name": "toktok", "apostrophe": "split"}, "toktok"):
+        (tmp_path / "prepare.json").write_text(json.dumps({"format": 1, "tool": "langpairs.prepare", "languages": {
+            "en": {"tokenizer": record}}}), encoding="utf-8")
+        prepared = _with_data(load(runs["groc"], device="cpu"), root=str(tmp_path))
+        caplog.clear()
+        assert prepared.log_prob(raw, "en") == pytest.approx(prepared.log_prob(tokenised, "en", tokenized=True))
+        assert prepared.score_lines([raw], "en")[0].tokens == 8 and "punctuation" not in caplog.text
+    # Nothing says how: split at whitespace, and one warning naming the words with attached punctuation.
+    (tmp_path / "prepare.json").unlink()
+    unknown = _with_data(load(runs["groc"], device="cpu"), root=str(tmp_path))
+    caplog.clear()
+    assert unknown.score_lines([raw], "en")[0].tokens == 7  # "dog." is one (new) word
+    assert caplog.text.count("carry punctuation") == 1 and "'dog.'" in caplog.text
+    caplog.clear()
+    unknown.log_prob(tokenised, "en", tokenized=True)
+    assert "punctuation" not in caplog.text
+
+
+def test_a_lines_score_does_not_depend_on_the_other_lines(runs: dict[str, Path]) -> None:
+    """Issue 46: lines are ranked alone; running_context reads them as one text, as evaluate a file."""
+    lines = ["the zebra sees a purple kettle .", "the cat sees the old dog .", "our old dog likes a cat ."]
+    for kind, weight in (("groc", None), ("tied", 0.01)):
+        model = load(runs[kind], device="cpu")
+        together = model.score_lines(lines, "en", uniform_weight=weight)
+        for line, got in zip(lines, together, strict=True):
+            alone = model.score_lines([line], "en", uniform_weight=weight)[0]
+            assert got.log_prob == pytest.approx(alone.log_prob, rel=1e-9)
+            assert got.log_prob == pytest.approx(model.log_prob(line, "en", uniform_weight=weight, streams=1),
+                                                 rel=1e-9)
+        assert together[0].new_words == 3 and together[1].new_words == 0
+        # Running context: each line after the lines before it, over the new words of the whole input.
+        running = model.score_lines(lines, "en", uniform_weight=weight, running_context=True)
+        stream = model.token_log_probs("\n".join(lines), "en", uniform_weight=weight, streams=1)
+        ends = np.cumsum([len(line.split()) + 1 for line in lines])
+        sums = [float(stream.log_probs[a:b].sum()) for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+        assert [s.log_prob for s in running] == pytest.approx(sums, rel=1e-9)
+        assert running[2].log_prob != pytest.approx(together[2].log_prob, rel=1e-6)  # the context counts
+
+
+def test_score_takes_tokenised_text_and_running_context(runs: dict[str, Path], tmp_path: Path) -> None:
+    run = runs["groc"]
+    text = "the zebra sees a purple kettle .\nthe cat sees the old dog .\n"
+    model = load(run, device="cpu")
+    for flags, kwargs in (([], {}), (["--tokenized"], {"tokenized": True}),
+                          (["--running-context"], {"running_context": True})):
+        res = runner.invoke(app, ["score", str(run), "--lang", "en", *flags], input=text)
+        assert res.exit_code == 0, res.output
+        got = [json.loads(line) for line in res.stdout.splitlines()]
+        expected = model.score_lines(text.splitlines(), "en", **kwargs)
+        assert [r["log_prob"] for r in got] == pytest.approx([s.log_prob for s in expected], rel=1e-9)
+        assert set(got[0]) == {"line", "tokens", "log_prob", "perplexity", "new_words"}  # the keys as before
+    help_text = runner.invoke(app, ["score", "--help"]).stdout
+    assert "--tokenized" in help_text and "--running-context" in help_text

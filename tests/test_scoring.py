@@ -137,3 +137,75 @@ def test_every_kind_evaluates_open_vocabulary_with_a_cache(runs: dict[str, Path]
     # Compositional kinds embed the new words; lookup kinds give them a tuned uniform share.
     assert (en["uniform_weight"] is None) == REGISTRY[kind].traits.composes_output
     assert en["perplexity_new"] is not None and en["perplexity_new"] > 1
+
+
+# --------------------------------------------------------------------------- long lines in bounded memory
+
+
+@pytest.mark.parametrize("kind, words", [("groc", "the zebra sees a purple cat ."),
+                                         ("tied", "the old dog likes a cat .")])
+def test_a_line_longer_than_many_windows_scores_as_the_line_read_whole(
+        runs: dict[str, Path], kind: str, words: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scorer reads a line in windows (of bptt, or fewer where rows x vocabulary pass the logits
+    budget), the state carried: per token, what one forward pass over the whole line gives."""
+    import numpy as np
+
+    from polyglot_groc.analysis import crossdomain
+    from polyglot_groc.analysis.loaded_run import Model
+    from polyglot_groc.analysis.token_ids import TokenIds
+
+    bundle, _ = load_bundle(runs[kind], device="cpu")
+    g = np.random.default_rng(0)
+    line = ["<eos>", *np.asarray(words.split(), dtype=object)[g.integers(0, 7, 300)].tolist(), "<eos>"]  # 302 tokens
+    text = TokenIds.of(line)
+    # Whole: one forward over the 301 inputs, over the vocabulary plus the line's new words.
+    view = bundle.with_new_words({"en": [w for w in text.types if w not in bundle.vocab]}) \
+        if bundle.model.compositional_output else bundle
+    ids = torch.tensor([view.vocab.id(w) for w in line])
+    model = view.model.eval()
+    with torch.no_grad():
+        whole = model.token_logprobs(ids[None, :-1], ids[None, 1:], "en", model.init_state(1)).logp[0]
+    bundle.install_words()
+    for budget in (crossdomain.LOGITS_BUDGET, 5 * len(view.vocab)):  # windows of bptt (8), then of 5 tokens
+        monkeypatch.setattr(crossdomain, "LOGITS_BUDGET", budget)
+        got = crossdomain.score_tokens(bundle, text, "en", bptt=8, keep_hidden=False).logp
+        assert got.shape == whole.shape and torch.allclose(got, whole, atol=1e-5)
+    # The Model's readings take the same path: one line, every token (the closing <eos> too).
+    assert Model(bundle).log_prob(" ".join(line[1:-1]), "en", streams=1) == pytest.approx(float(whole.sum()), abs=1e-3)
+    assert Model(bundle).score_lines([" ".join(line[1:-1])], "en")[0].log_prob == pytest.approx(float(whole.sum()),
+                                                                                                 abs=1e-3)
+
+
+MEMORY_PROBE = """
+import resource, sys
+import numpy as np
+import polyglot_groc as pg
+
+model = pg.load(sys.argv[1], device="cpu", threads=1)
+words = np.asarray(model.words("en"), dtype=object)
+tokens = words[np.random.default_rng(0).integers(0, len(words), 200_000)]
+tokens[::10] = [f"zz{i % 100}" for i in range(len(tokens[::10]))]  # 100 new words, composed
+line = " ".join(tokens.tolist())
+del tokens
+model.log_prob("the cat zz1 .", "en")  # the model and its tables built
+peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux: KiB)
+before = peak()
+model.log_prob(line, "en")
+print(peak() - before)
+"""
+
+
+def test_one_line_of_200k_tokens_is_scored_in_bounded_memory(runs: dict[str, Path]) -> None:
+    """Issue 45: 80,000 tokens on one line exhausted 6 GB (the same tokens as 4,000 lines: 307 MB).
+    Peak RSS of the scoring process grows by a few numbers per token, not by the windows' logits."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(runs["groc"])], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # About 18 MiB: the line's ids and, while it is split, its strings (~90 bytes a token). The code
+    # before windows kept every window's tensors and grew by ~100 MiB here (GiBs with a large vocabulary).
+    assert float(proc.stdout) < 40, proc.stdout

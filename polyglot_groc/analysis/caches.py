@@ -54,11 +54,15 @@ def check_cache_params(theta: float | None = None, lam: float | None = None, siz
         raise bad("uniform_weight", uniform_weight, "[0, 1)")
 
 
-def uniform_interpolate(logp: torch.Tensor, union_size: int, weight: float) -> torch.Tensor:
-    """log((1 - w) p_model + w / |V_union|): keeps a closed-vocabulary model's perplexity finite."""
+def uniform_interpolate(logp: torch.Tensor, union_size: int | torch.Tensor, weight: float) -> torch.Tensor:
+    """log((1 - w) p_model + w / |V_union|): keeps a closed-vocabulary model's perplexity finite.
+    ``union_size``: one size, or each token's (N,) (lines scored over their own words)."""
     check_cache_params(uniform_weight=weight)
     if weight == 0.0:
         return logp
+    if isinstance(union_size, torch.Tensor):
+        log_u = math.log(weight) - torch.log(union_size.to(logp.dtype))
+        return torch.logaddexp(logp + math.log1p(-weight), log_u)
     log_u = math.log(weight) - math.log(union_size)
     return torch.logaddexp(logp + math.log1p(-weight), torch.full_like(logp, log_u))
 

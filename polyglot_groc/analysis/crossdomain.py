@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ import torch
 
 from groc_base.checks import either_face, option, setting
 from groc_base.errors import CorpusError, InputError
-from langpairs.batching import batchify, bptt_windows
+from langpairs.batching import batchify
 from polyglot_groc.analysis.caches import (
     check_cache_params,
     downweight_new,
@@ -39,6 +39,7 @@ from polyglot_groc.analysis.caches import (
     uniform_interpolate,
     unigram_cache_logprob,
 )
+from polyglot_groc.analysis.token_ids import TokenIds
 from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.training.data import load_corpus
@@ -47,6 +48,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["CacheSettings", "TokenScores", "apply_settings", "cache_logprob", "check_coverage", "check_settings",
            "evaluate_open", "load_other_split", "mix_cache", "model_logprob", "perplexity", "score_tokens",
+           "LOGITS_BUDGET", "SegmentScores", "score_segments",
            "stream_pieces",
            "summarize", "tune_uniform_weight"]
 
@@ -93,6 +95,9 @@ class TokenScores:
     compositional: bool
     #: (N,) int64: the index in the scored token list of each target (None: not recorded).
     position: np.ndarray | None = None
+    #: (N,) int64: each target's own union size where pieces are scored over their own words only
+    #: (a lookup model's uniform share; None: ``union_size`` for every target).
+    union_sizes: torch.Tensor | None = None
 
 
 def load_other_split(bundle: ModelBundle, data: Path, split: str) -> dict[str, list[str]]:
@@ -122,9 +127,142 @@ def stream_pieces(n_tokens: int, n_streams: int) -> np.ndarray:
     return np.stack([starts, starts + length], axis=1)
 
 
-def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: int, n_streams: int = 1,
+#: The most logits one forward pass of the scorer holds: rows x window x scored words (float32, 4 MiB).
+#: A window is cut shorter where rows x vocabulary would pass it, so a pass needs the same memory
+#: whatever the length of the text and of its lines (the LSTM state is carried across windows:
+#: the scores are those of reading each piece whole). Larger tables were slower, not faster: the
+#: log-softmax and its reads leave the cache (a 512 x 10k window ran 5x slower per token than 8 x 10k).
+LOGITS_BUDGET = 1 << 20
+
+
+@dataclass
+class _Union:
+    """Where a text's words sit in the vocabulary it is scored over: the training vocabulary of the
+    language plus the text's new words (composed in ``view`` by a compositional output; numbered
+    after the vocabulary, ``>= n_held``, where a lookup table cannot hold them)."""
+
+    view: ModelBundle
+    type_union: np.ndarray  # (u,) union id of each word type
+    type_new: np.ndarray  # (u,) bool: outside the language's training vocabulary
+    type_freq: np.ndarray  # (u,) int64 training count (0 for new words)
+    new_ids: torch.Tensor  # union ids of the new words the model scores (their probability mass)
+    member_ids: torch.Tensor  # (V_lang,) global ids of the language's training vocabulary
+    n_held: int  # ids below are rows of the model's tables
+    unk: int  # the id a lookup input reads a new word as (-1: none)
+    n_extra: int  # new words a lookup table cannot hold
+
+
+def _text_union(bundle: ModelBundle, text: TokenIds, lang: str) -> _Union:
+    """The union vocabulary ``text`` is scored over in ``lang`` (compositional: a view with the new words)."""
+    vocab, model = bundle.vocab, bundle.model
+    lang_ids = vocab.lang_ids(lang)
+    member = np.zeros(len(vocab), dtype=bool)
+    member[lang_ids] = True
+    known = np.fromiter((vocab.get(w) for w in text.types), dtype=np.int64, count=len(text.types))  # (u,) -1: none
+    type_new = (known < 0) | ~member[np.maximum(known, 0)]
+    new_words = [w for w, new in zip(text.types, type_new.tolist(), strict=True) if new]
+    if model.compositional_output:
+        view = bundle.with_new_words({lang: new_words})
+    else:
+        view = bundle
+        if any(vocab.get(w) < 0 for w in new_words) and "<unk>" not in vocab:
+            raise InputError(f"the {model.kind} model has no <unk> to read new words with; train it with "
+                             f"{setting('data.vocab_mode', 'open')}")
+    held = np.fromiter((view.vocab.get(w) for w in text.types), dtype=np.int64, count=len(text.types))
+    n_held = len(view.vocab)
+    extra = held < 0
+    held[extra] = n_held + np.arange(int(extra.sum()))  # new words a lookup table cannot hold
+    counts = np.asarray(vocab.lang_counts[:, list(vocab.langs).index(lang)] if vocab.lang_counts is not None
+                        else vocab.counts)
+    type_freq = np.where(type_new, 0, counts[np.maximum(known, 0)]).astype(np.int64)
+    new_ids = torch.from_numpy(held[type_new & (held < n_held)])
+    return _Union(view, held, type_new, type_freq, new_ids, torch.from_numpy(lang_ids), n_held,
+                  view.vocab.get("<unk>"), int(extra.sum()))
+
+
+def _piece_positions(pieces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of every piece, piece by piece, and the piece of each.  -> ((M,), (M,)) int64"""
+    lengths = pieces[:, 1] - pieces[:, 0]
+    piece = np.repeat(np.arange(len(pieces)), lengths)
+    starts = np.repeat(pieces[:, 0] - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return starts + np.arange(int(lengths.sum())), piece
+
+
+def _own_words_mask(union: _Union, text: TokenIds, pieces: np.ndarray, table_ids: torch.Tensor) -> torch.Tensor:
+    """(P, V_l) bool: the scored words each piece may predict, the language's vocabulary and the
+    piece's own new words (a compositional view holds every piece's)."""
+    allowed = torch.isin(table_ids, union.member_ids.to(table_ids.device)).cpu()  # (V_l,)
+    mask = allowed.unsqueeze(0).repeat(len(pieces), 1)  # (P, V_l)
+    pos, piece = _piece_positions(pieces)
+    types = text.ids[pos]
+    new = union.type_new[types] & (union.type_union[types] < union.n_held)
+    cols = torch.searchsorted(table_ids.cpu(), torch.from_numpy(union.type_union[types[new]]))
+    mask[torch.from_numpy(piece[new]), cols] = True
+    return mask
+
+
+def _own_union_sizes(union: _Union, text: TokenIds, pieces: np.ndarray, n_scored: int) -> np.ndarray:
+    """(P,) the size of the vocabulary each piece is scored over alone: the scored words and the
+    piece's own new words that a lookup table cannot hold (the uniform share spreads over them)."""
+    pos, piece = _piece_positions(pieces)
+    types = text.ids[pos]
+    extra = union.type_union[types] >= union.n_held
+    pairs = np.unique(np.stack([piece[extra], types[extra]]), axis=1) if extra.any() else np.zeros((2, 0), np.int64)
+    return n_scored + np.bincount(pairs[0], minlength=len(pieces))
+
+
+@dataclass
+class _Window:
+    """One window of a batch of pieces: ``rows`` the pieces, ``at[k, t]`` the text position whose
+    target ``logp[k, t]`` is (valid where ``valid``)."""
+
+    rows: np.ndarray  # (b,) piece numbers
+    targets: np.ndarray  # (b, T) text positions of the targets
+    valid: np.ndarray  # (b, T) bool
+    logp: torch.Tensor  # (b, T) float64
+    mass: torch.Tensor | None  # (b, T) float64
+    hidden: torch.Tensor  # (b, T, d)
+
+
+def _score_windows(union: _Union, text: TokenIds, lang: str | None, bptt: int, pieces: np.ndarray,
+                   rows_per_batch: int | None, allowed: torch.Tensor | None, mass: bool) -> Iterator[_Window]:
+    """Run the model over ``pieces`` of ``text``, batch by batch and window by window, carrying the
+    LSTM state: every window holds at most :data:`LOGITS_BUDGET` logits, and nothing here grows
+    with the text (the caller keeps what it needs of each window)."""
+    model = union.view.model
+    lengths = pieces[:, 1] - pieces[:, 0]  # (P,)
+    # Pieces of similar lengths share a batch (less padding).
+    order = np.argsort(-lengths, kind="stable") if rows_per_batch else np.arange(len(pieces))
+    size = rows_per_batch or len(pieces)
+    n_scored = int(model.vocab_tables(lang).ids.numel())
+    dev = model.device
+    mass_ids = union.new_ids if mass else None
+    for first in range(0, len(pieces), size):
+        rows = order[first:first + size]  # (b,) piece numbers
+        starts, ends = pieces[rows, 0], pieces[rows, 1]
+        width = int(lengths[rows].max())
+        window = max(1, min(bptt, LOGITS_BUDGET // max(1, len(rows) * n_scored)))
+        rows_allowed = allowed[torch.from_numpy(rows)].to(dev) if allowed is not None else None
+        state = model.init_state(len(rows))
+        for a in range(0, width - 1, window):
+            n = min(window, width - 1 - a)
+            at = starts[:, None] + np.arange(a, a + n + 1)[None, :]  # (b, n + 1) text positions
+            valid = at < ends[:, None]
+            # Padding repeats the piece's first token: a valid id, never a target that is read.
+            at = np.where(valid, at, starts[:, None])
+            types = text.ids[at]
+            words = union.type_union[types]  # (b, n + 1) union ids
+            inputs = np.where(words[:, :-1] < union.n_held, words[:, :-1], union.unk)
+            out = model.token_logprobs(torch.from_numpy(inputs).to(dev), torch.from_numpy(words[:, 1:]).to(dev),
+                                       lang, state, mass_ids=mass_ids, allowed=rows_allowed)
+            state = out.state
+            yield _Window(rows, at[:, 1:], valid[:, 1:], out.logp.cpu(), None if out.mass is None else out.mass.cpu(),
+                          out.hidden)
+
+
+def score_tokens(bundle: ModelBundle, tokens: Sequence[str] | TokenIds, lang: str, bptt: int, n_streams: int = 1,
                  screen: bool = True, *, pieces: np.ndarray | None = None, rows_per_batch: int | None = None,
-                 keep_hidden: bool = True) -> TokenScores:
+                 keep_hidden: bool = True, own_words: bool = False, keep_mass: bool = True) -> TokenScores:
     """Run the model once over ``tokens`` (the language's own screen, extended by the new words;
     ``screen=False``: every word of the run), through :meth:`LanguageModel.token_logprobs`, so
     every kind is scored with its own scorer. The model stays on its device; scores come back on
@@ -132,104 +270,117 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str], lang: str, bptt: in
 
     The text is read as ``pieces``: ``[start, end)`` ranges of ``tokens``, each read from a zero
     state with its first token as context only and every other token a target (state carried
-    across BPTT windows). By default the pieces are ``n_streams`` equal streams, as
-    :func:`~langpairs.batching.batchify` cuts a split for evaluation. Pieces may have any
-    lengths (shorter ones are padded, the padding never scored), are run ``rows_per_batch`` at a
-    time (default: all together) and come back piece by piece, in reading order, ``stream``
-    numbering them and ``position`` locating each target in ``tokens``. ``keep_hidden=False``
-    leaves ``hidden`` empty (only the neural cache reads it).
+    across windows of at most ``bptt`` tokens, shorter where :data:`LOGITS_BUDGET` asks: memory
+    does not grow with a piece's length). By default the pieces are ``n_streams`` equal streams, as
+    :func:`~langpairs.batching.batchify` cuts a split for evaluation. Pieces may have any lengths
+    (shorter ones are padded, the padding never scored), are run ``rows_per_batch`` at a time
+    (default: all together) and come back piece by piece, in reading order, ``stream`` numbering
+    them and ``position`` locating each target in ``tokens``. ``keep_hidden=False`` leaves
+    ``hidden`` empty (only the neural cache reads it), ``keep_mass=False`` ``new_mass`` zero (only
+    the down-weighting of new words reads it). ``own_words``: each piece is scored over the
+    vocabulary plus its own new words only (independent lines), not every piece's.
     """
-    vocab = bundle.vocab
-    members = set(vocab.words[i] for i in vocab.lang_ids(lang))
-    new_words = [w for w in dict.fromkeys(tokens) if w not in members]
-    compositional = bundle.model.compositional_output
+    text = tokens if isinstance(tokens, TokenIds) else TokenIds.of(tokens)
     model = bundle.model
-    if compositional:
-        view = bundle.with_new_words({lang: new_words})
-    else:
-        view = bundle
-        if any(w not in vocab for w in new_words) and "<unk>" not in vocab:
-            raise InputError(f"the {model.kind} model has no <unk> to read new words with; train it with "
-                             f"{setting('data.vocab_mode', 'open')}")
-    # Union ids: the view's ids for known words, then V + k for new words a lookup model cannot hold.
-    index = {w: i for i, w in enumerate(view.vocab.words)}
-    extra = {w: len(view.vocab) + k for k, w in enumerate(w for w in new_words if w not in index)}
-    union_ids = np.array([index[w] if w in index else extra[w] for w in tokens], dtype=np.int64)
-    unk = index.get("<unk>", -1)
-    input_ids = np.where(union_ids < len(view.vocab), union_ids, unk)
-    new_set = set(new_words)
-    is_new_tok = np.array([w in new_set for w in tokens], dtype=bool)
-    counts = np.asarray(vocab.lang_counts[:, list(vocab.langs).index(lang)] if vocab.lang_counts is not None
-                        else vocab.counts)
-    train_freq = np.array([counts[vocab.get(w)] if w in members else 0 for w in tokens], dtype=np.int64)
-
-    pieces = stream_pieces(len(tokens), n_streams) if pieces is None else np.asarray(pieces, dtype=np.int64)
+    union = _text_union(bundle, text, lang)
+    pieces = stream_pieces(len(text), n_streams) if pieces is None else np.asarray(pieces, dtype=np.int64)
     lengths = pieces[:, 1] - pieces[:, 0]  # (P,)
     if len(pieces) == 0 or int(lengths.min()) < 2:
         raise InputError("every piece of text to score needs at least 2 tokens (a context and a target)")
-    # Pieces of similar lengths share a batch (less padding); their results go back in piece order.
-    order = np.argsort(-lengths, kind="stable") if rows_per_batch else np.arange(len(pieces))
-    size = rows_per_batch or len(pieces)
-    dev = model.device
-    # The probability mass of the new words the model scores (GroC), for down-weighting them.
-    new_ids = torch.tensor([index[w] for w in new_words if w in index], dtype=torch.long)
     scored_lang = lang if screen else None
+    n_targets = lengths - 1
+    offset = np.concatenate([[0], np.cumsum(n_targets)[:-1]])  # (P,) first output row of each piece
+    n = int(n_targets.sum())
+    logp = torch.empty(n, dtype=torch.float64)  # (N,) filled window by window, in piece order
+    mass = torch.zeros(n, dtype=torch.float64)
+    hidden = torch.zeros(n if keep_hidden else 0, model.cfg.d)
     was_training = model.training
     model.eval()
-    logp_rows: list[torch.Tensor] = [torch.empty(0)] * len(pieces)  # per piece: (len - 1,)
-    mass_rows: list[torch.Tensor] = [torch.empty(0)] * len(pieces)
-    hidden_rows: list[torch.Tensor] = [torch.empty(0)] * len(pieces)
     try:
         with torch.no_grad():
-            for first in range(0, len(pieces), size):
-                rows = order[first:first + size]  # (b,) piece numbers
-                width = int(lengths[rows].max())
-                offsets = np.arange(width)
-                valid = offsets[None, :] < lengths[rows, None]  # (b, L)
-                # Padding repeats the piece's first token: a valid id, never a target that is read.
-                at = np.where(valid, pieces[rows, :1] + offsets[None, :], pieces[rows, :1])  # (b, L)
-                ins, tgt = input_ids[at], union_ids[at]  # (b, L) each
-                state = model.init_state(len(rows))
-                logps, masses, hiddens = [], [], []
-                for a, n in bptt_windows(width, bptt):  # loop over windows; each is one batched forward
-                    x = torch.from_numpy(ins[:, a:a + n]).to(dev)
-                    y = torch.from_numpy(tgt[:, a + 1:a + n + 1]).to(dev)  # (b, T)
-                    out = model.token_logprobs(x, y, scored_lang, state, mass_ids=new_ids)
-                    state = out.state
-                    assert out.mass is not None
-                    logps.append(out.logp.cpu())
-                    masses.append(out.mass.cpu())
-                    if keep_hidden:
-                        hiddens.append(out.hidden.float().cpu())
-                lp, ms = torch.cat(logps, 1), torch.cat(masses, 1)  # (b, L - 1)
-                hd = torch.cat(hiddens, 1) if keep_hidden else None  # (b, L - 1, d)
-                for k, piece in enumerate(rows.tolist()):
-                    n_t = int(lengths[piece]) - 1
-                    logp_rows[piece], mass_rows[piece] = lp[k, :n_t], ms[k, :n_t]
-                    if hd is not None:
-                        hidden_rows[piece] = hd[k, :n_t]
-            n_scored = int(model.vocab_tables(scored_lang).ids.numel())
+            table_ids = model.vocab_tables(scored_lang).ids
+            n_scored = int(table_ids.numel())
+            allowed = _own_words_mask(union, text, pieces, table_ids) \
+                if own_words and model.compositional_output else None
+            for w in _score_windows(union, text, scored_lang, bptt, pieces, rows_per_batch, allowed, keep_mass):
+                row = offset[w.rows][:, None] + (w.targets - pieces[w.rows, :1]) - 1  # (b, T) output rows
+                row, keep = torch.from_numpy(row[w.valid]), torch.from_numpy(w.valid)
+                logp[row] = w.logp[keep]
+                if w.mass is not None:
+                    mass[row] = w.mass[keep]
+                if keep_hidden:
+                    hidden[row] = w.hidden.float().cpu()[keep]
     finally:
         model.train(was_training)
-        if view is not bundle:  # the model is shared: restore the training vocabulary's tables (a text
+        if union.view is not bundle:  # the model is shared: restore the training vocabulary's tables (a text
             bundle.install_words()  # without new words keeps them, and their cached embeddings)
-    # Target positions, piece by piece in reading order: start + 1 .. end - 1 of each.
-    n_targets = lengths - 1
-    position = np.repeat(pieces[:, 0] + 1 - np.concatenate([[0], np.cumsum(n_targets)[:-1]]), n_targets) \
-        + np.arange(int(n_targets.sum()))  # (N,)
-    d = model.cfg.d
-    hidden = torch.cat(hidden_rows) if keep_hidden else torch.zeros(0, d)
-    return TokenScores(torch.cat(logp_rows), torch.cat(mass_rows), torch.from_numpy(is_new_tok[position]),
-                       torch.from_numpy(union_ids[position]), hidden,
-                       torch.arange(len(pieces)).repeat_interleave(torch.from_numpy(n_targets)),
-                       train_freq[position], n_scored + len(extra), compositional, position)
+    position = np.repeat(pieces[:, 0] + 1 - offset, n_targets) + np.arange(n)  # (N,) target positions in tokens
+    types = text.ids[position]
+    union_sizes = None
+    if own_words and not model.compositional_output:
+        union_sizes = torch.from_numpy(np.repeat(_own_union_sizes(union, text, pieces, n_scored), n_targets))
+    return TokenScores(logp, mass, torch.from_numpy(union.type_new[types]), torch.from_numpy(union.type_union[types]),
+                       hidden, torch.arange(len(pieces)).repeat_interleave(torch.from_numpy(n_targets)),
+                       union.type_freq[types], n_scored + union.n_extra, model.compositional_output, position,
+                       union_sizes)
+
+
+@dataclass(frozen=True)
+class SegmentScores:
+    """:func:`score_segments`: per segment of a text (a line), its targets' summed log-probability and
+    how many of them are new words; ``zero`` the text positions of (at most 5) targets with probability 0."""
+
+    log_prob: np.ndarray  # (S,) float64
+    new_words: np.ndarray  # (S,) int64
+    zero: list[int]
+
+
+def score_segments(bundle: ModelBundle, text: TokenIds, lang: str, bptt: int, pieces: np.ndarray,
+                   segments: np.ndarray, n_segments: int, *, rows_per_batch: int | None = None,
+                   own_words: bool = False, uniform_weight: float | None = None) -> SegmentScores:
+    """:func:`score_tokens`' scores of ``text`` read as ``pieces``, summed per segment (``segments``:
+    the segment of each text position, (n,) int64) as the windows go, so only a number per segment is
+    kept: scoring a text of any length needs the memory of one window. A lookup output's scores are
+    mixed with the uniform distribution (``uniform_weight``) as :func:`model_logprob` does."""
+    model = bundle.model
+    union = _text_union(bundle, text, lang)
+    pieces = np.asarray(pieces, dtype=np.int64)
+    sums = np.zeros(n_segments, dtype=np.float64)
+    zero: list[int] = []
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            table_ids = model.vocab_tables(lang).ids
+            n_scored = int(table_ids.numel())
+            allowed = _own_words_mask(union, text, pieces, table_ids) \
+                if own_words and model.compositional_output else None
+            sizes = _own_union_sizes(union, text, pieces, n_scored) if own_words and not model.compositional_output \
+                else np.full(len(pieces), n_scored + union.n_extra)
+            for w in _score_windows(union, text, lang, bptt, pieces, rows_per_batch, allowed, mass=False):
+                lp = w.logp
+                if not model.compositional_output and uniform_weight:
+                    size = torch.from_numpy(np.broadcast_to(sizes[w.rows][:, None], lp.shape).copy())
+                    lp = uniform_interpolate(lp, size, uniform_weight)
+                targets, values = w.targets[w.valid], lp.numpy()[w.valid]
+                np.add.at(sums, segments[targets], values)
+                if len(zero) < 5 and not np.isfinite(values).all():
+                    zero.extend(targets[~np.isfinite(values)][:5 - len(zero)].tolist())
+    finally:
+        model.train(was_training)
+        if union.view is not bundle:
+            bundle.install_words()
+    targets = _piece_positions(np.stack([pieces[:, 0] + 1, pieces[:, 1]], axis=1))[0]  # (N,) every target
+    new = union.type_new[text.ids[targets]]
+    return SegmentScores(sums, np.bincount(segments[targets][new], minlength=n_segments).astype(np.int64), zero)
 
 
 def model_logprob(scores: TokenScores, s: CacheSettings) -> torch.Tensor:
     """log p of the gold word before any cache: a lookup model interpolated with the uniform
     distribution, GroC's new words down-weighted by ``s.new_word_weight`` (1: unchanged).  (N,)"""
     if not scores.compositional:
-        return uniform_interpolate(scores.logp, scores.union_size, s.uniform_weight)
+        size = scores.union_sizes if scores.union_sizes is not None else scores.union_size
+        return uniform_interpolate(scores.logp, size, s.uniform_weight)
     if s.new_word_weight < 1.0:
         return downweight_new(scores.logp, scores.new_mass, scores.is_new, s.new_word_weight)
     return scores.logp
@@ -396,7 +547,8 @@ def evaluate_open(bundle: ModelBundle, payload: dict[str, Any], *, run: Path, da
     valid_texts: dict[str, list[str]] = {}
 
     def score(toks: list[str], lang: str) -> TokenScores:
-        return score_tokens(bundle, toks, lang, bptt, n_streams, screen=screen)
+        # Per-token hidden states only for the neural cache (N x d floats: the largest thing kept).
+        return score_tokens(bundle, toks, lang, bptt, n_streams, screen=screen, keep_hidden=s.cache == "neural")
 
     def valid_scores(lang: str, scores: TokenScores) -> TokenScores:
         """The model's scores on ``data``'s valid split (the evaluated ones when that is the split)."""

@@ -243,17 +243,21 @@ class Model:
 
     # ------------------------------------------------------------------------------- probabilities
     def token_log_probs(self, text: str, lang: str, *, start: str | None = EOS, streams: int | None = None,
-                        uniform_weight: float | None = None) -> TextScores:
+                        uniform_weight: float | None = None, tokenized: bool = False) -> TextScores:
         """Per-token log-probabilities of ``text`` in ``lang``, through the model's own scorer.
 
-        ``text`` is read as a corpus file is: one sentence per non-blank line, tokenised as the run
-        was, each ending with ``<eos>``, the whole read as one stream with the state carried
-        (as ``evaluate`` reads a split). ``start`` is read first, so every token of the text is
-        scored (``<eos>``: the first word starts a sentence); ``start=None`` reads the text's first
-        token as context only, as ``evaluate`` reads a split. ``streams`` (default: the run's
-        ``train.eval_batch_size``) cuts a long text at sentence ends into that many pieces read side
-        by side, each from a sentence start, as evaluation cuts a split into parallel streams;
-        ``streams=1`` reads it all as one.
+        ``text`` is read as a corpus file is: one sentence per non-blank line, tokenised as the
+        run's corpus was (its ``data.tokenize``, or the tokeniser its corpus's ``prepare.json``
+        records; a warning when neither says and words carry punctuation the vocabulary has as
+        tokens: ``small.`` against ``small .``), each ending with ``<eos>``, the whole read as one
+        stream with the state carried (as ``evaluate`` reads a split). ``tokenized=True``: the text
+        is tokenised already, split at whitespace only. ``start`` is read first, so every token of
+        the text is scored (``<eos>``: the first word starts a sentence); ``start=None`` reads the
+        text's first token as context only, as ``evaluate`` reads a split. ``streams`` (default: the
+        run's ``train.eval_batch_size``) cuts a long text at sentence ends into that many pieces read
+        side by side, each from a sentence start, as evaluation cuts a split into parallel streams;
+        ``streams=1`` reads it all as one. A line of any length is read in windows of bounded length
+        with the state carried: memory does not grow with it (beyond a few numbers per token).
 
         Open vocabulary, as ``evaluate`` with ``data``: the text is scored over the union of the
         training vocabulary and its own words; a compositional output (GroC) composes the new
@@ -265,28 +269,31 @@ class Model:
                 without ``uniform_weight``.
         """
         return text_scoring.token_log_probs(self.bundle, text, lang, start=start, streams=streams,
-                                            uniform_weight=uniform_weight)
+                                            uniform_weight=uniform_weight, tokenized=tokenized)
 
     def log_prob(self, text: str, lang: str, **kwargs: Any) -> float:
-        """The log-probability (natural log) of ``text`` in ``lang``: :meth:`token_log_probs` summed."""
+        """The log-probability (natural log) of ``text`` in ``lang``: :meth:`token_log_probs` summed
+        (its keywords: ``start``, ``streams``, ``uniform_weight``, ``tokenized``)."""
         return self.token_log_probs(text, lang, **kwargs).log_prob
 
     def perplexity(self, text: str, lang: str, **kwargs: Any) -> float:
         """The perplexity of ``text`` in ``lang`` per token, ``<eos>`` included (:meth:`token_log_probs`)."""
         return self.token_log_probs(text, lang, **kwargs).perplexity
 
-    def score_lines(self, lines: Sequence[str], lang: str, *, uniform_weight: float | None = None) -> list[LineScore]:
+    def score_lines(self, lines: Sequence[str], lang: str, *, uniform_weight: float | None = None,
+                    tokenized: bool = False, running_context: bool = False) -> list[LineScore]:
         """Each line's log-probability and perplexity, every line a sentence of its own.
 
-        Each line is read from a sentence start (``<eos>``) and its words and closing ``<eos>`` are
-        scored, as :meth:`log_prob` scores a one-line text; lines run side by side in batches.
-        The input is one text for the open-vocabulary rule (:meth:`token_log_probs`): every line is
-        scored over the training vocabulary plus the new words of all the lines, as ``evaluate``
-        scores a file, so a line with only known words scores exactly as alone when the input has no
-        new words (and, for GroC, a new word elsewhere takes only its own small share of the
-        probability mass). A blank line gets ``None`` scores.
+        Each line is tokenised as :meth:`token_log_probs` tokenises a text (``tokenized=True``: split
+        at whitespace only) and read on its own: from a sentence start (``<eos>``) and a fresh state,
+        its words and closing ``<eos>`` scored over the training vocabulary plus the line's own new
+        words, so a line scores the same whatever the other lines are (for ranking sentences); lines
+        run side by side in batches. ``running_context=True`` reads the lines as one text instead,
+        each line after the lines before it (the state carried), over the vocabulary plus the new
+        words of the whole input, as ``evaluate`` reads a file. A blank line gets ``None`` scores.
         """
-        return text_scoring.score_lines(self.bundle, lines, lang, uniform_weight=uniform_weight)
+        return text_scoring.score_lines(self.bundle, lines, lang, uniform_weight=uniform_weight,
+                                        tokenized=tokenized, running_context=running_context)
 
 
 def load(run: str | os.PathLike[str], *, which: str = "best", device: str = "auto",

@@ -56,6 +56,8 @@ def score(
     lang: str,
     input: str | os.PathLike[str] | Sequence[str],
     uniform_weight: float | None = None,
+    tokenized: bool = False,
+    running_context: bool = False,
     checkpoint: str = "best",
     device: str = "auto",
     threads: int | None = None,
@@ -63,17 +65,21 @@ def score(
     """Log-probability and perplexity of every line of a text under a run (:meth:`Model.score_lines
     <polyglot_groc.analysis.loaded_run.Model.score_lines>`).
 
-    Each line is a sentence of its own, read from a sentence start; its words and its closing
-    ``<eos>`` are scored through the model's own scorer, over the training vocabulary and the new
-    words of the whole input, as ``evaluate`` scores a file (composed by GroC; a lookup output
-    needs ``uniform_weight``, as ``evaluate``'s open-vocabulary setting mixes in the uniform
-    distribution).
+    Each line is a sentence of its own, tokenised as the run's corpus was, read from a sentence
+    start and a fresh state; its words and its closing ``<eos>`` are scored through the model's own
+    scorer, over the training vocabulary and the line's own new words (composed by GroC; a lookup
+    output needs ``uniform_weight``, as ``evaluate``'s open-vocabulary setting mixes in the uniform
+    distribution), so a line's score does not depend on the other lines. A line of any length is
+    scored in windows of bounded length (the state carried): memory does not grow with it.
 
     Args:
         run: run directory.
         lang: the language of the text.
         input: a UTF-8 text file (one sentence a line), ``"-"`` for standard input, or the lines themselves.
         uniform_weight: lookup outputs: the uniform distribution's weight in [0, 1) for new words.
+        tokenized: the text is tokenised like the training corpus already: split it at whitespace only.
+        running_context: read the lines as one text, each after those before it (the state carried),
+            over the vocabulary and the new words of the whole input, as ``evaluate`` reads a file.
         checkpoint: ``best`` or ``last``.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
         threads: CPU threads for torch (None or 0: torch's default).
@@ -94,7 +100,8 @@ def score(
         raise InputError("the input is empty; give at least one line with a word")
     model = load(run, which=checkpoint, device=device, threads=threads)
     return ScoreResult(run=str(run), lang=lang, model=model.kind,
-                       lines=model.score_lines(lines, lang, uniform_weight=uniform_weight))
+                       lines=model.score_lines(lines, lang, uniform_weight=uniform_weight, tokenized=tokenized,
+                                               running_context=running_context))
 
 
 def _read_lines(input: str | os.PathLike[str] | Sequence[str]) -> list[str]:

@@ -7,19 +7,31 @@ setting runs, itself on :meth:`~polyglot_groc.model.lm.LanguageModel.token_logpr
 words; a compositional output (GroC) composes the new words, a lookup output gives them
 probability 0, so they are refused unless ``uniform_weight`` mixes in the uniform distribution.
 
+Raw text is tokenised as the run's corpus was (:func:`text_tokenizer`): the run's
+``data.tokenize``, or, for a corpus read at whitespace (``data.tokenize = "whitespace"``, a
+corpus tokenised beforehand), the tokeniser its ``prepare.json`` records; ``tokenized=True`` takes
+the text as tokenised already. When nothing says how the corpus was tokenised, the text is split
+at whitespace and a warning names tokens that carry punctuation the training vocabulary holds as
+tokens of their own ("small." where the corpus has "small .").
+
+The scorer reads a text in windows of bounded length, carrying the LSTM state
+(:data:`~polyglot_groc.analysis.crossdomain.LOGITS_BUDGET`), so a line of any length is scored in
+the memory of one window; :func:`score_lines` keeps one number per line, not per token.
+
 :class:`~polyglot_groc.analysis.loaded_run.Model` offers these as ``token_log_probs``,
-``log_prob``, ``perplexity`` and ``score_lines``. How a text is cut into pieces read side by side
-lives here, so another way of reading (e.g. bounded windows of a very long line) is one more
-function beside :func:`token_log_probs` and :func:`score_lines`, over the same :func:`_log_probs`.
+``log_prob``, ``perplexity`` and ``score_lines``.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,11 +39,11 @@ from groc_base.checks import is_int
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe
 from langpairs.corpus import EOS, text_sentences
+from langpairs.files import prepared_tokenizer
+from langpairs.tokenize import Tokenizer
 from polyglot_groc.analysis.export import check_language, unknown_script_words
+from polyglot_groc.analysis.token_ids import TokenIds
 from polyglot_groc.model.bundle import ModelBundle
-
-if TYPE_CHECKING:
-    from polyglot_groc.analysis.crossdomain import TokenScores
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +52,10 @@ __all__ = ["LINES_PER_BATCH", "LineScore", "TextScores", "perplexity_of", "score
 
 #: Lines per forward pass when :func:`score_lines` scores lines side by side.
 LINES_PER_BATCH = 64
+#: The longest window text is read in (tokens; the state is carried across windows, so any length
+#: gives the same scores). Longer than training's ``bptt``: fewer passes over a long line; a large
+#: vocabulary cuts it shorter (:data:`~polyglot_groc.analysis.crossdomain.LOGITS_BUDGET`).
+TEXT_WINDOW = 512
 
 
 def perplexity_of(log_prob: float, n: int) -> float:
@@ -99,24 +115,83 @@ class LineScore:
 # ----------------------------------------------------------------------------------- reading a text
 
 
-def tokenize(bundle: ModelBundle, text: str, lang: str) -> list[list[str]]:
-    """``text``'s sentences (one per non-blank line), tokenised as the run was, each ending with ``<eos>``."""
+def text_tokenizer(bundle: ModelBundle, lang: str, *, tokenized: bool = False) -> tuple[Tokenizer | None, bool]:
+    """The tokeniser raw text of ``lang`` is read with to match the run's corpus, and whether that is known.
+
+    ``(None, True)``: split at whitespace, as the text is tokenised already (``tokenized``) or the
+    corpus was. ``(None, False)``: the run read a corpus tokenised beforehand
+    (``data.tokenize = "whitespace"``) and no ``prepare.json`` at its root says how.
+    """
+    if tokenized:
+        return None, True
+    mode, apostrophe = bundle.cfg.data.tokenize, None
+    if mode == "whitespace":
+        recorded = prepared_tokenizer(Path(bundle.cfg.data.root), lang)
+        if recorded is None:
+            return None, False
+        mode, apostrophe = recorded
+        if mode != "whitespace":
+            log.info("tokenising the text with %s, as %s/prepare.json says the run's %s corpus was", mode,
+                     bundle.cfg.data.root, lang)
+    if mode == "whitespace":
+        return None, True
+    return _tokenizer(lang, mode, apostrophe), True
+
+
+@functools.lru_cache(maxsize=8)
+def _tokenizer(lang: str, mode: str, apostrophe: str | None) -> Tokenizer:
     from langpairs.tokenize import make_tokenizer  # some tokenisers load a toolkit: only when asked
 
+    return make_tokenizer(lang, mode, apostrophe=apostrophe)
+
+
+def tokenize(bundle: ModelBundle, text: str, lang: str, *, tokenized: bool = False) -> list[list[str]]:
+    """``text``'s sentences (one per non-blank line), tokenised as the run's corpus was
+    (:func:`text_tokenizer`), each ending with ``<eos>``."""
     if not isinstance(text, str):
         raise InputError(f"text must be a str (lines are sentences), got {type(text).__name__}")
-    mode = bundle.cfg.data.tokenize
-    return text_sentences(text, None if mode == "whitespace" else make_tokenizer(lang, mode))
+    tokenizer, known = text_tokenizer(bundle, lang, tokenized=tokenized)
+    sentences = text_sentences(text, tokenizer)
+    if not known:
+        warn_attached_punctuation(bundle, lang, dict.fromkeys(t for s in sentences for t in s))
+    return sentences
 
 
-def text_pieces(tokens: Sequence[str], n_streams: int) -> np.ndarray:
+_EDGE_PUNCTUATION = re.compile(r"^([^\w\s]+)(?=\w)|(?<=\w)([^\w\s]+)$")
+
+
+def warn_attached_punctuation(bundle: ModelBundle, lang: str, words: Iterable[str]) -> None:
+    """One warning when words of a text carry punctuation at an edge that the run's vocabulary holds
+    as a token of its own (``small.`` where training read ``small .``): text split at whitespace for a
+    run whose corpus was tokenised beforehand by an unknown tokeniser (:func:`text_tokenizer`)."""
+    vocab = bundle.vocab
+    attached = []
+    for word in words:  # word types
+        if word in vocab:
+            continue
+        m = _EDGE_PUNCTUATION.search(word)
+        if m is not None and (m.group(1) or m.group(2)) in vocab:
+            attached.append(word)
+    if attached:
+        log.warning("%d word(s) of the text carry punctuation that the run's training text has as tokens of their "
+                    "own (e.g. %s): its corpus was tokenised before training (data.tokenize = 'whitespace') and "
+                    "no prepare.json says how, so the text is split at whitespace only; tokenise it like the "
+                    "training corpus (e.g. 'small .' for 'small.') to score it as the run was trained",
+                    len(attached), ", ".join(map(repr, attached[:3])))
+
+
+def text_pieces(tokens: Sequence[str] | TokenIds, n_streams: int) -> np.ndarray:
     """``[start, end)`` pieces of ``tokens`` for :func:`~polyglot_groc.analysis.crossdomain.score_tokens`:
     at most ``n_streams`` of about equal length, each but the first starting at an ``<eos>`` (read as its
     context), so every token after the first is scored exactly once.  # (P, 2) int64"""
     n = len(tokens)
     if n_streams <= 1 or n < 4:
         return np.array([[0, n]], dtype=np.int64)
-    cuts = np.flatnonzero(np.asarray(tokens, dtype=object) == EOS)  # positions a piece may start reading at
+    if isinstance(tokens, TokenIds):
+        eos = tokens.types.index(EOS) if EOS in tokens.types else -1
+        cuts = np.flatnonzero(tokens.ids == eos)  # positions a piece may start reading at
+    else:
+        cuts = np.flatnonzero(np.asarray(tokens, dtype=object) == EOS)
     cuts = cuts[(cuts > 0) & (cuts < n - 1)]
     want = np.arange(1, n_streams) * (n - 1) / n_streams  # (n_streams - 1,) ideal starts
     at = np.searchsorted(cuts, want)
@@ -177,70 +252,71 @@ def _check_in_vocabulary(bundle: ModelBundle, tokens: Sequence[str], lang: str) 
             "text's words: pass uniform_weight (e.g. 0.01; evaluate --data tunes it on valid)")
 
 
-def _log_probs(bundle: ModelBundle, tokens: Sequence[str], lang: str, pieces: np.ndarray,
-               uniform_weight: float | None, rows_per_batch: int | None = None) -> tuple[TokenScores, np.ndarray]:
-    """Score ``tokens`` read as ``pieces`` (each piece's first token is context only), after the
-    checks; the scorer's per-target record and each target's log-probability (N,) float64, in the
-    scorer's order (``position`` locates each target in ``tokens``)."""
-    from polyglot_groc.analysis.crossdomain import CacheSettings, model_logprob, score_tokens
-
-    check_scorable(bundle, tokens[1:], lang, uniform_weight)
-    scores = score_tokens(bundle, tokens, lang, bundle.cfg.train.bptt, pieces=pieces,
-                          rows_per_batch=rows_per_batch, keep_hidden=False)
-    logp = model_logprob(scores, CacheSettings(uniform_weight=uniform_weight or 0.0)).numpy()  # (N,)
-    assert scores.position is not None
-    zero = [tokens[i] for i in scores.position[~np.isfinite(logp)][:5]]
-    if zero:
-        raise InputError(f"this {bundle.model.kind} model gives probability 0 to {', '.join(map(repr, zero))}; pass "
-                         "uniform_weight to mix in the uniform distribution, as evaluate does")
-    return scores, logp
+def _zero_refusal(bundle: ModelBundle, words: Sequence[str]) -> InputError:
+    return InputError(f"this {bundle.model.kind} model gives probability 0 to {', '.join(map(repr, words))}; pass "
+                      "uniform_weight to mix in the uniform distribution, as evaluate does")
 
 
 # ----------------------------------------------------------------------------------- the two readings
 
 
 def token_log_probs(bundle: ModelBundle, text: str, lang: str, *, start: str | None = EOS, streams: int | None = None,
-                    uniform_weight: float | None = None) -> TextScores:
+                    uniform_weight: float | None = None, tokenized: bool = False) -> TextScores:
     """Per-token log-probabilities of ``text`` in ``lang`` (:meth:`Model.token_log_probs
     <polyglot_groc.analysis.loaded_run.Model.token_log_probs>` says how the text is read)."""
+    from polyglot_groc.analysis.crossdomain import CacheSettings, model_logprob, score_tokens
+
     check_language(bundle, lang)
-    tokens = [t for sentence in tokenize(bundle, text, lang) for t in sentence]
-    if not tokens:
-        raise InputError("the text is empty; give at least one word")
-    if start is not None:
-        if not isinstance(start, str) or start.split() != [start]:
-            raise InputError(f"start={start!r} must be one token (e.g. '<eos>') or None")
-        tokens = [start, *tokens]
-    elif len(tokens) < 2:
+    if start is not None and (not isinstance(start, str) or start.split() != [start]):
+        raise InputError(f"start={start!r} must be one token (e.g. '<eos>') or None")
+    ids, _ = TokenIds.join(tokenize(bundle, text, lang, tokenized=tokenized), first=start)
+    if start is None and 0 < len(ids) < 2:
         raise InputError("with start=None the first token is context only: give at least two tokens")
+    if len(ids) <= (start is not None):
+        raise InputError("the text is empty; give at least one word")
     n_streams = bundle.cfg.train.eval_batch_size if streams is None else streams
     if not is_int(n_streams) or n_streams < 1:
         raise InputError(f"streams={streams!r}; pass a positive number of pieces")
-    scores, logp = _log_probs(bundle, tokens, lang, text_pieces(tokens, n_streams), uniform_weight)
+    check_scorable(bundle, ids.words_of(ids.ids[1:]), lang, uniform_weight)
+    scores = score_tokens(bundle, ids, lang, TEXT_WINDOW, pieces=text_pieces(ids, n_streams), keep_hidden=False,
+                          keep_mass=False)
+    logp = model_logprob(scores, CacheSettings(uniform_weight=uniform_weight or 0.0)).numpy()  # (N,)
     assert scores.position is not None
-    return TextScores(lang, [tokens[i] for i in scores.position], logp, scores.is_new.numpy())
+    zero = scores.position[~np.isfinite(logp)][:5]
+    if len(zero):
+        raise _zero_refusal(bundle, ids.words(zero))
+    return TextScores(lang, ids.words(scores.position), logp, scores.is_new.numpy())
 
 
-def score_lines(bundle: ModelBundle, lines: Sequence[str], lang: str, *,
-                uniform_weight: float | None = None) -> list[LineScore]:
-    """Each line's log-probability and perplexity, every line a sentence of its own read from an
-    ``<eos>``, lines side by side in batches of :data:`LINES_PER_BATCH` (:meth:`Model.score_lines
-    <polyglot_groc.analysis.loaded_run.Model.score_lines>` says over which vocabulary)."""
+def score_lines(bundle: ModelBundle, lines: Sequence[str], lang: str, *, uniform_weight: float | None = None,
+                tokenized: bool = False, running_context: bool = False) -> list[LineScore]:
+    """Each line's log-probability and perplexity (:meth:`Model.score_lines
+    <polyglot_groc.analysis.loaded_run.Model.score_lines>` says how the lines are read)."""
+    from polyglot_groc.analysis.crossdomain import score_segments
+
     check_language(bundle, lang)
     if isinstance(lines, str):
         raise InputError("score_lines() takes a list of lines; for one text use log_prob(text, lang)")
-    per_line = [[t for s in tokenize(bundle, line, lang) for t in s] for line in lines]
-    if not any(per_line):
+    tokenizer, known = text_tokenizer(bundle, lang, tokenized=tokenized)
+    # One line at a time: only the line being read is held as strings.
+    per_line = ([t for sentence in text_sentences(line, tokenizer) for t in sentence] for line in lines)
+    ids, lengths = TokenIds.join(per_line, first=EOS)  # [<eos>, line 1 ..., line 2 ..., ...], (n_lines,)
+    if not lengths.any():
         raise InputError("the input is empty; give at least one line with a word")
-    lengths = np.array([len(t) for t in per_line], dtype=np.int64)  # (n_lines,)
-    tokens = [EOS, *(t for line in per_line for t in line)]
-    pieces, kept = _line_pieces(lengths)  # (n_kept, 2), (n_kept,)
-    scores, logp = _log_probs(bundle, tokens, lang, pieces, uniform_weight, LINES_PER_BATCH)
-    stream = scores.stream.numpy()  # (N,) the piece of each target
-    sums = np.bincount(stream, weights=logp, minlength=len(kept))  # (n_kept,)
-    new = np.bincount(stream, weights=scores.is_new.numpy(), minlength=len(kept)).astype(np.int64)  # (n_kept,)
-    out = [LineScore(i + 1, 0, None, None, 0) for i in range(len(per_line))]
-    for j, i in enumerate(kept.tolist()):  # one record per line, not per token
-        n = int(lengths[i])
-        out[i] = LineScore(i + 1, n, float(sums[j]), perplexity_of(float(sums[j]), n), int(new[j]))
+    if not known:
+        warn_attached_punctuation(bundle, lang, ids.types)
+    check_scorable(bundle, ids.words_of(ids.ids[1:]), lang, uniform_weight)
+    segments = np.concatenate([[0], np.repeat(np.arange(len(lengths)), lengths)])  # (n,) the line of each token
+    # Independent lines: each read from its own <eos> over the vocabulary and its own new words;
+    # running context: the lines as one text, each after those before it (state carried).
+    pieces = np.array([[0, len(ids)]]) if running_context else _line_pieces(lengths)[0]
+    res = score_segments(bundle, ids, lang, TEXT_WINDOW, pieces, segments, len(lengths),
+                         rows_per_batch=LINES_PER_BATCH, own_words=not running_context, uniform_weight=uniform_weight)
+    if res.zero:
+        raise _zero_refusal(bundle, ids.words(np.asarray(res.zero)))
+    out = []
+    for i, n in enumerate(lengths.tolist()):  # one record per line, not per token
+        total = float(res.log_prob[i])
+        out.append(LineScore(i + 1, n, total, perplexity_of(total, n), int(res.new_words[i])) if n
+                   else LineScore(i + 1, 0, None, None, 0))
     return out

@@ -57,6 +57,13 @@ def score_command(
     uniform_weight: Annotated[float | None, typer.Option(
         "--uniform-weight", help="Lookup-output runs: mix in the uniform distribution with this weight in [0, 1) "
                                  "so new words get a probability (evaluate's open-vocabulary rule)")] = None,
+    tokenized: Annotated[bool, typer.Option(
+        "--tokenized", help="The text is tokenised like the training corpus already: split lines at whitespace "
+                            "only (default: tokenise as the run's corpus was)", show_default="off")] = False,
+    running_context: Annotated[bool, typer.Option(
+        "--running-context", help="Read the lines as one text, each line after the lines before it (the state "
+                                  "carried), as evaluate reads a file (default: every line on its own)",
+        show_default="off")] = False,
     checkpoint: CheckpointOption = "best",
     device: DeviceOption = "auto",
     threads: ThreadsOption = None,
@@ -64,18 +71,20 @@ def score_command(
 ) -> None:
     """Log-probability (natural log) and perplexity of every line, as JSON lines on stdout.
 
-    Each line is a sentence read from a sentence start; its words and closing <eos> are scored
-    through the model's own scorer (the one evaluate uses), over the training vocabulary and the
-    new words of the whole input, as evaluate scores a file (GroC composes them). A blank line gets
-    null scores. The totals go to stderr.
+    Each line is a sentence of its own: tokenised as the run's corpus was (--tokenized: split at
+    whitespace only), read from a sentence start and a fresh state, its words and closing <eos>
+    scored through the model's own scorer (the one evaluate uses) over the training vocabulary and
+    the line's own new words (GroC composes them), so a line's score does not depend on the other
+    lines. A line of any length is scored in bounded memory. A blank line gets null scores. The
+    totals go to stderr.
     """
     from groc_base.fileio import dumps_json
     from polyglot_groc.analysis.score import score
 
     setup_logging(verbose)
     # "-": the library reads standard input (through groc_base.textio: bad bytes name it and the fix).
-    res = score(run=run, lang=lang, input=input, uniform_weight=uniform_weight, checkpoint=checkpoint,
-                device=device, threads=threads)
+    res = score(run=run, lang=lang, input=input, uniform_weight=uniform_weight, tokenized=tokenized,
+                running_context=running_context, checkpoint=checkpoint, device=device, threads=threads)
     for line in res.lines:
         typer.echo(dumps_json(line.to_dict(), ensure_ascii=False))
     err_console.print(f"{len(res.lines)} lines, {res.tokens} tokens: log-probability {res.log_prob:.4f}, "

@@ -337,7 +337,7 @@ class LanguageModel(nn.Module):
         return [x, *outs]
 
     def token_logprobs(self, inputs: torch.Tensor, targets: torch.Tensor, lang: str | None, state: State, *,
-                       mass_ids: torch.Tensor | None = None) -> TokenLogProbs:
+                       mass_ids: torch.Tensor | None = None, allowed: torch.Tensor | None = None) -> TokenLogProbs:
         """Per-token log-probabilities of ``targets`` under the model, through its kind's scorer.
 
         The distribution is the one :meth:`forward`'s loss is computed on (the same pass: for
@@ -354,6 +354,9 @@ class LanguageModel(nn.Module):
             state: the prefix's state (:meth:`init_state`), carried across windows.
             mass_ids: global ids whose total probability is wanted at every position (caches
                 down-weight new words by it); ids outside the scored vocabulary are ignored.
+            allowed: (B, V_l) bool, the words of the scored vocabulary each row may predict (None:
+                all); the others leave that row's softmax, so rows scored side by side over one
+                table are each normalised over their own words (independent lines of a text).
 
         Returns:
             :class:`TokenLogProbs`: ``logp`` (B, T) float64, the next ``state``, ``hidden``
@@ -361,6 +364,8 @@ class LanguageModel(nn.Module):
             float64 (zeros when ``mass_ids`` selects nothing; ``None`` without ``mass_ids``).
         """
         logits, tables, h, _, state = self._scores(inputs, lang, state)
+        if allowed is not None:
+            logits = logits.masked_fill(~allowed.to(logits.device).unsqueeze(1), -math.inf)  # (B, T, V_l)
         # The log-softmax runs in fp32, as forward's cross-entropy does (the same values); only what
         # is read from it becomes float64. A float64 log-softmax of the whole (B, T, V_l) table cost
         # 4x the fp32 one at a PTB vocabulary and made scoring text slower than evaluating it.
