@@ -247,8 +247,9 @@ def freq_bins(
     if len(texts) > 1:
         log.warning("freq-bins compares the runs on the first language, %s; %s left out", lang,
                     ", ".join(list(texts)[1:]))
-    sa = score_tokens(a, toks, lang, a.cfg.train.bptt)
-    sb = score_tokens(b, toks, lang, b.cfg.train.bptt)
+    # Per-token log-probabilities only: no hidden states, no new-word mass (N x d floats less).
+    sa = score_tokens(a, toks, lang, a.cfg.train.bptt, keep_hidden=False, keep_mass=False)
+    sb = score_tokens(b, toks, lang, b.cfg.train.bptt, keep_hidden=False, keep_mass=False)
     edges = bin_edges(bin_width, bins, include_unseen=sa.compositional and sb.compositional)
     # New words have infinite loss under a lookup model: the unseen bin only when both compose words.
     la, lb = -sa.logp.numpy(), -sb.logp.numpy()  # (N,) nats per token

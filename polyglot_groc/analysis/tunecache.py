@@ -321,7 +321,8 @@ def tune_cache(
     lang, toks = next(iter(texts.items()))
     if len(texts) > 1:
         log.warning("tune-cache tunes on the first language, %s; %s left out", lang, ", ".join(list(texts)[1:]))
-    scores = score_tokens(bundle, toks, lang, bundle.cfg.train.bptt)
+    # Hidden states (N x d) only for the neural cache: the unigram cache reads targets alone.
+    scores = score_tokens(bundle, toks, lang, bundle.cfg.train.bptt, keep_hidden=cache == "neural")
     if not scores.compositional:
         base = dataclasses.replace(base, uniform_weight=tune_uniform_weight(scores))
     res: dict[str, Any] = {"run": str(run), "data": str(data), "split": split, "lang": lang,
