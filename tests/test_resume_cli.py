@@ -403,3 +403,54 @@ def test_an_unreadable_fingerprint_is_refused_and_the_flag_takes_every_file_as_c
     res = _resume(run, "--max-steps", "4", "--accept-changed-data")
     assert res.exit_code == 0, res.output
     assert json.loads((run / "data-fingerprint.json").read_text())["files"]  # recorded anew
+
+
+# --------------------------------------------------------------------------- advice that names what exists
+
+
+def test_a_run_that_diverged_before_its_first_checkpoint_is_never_told_to_restore_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45: --resume advised "restore last.pt from a copy of the run"; no last.pt was ever written."""
+    from polyglot_groc.model.lm import LanguageModel
+
+    real = LanguageModel.forward
+
+    def nan_loss(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        out = real(self, *args, **kwargs)
+        if self.training and out.loss is not None:
+            out.loss = out.loss * float("nan")
+        return out
+
+    run = tmp_path / "r"
+    monkeypatch.setattr(LanguageModel, "forward", nan_loss)
+    assert _train(run, "--max-steps", "4").exit_code == 3
+    monkeypatch.setattr(LanguageModel, "forward", real)
+    assert not (run / "last.pt").exists() and not (run / "best.pt").exists()
+    lines = [one_error_line(_resume(run, "--max-steps", "8"))] + [
+        one_error_line(runner.invoke(app, args, input="the cat .\n")) for args in (
+            ["evaluate", str(run)], ["score", str(run), "--lang", "en"],
+            ["export", str(run), "--lang", "en", "--vocab", "--out", str(tmp_path / "v.vec")],
+            ["finetune", str(run), "--data", str(TINY), "--out", str(tmp_path / "ft")])]
+    for line in lines:
+        assert "diverged at step 2" in line and "restore" not in line and "train.lr" in line, line
+    # The command they name trains it again (with a learning rate filled in).
+    command = lines[0].split("`")[1].replace("train.lr=LR", "train.lr=0.002").split()
+    res = runner.invoke(app, [*command[1:], "--max-steps", "2", "--threads", "1"])
+    assert res.exit_code == 0, res.output
+    assert (run / "last.pt").is_file() and _resume(run, "--max-steps", "4").exit_code == 0
+
+
+def test_a_missing_or_damaged_checkpoint_names_the_other_only_where_it_is_there(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    assert _train(run, "--max-steps", "2").exit_code == 0
+    (run / "best.pt").rename(tmp_path / "best.pt")
+    line = one_error_line(runner.invoke(app, ["evaluate", str(run)]))
+    assert "no best.pt (last.pt is there); use --checkpoint last" in line, line
+    assert runner.invoke(app, ["evaluate", str(run), "--checkpoint", "last"]).exit_code == 0
+    (tmp_path / "best.pt").rename(run / "best.pt")
+    (run / "best.pt").write_bytes(b"not a checkpoint")
+    line = one_error_line(runner.invoke(app, ["evaluate", str(run)]))
+    assert f"use the run's other checkpoint, {run / 'last.pt'}, or train again" in line, line
+    (run / "last.pt").unlink()
+    line = one_error_line(runner.invoke(app, ["evaluate", str(run)]))
+    assert "corrupt" in line and "other checkpoint" not in line and line.endswith("train again"), line

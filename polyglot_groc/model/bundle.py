@@ -21,7 +21,7 @@ from polyglot_groc.config import ModelConfig, RunConfig, from_dict, stored_value
 from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.access import check_checkpoint_name
 from polyglot_groc.model.charset import Charset, check_word_lengths
-from polyglot_groc.model.checkpoint import load_checkpoint
+from polyglot_groc.model.checkpoint import damaged_checkpoint_fix, load_checkpoint
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.lm import LanguageModel
 from polyglot_groc.model.vocab import Vocab
@@ -134,21 +134,23 @@ class ModelBundle:
         }
 
     @classmethod
-    def from_state(cls, state: Mapping[str, Any], source: str = "the checkpoint") -> ModelBundle:
-        """Rebuild the bundle a checkpoint's ``bundle`` entry holds (``source`` names it in errors).
+    def from_state(cls, state: Mapping[str, Any], source: str = "the checkpoint",
+                   path: Path | None = None) -> ModelBundle:
+        """Rebuild the bundle a checkpoint's ``bundle`` entry holds (``source`` names it in errors,
+        ``path``, its file, tells them whether the run's other checkpoint is there to use).
 
         Raises:
             CheckpointError: an entry is missing or malformed, its config is invalid, or its tensors
                 do not fit the model its config describes (missing, unexpected, other shapes).
         """
+        fix = damaged_checkpoint_fix(path) if path is not None else "use the run's other checkpoint or train again"
         try:
             cfg = from_dict(stored_values(state["config"]))  # a run stored before a key: as it was
         except KeyError as exc:
-            raise CheckpointError(f"{source} lacks the entry {exc.args[0]!r}; it is incomplete: use the run's other "
-                                  "checkpoint (best.pt or last.pt) or train again") from exc
+            raise CheckpointError(f"{source} lacks the entry {exc.args[0]!r}; it is incomplete: {fix}") from exc
         except (ConfigError, TypeError, AttributeError) as exc:
             raise CheckpointError(f"{source} holds an invalid config ({exc}); it is damaged or from "
-                                  "another tool: use the run's other checkpoint or train again") from exc
+                                  f"another tool: {fix}") from exc
         try:
             vocab = Vocab.from_state(state["vocab"])
             charset = Charset.from_state(state["charset"])
@@ -157,26 +159,24 @@ class ModelBundle:
                                 state.get("lexicon_info", {}))
             tensors = state["model_state"]
         except KeyError as exc:
-            raise CheckpointError(f"{source} lacks the entry {exc.args[0]!r}; it is incomplete: use the run's other "
-                                  "checkpoint (best.pt or last.pt) or train again") from exc
+            raise CheckpointError(f"{source} lacks the entry {exc.args[0]!r}; it is incomplete: {fix}") from exc
         except (TypeError, ValueError, AttributeError, IndexError) as exc:
             raise CheckpointError(f"{source} holds a malformed vocabulary, charset or lexicon forms "
-                                  f"({type(exc).__name__}: {exc}); it is damaged: use the run's other "
-                                  "checkpoint or train again") from exc
-        check_tensors(bundle.model, tensors, source)
+                                  f"({type(exc).__name__}: {exc}); it is damaged: {fix}") from exc
+        check_tensors(bundle.model, tensors, source, fix)
         bundle.model.load_state_dict(tensors)
         return bundle
 
 
-def check_tensors(model: torch.nn.Module, tensors: object, source: str) -> None:
+def check_tensors(model: torch.nn.Module, tensors: object, source: str,
+                  fix: str = "use the run's other checkpoint or train again") -> None:
     """``tensors`` (a checkpoint's ``model_state``) must be exactly ``model``'s: same names, same shapes.
 
     ``load_state_dict`` would raise a multi-line RuntimeError; this says in one line what does not
     fit, so a damaged or hand-edited checkpoint is named as such.
     """
     if not isinstance(tensors, Mapping) or not all(isinstance(v, torch.Tensor) for v in tensors.values()):
-        raise CheckpointError(f"{source} holds no tensor table (model_state); it is damaged: use the run's other "
-                              "checkpoint or train again")
+        raise CheckpointError(f"{source} holds no tensor table (model_state); it is damaged: {fix}")
     wanted = model.state_dict()
     missing = [k for k in wanted if k not in tensors]
     unexpected = [k for k in tensors if k not in wanted]
@@ -192,16 +192,15 @@ def check_tensors(model: torch.nn.Module, tensors: object, source: str) -> None:
         problems.append(f"{len(shapes)} of another shape (first {k!r}: {got}, the model needs {need})")
     if problems:
         raise CheckpointError(f"{source} does not fit the model its own config describes: {'; '.join(problems)}; "
-                              "it is damaged or was edited: use the run's other checkpoint (best.pt or last.pt) or "
-                              "train again")
+                              f"it is damaged or was edited: {fix}")
 
 
 def bundle_from_payload(payload: Mapping[str, Any], path: Path) -> ModelBundle:
     """The model bundle of the checkpoint at ``path`` whose payload is ``payload``."""
     if not isinstance(payload.get("bundle"), Mapping):
-        raise CheckpointError(f"checkpoint {path} lacks its model (the entry 'bundle'); it is incomplete: use the "
-                              "run's other checkpoint (best.pt or last.pt) or train again")
-    return ModelBundle.from_state(payload["bundle"], source=f"checkpoint {path}")
+        raise CheckpointError(f"checkpoint {path} lacks its model (the entry 'bundle'); it is incomplete: "
+                              f"{damaged_checkpoint_fix(path)}")
+    return ModelBundle.from_state(payload["bundle"], source=f"checkpoint {path}", path=Path(path))
 
 
 def build_model(m: ModelConfig, n_chars: int, n_words: int, lang_ids: Mapping[str, torch.Tensor]) -> LanguageModel:

@@ -7,11 +7,13 @@ tensors, numbers, strings, lists and dicts.
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from groc_base.checks import in_cli, option
 from groc_base.errors import CheckpointError
 from groc_base.fileio import atomic_write, file_digest
 
@@ -42,6 +44,56 @@ def file_sha256(path: Path) -> str:
     return file_digest(path).hexdigest()
 
 
+def diverged_at(run_dir: Path) -> int | None:
+    """The step ``run_dir``'s training diverged at, as its result.json says (None: it did not, or no
+    readable result.json says so)."""
+    try:
+        result = json.loads((Path(run_dir) / "result.json").read_text(encoding="utf-8"))
+        return int(result["steps"]) if result.get("diverged") else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def train_again_command(run_dir: Path, lower_lr: bool = False) -> str:
+    """Training ``run_dir`` anew with its own config, in the current face (``lower_lr``: with a lower
+    learning rate to fill in). Only for a run that holds no checkpoint: ``overwrite`` loses nothing."""
+    run_dir = Path(run_dir)
+    config = run_dir / "config.toml"
+    if in_cli():
+        lr = " --set train.lr=LR" if lower_lr else ""
+        return f"`polyglot-groc train --config {config}{lr} --out {run_dir} --overwrite`"
+    lr = ", overrides={'train.lr': LR}" if lower_lr else ""
+    return f"pg.train(config={str(config)!r}{lr}, out={str(run_dir)!r}, overwrite=True)"
+
+
+def missing_checkpoint_message(path: Path) -> str:
+    """Why the checkpoint ``path`` is not there and what works instead: the run's other checkpoint, training
+    again (a run that diverged or stopped before its first checkpoint), or checking the path."""
+    path = Path(path)
+    run = path.parent
+    other = {"best.pt": "last", "last.pt": "best"}.get(path.name)
+    if other is not None and (run / f"{other}.pt").is_file():
+        return f"run {run} has no {path.name} ({other}.pt is there); use {option('checkpoint', other)}"
+    if other is not None and (run / "config.toml").is_file():
+        step = diverged_at(run)
+        if step is not None:
+            return (f"run {run} has no checkpoint: training diverged at step {step}, before its first one; train it "
+                    f"again with a lower train.lr (or train.clip): {train_again_command(run, lower_lr=True)}")
+        return (f"run {run} has no checkpoint yet: it stopped (or is still training) before its first validation; "
+                f"wait for it, or train it again: {train_again_command(run)}")
+    return f"checkpoint {path} does not exist; train a run first or check the path"
+
+
+def damaged_checkpoint_fix(path: Path) -> str:
+    """The fix a message about the damaged checkpoint ``path`` offers: the run's other checkpoint where
+    it is there (best.pt for last.pt and the other way round), else training again."""
+    path = Path(path)
+    other = {"best.pt": "last.pt", "last.pt": "best.pt"}.get(path.name)
+    if other is not None and (path.parent / other).is_file():
+        return f"use the run's other checkpoint, {path.parent / other}, or train again"
+    return "train again"
+
+
 def load_checkpoint(path: Path) -> dict[str, Any]:
     """The payload of the checkpoint file ``path``, read safely (tensors and plain values only).
 
@@ -58,7 +110,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
-        raise CheckpointError(f"checkpoint {path} does not exist; train a run first or check the path") from None
+        raise CheckpointError(missing_checkpoint_message(path)) from None
     except OSError as exc:
         raise CheckpointError(f"checkpoint {path} cannot be read ({exc.strerror}); check the path and its "
                               "permissions") from None
@@ -75,8 +127,7 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
         payload = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises UnpicklingError, RuntimeError, EOFError...
         raise CheckpointError(f"checkpoint {path} is corrupt ({type(exc).__name__}: it is truncated or not a "
-                              "polyglot-groc checkpoint); use the run's other checkpoint (best.pt or last.pt) or "
-                              "train again") from exc
+                              f"polyglot-groc checkpoint); {damaged_checkpoint_fix(path)}") from exc
     if not isinstance(payload, dict) or "format_version" not in payload:
         raise CheckpointError(f"checkpoint {path} has no format_version; it is not a polyglot-groc checkpoint")
     if payload["format_version"] != FORMAT_VERSION:

@@ -96,7 +96,8 @@ class Vocab:
         try:
             return np.fromiter(map(self._index.__getitem__, tokens), dtype=np.int64, count=len(tokens))
         except KeyError as exc:
-            raise InputError(f"token {exc.args[0]!r} is not in the vocabulary; rebuild it or use <unk>") from exc
+            raise InputError(f"token {exc.args[0]!r} is not in the vocabulary, and no <unk> was asked to read "
+                             "unknown words with") from exc
 
     def lang_ranked_ids(self, lang: str) -> np.ndarray:
         """Ids of ``lang``'s words, most frequent in that language first.  # (V_lang,) int64"""

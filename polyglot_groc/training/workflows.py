@@ -38,7 +38,7 @@ from langpairs.registry import load_registry, parse_lang_spec
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, to_dict
 from polyglot_groc.kind_traits import UNTIE
 from polyglot_groc.model.bundle import ModelBundle, bundle_from_payload
-from polyglot_groc.model.checkpoint import atomic_write_text, load_checkpoint
+from polyglot_groc.model.checkpoint import atomic_write_text, diverged_at, load_checkpoint, train_again_command
 from polyglot_groc.model.device import set_threads
 from polyglot_groc.model.lexforms import lexicon_for_languages
 from polyglot_groc.model.lm import count_parameters, parameter_split
@@ -292,12 +292,17 @@ def _not_resumable(run: Path) -> str:
                "from the best checkpoint" if (run / "best.pt").is_file() else "restore last.pt from a copy of the run")
         return f"run {run}: last.pt is {what}, so there is nothing to resume from; {fix} (best.pt and the other " \
                "files are kept as they are)"
+    step = diverged_at(run)
+    if "best.pt" not in kept and step is not None:  # no checkpoint was ever written: none to restore
+        return f"run {run} diverged at step {step}, before its first checkpoint, so there is nothing to resume; " \
+               f"train it again with a lower train.lr (or train.clip): {train_again_command(run, lower_lr=True)}"
     if kept:
         fix = ("copy best.pt to last.pt to go on from the best checkpoint, or restore last.pt from a copy"
                if "best.pt" in kept else "restore last.pt from a copy of the run")
-        return f"run {run} has no last.pt ({', '.join(kept)} are there), so there is nothing to resume from; {fix}"
-    return f"run {run} stopped before its first checkpoint, so there is nothing to resume; train it again with " \
-           f"{option('out', str(run))} {option('overwrite', True)} (it holds only its config.toml and metrics)"
+        are = "are" if len(kept) > 1 else "is"
+        return f"run {run} has no last.pt ({', '.join(kept)} {are} there), so there is nothing to resume from; {fix}"
+    return f"run {run} stopped before its first checkpoint, so there is nothing to resume; train it again: " \
+           f"{train_again_command(run)} (it holds only its config.toml and metrics)"
 
 
 #: The config keys a resumed run may change (in config.toml or with resume's arguments): how far it
