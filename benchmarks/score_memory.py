@@ -10,6 +10,8 @@ scored by :func:`polyglot_groc.score` in a fresh Python process, which reports i
 set (VmHWM from /proc: the child's high-water mark, not the parent's RSS that ``ru_maxrss`` carries
 across ``exec``). A one-line baseline (ten tokens) gives the floor: the interpreter, torch and the
 model. The issue asks the three peaks to lie within 1.5x of each other (``flat_within_1_5x``).
+In the JSON, the top-level ``new_words`` counts distinct new words; each line's ``new_words`` counts
+its tokens that are new words (as ``score``'s records do).
 
     POLYGLOT_GROC_DATA=../shared/data OMP_NUM_THREADS=1 nice -n 10 python benchmarks/score_memory.py
 """
