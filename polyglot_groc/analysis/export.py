@@ -128,9 +128,9 @@ def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "inp
         if flagged.any():
             untrained = [w for w, f in zip(words, flagged.tolist(), strict=True) if f]
             words = [w for w, f in zip(words, flagged.tolist(), strict=True) if not f]
-            log.warning("%d words are in the %s model's vocabulary but were never seen in training (e.g. %s): their "
-                        "%s rows are untrained and left out; %s keeps them", len(untrained), model.kind,
-                        ", ".join(untrained[:5]), side, option("allow_untrained", True))
+            log.warning("left out %d of the words asked (e.g. %s): in the %s model's vocabulary but never seen in "
+                        "training, so their %s rows are untrained; %s keeps them", len(untrained),
+                        ", ".join(untrained[:5]), model.kind, side, option("allow_untrained", True))
     unseen = [w for w in words if w not in bundle.vocab]
     missing: list[str] = []
     view = bundle
@@ -331,9 +331,9 @@ def _note_untrained(bundle: ModelBundle, lang: str, side: str, allow_untrained: 
     mask = untrained_rows(bundle, side)
     n = 0 if mask is None else int(mask[bundle.vocab.lang_ids(lang)].sum())
     if n and allow_untrained:
-        log.warning("%d words of %s's vocabulary were never seen in training: their %s rows are untrained and "
-                    "written as asked", n, lang, side)
+        log.warning("the vocabulary of %s holds words training never saw (%d): their %s rows are untrained and "
+                    "written as asked", lang, n, side)
     elif n:
-        log.info("%d words of %s's vocabulary were never seen in training (a closed vocabulary's valid and test "
-                 "words): their %s rows are untrained and left out; %s writes them", n, lang, side,
+        log.info("the vocabulary of %s holds words training never saw (%d: a closed vocabulary's valid and test "
+                 "words): their %s rows are untrained and left out; %s writes them", lang, n, side,
                  option("allow_untrained", True))

@@ -193,7 +193,8 @@ def similarity(
     from polyglot_groc.analysis.export import embed, resolve_language, vocabulary_vectors
 
     bundle = load_bundle_once(run, checkpoint, device)()
-    lang = resolve_language(bundle, lang)
+    if lang is None:  # a given language is checked where the vocabulary is read
+        lang = resolve_language(bundle, lang)
     # The vocabulary as `similarity --vectors` reads the run's export: same words, same vectors.
     if vectors is not None:
         vocab_words, vocab_vecs = _words_vectors(vectors, max_vocab, lower)
