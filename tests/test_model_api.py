@@ -260,7 +260,8 @@ def test_a_lookup_run_refuses_the_words_its_training_never_saw(closed_runs: dict
     trained = set(CLOSED_TRAIN.split())
     assert set(tied.words()) == trained and TEST_ONLY <= set(tied.words(allow_untrained=True))
     assert "Home-Scale" not in tied and "cat" in tied and len(tied) == len(trained)
-    said = r"'Home-Scale' is a word of this tied run's vocabulary but was never seen in training: .*allow_untrained=True"
+    said = (r"'Home-Scale' is a word of this tied run's vocabulary but was never seen in training: "
+            r".*allow_untrained=True")
     for ask in (lambda: tied["Home-Scale"], lambda: tied.vector("Home-Scale", "en"),
                 lambda: tied.similarity("cat", "Home-Scale"), lambda: tied.most_similar("Home-Scale"),
                 lambda: tied.most_similar("cat", among=["dog", "Home-Scale"]),
@@ -370,7 +371,8 @@ def test_keyed_vectors_keep_composing_and_save_as_gensim_s_own(closed_runs: dict
     assert "kompyuter" in kv and "kompyuter" not in kv.key_to_index and not kv.has_index_for("kompyuter")
     assert np.array_equal(kv["kompyuter"], groc["kompyuter"])
     assert np.allclose(kv.get_vector("kompyuter", norm=True), _unit(groc["kompyuter"]))
-    assert [w for w, _ in kv.most_similar("kompyuter", topn=3)] == [w for w, _ in groc.most_similar("kompyuter", topn=3)]
+    composed = groc.most_similar("kompyuter", topn=3)
+    assert [w for w, _ in kv.most_similar("kompyuter", topn=3)] == [w for w, _ in composed]
     assert kv.similarity("kompyuter", "cat") == pytest.approx(groc.similarity("kompyuter", "cat"), abs=1e-6)
     assert "собака" not in kv  # an unseen script: no vector
     # Saved, it is a plain KeyedVectors of its keys.

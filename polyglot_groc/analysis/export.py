@@ -123,8 +123,8 @@ def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "inp
     untrained: list[str] = []
     mask = None if allow_untrained else untrained_rows(bundle, side)
     if mask is not None:
-        ids = np.fromiter((bundle.vocab.get(w) for w in words), dtype=np.int64, count=len(words))  # (n,) -1: none
-        flagged = (ids >= 0) & mask[np.maximum(ids, 0)]
+        at = np.fromiter((bundle.vocab.get(w) for w in words), dtype=np.int64, count=len(words))  # (n,) -1: none
+        flagged = (at >= 0) & mask[np.maximum(at, 0)]
         if flagged.any():
             untrained = [w for w, f in zip(words, flagged.tolist(), strict=True) if f]
             words = [w for w, f in zip(words, flagged.tolist(), strict=True) if not f]

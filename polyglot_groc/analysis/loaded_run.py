@@ -300,6 +300,8 @@ class Model:
         keys = self.words(lang, side, allow_untrained=allow_untrained) if words is None else list(dict.fromkeys(words))
         if not keys:
             raise InputError("no words to put in the KeyedVectors; pass at least one word")
+        log.info("%s the %s words of %s (%s side) for the KeyedVectors (cached)",
+                 "composing" if self.composes(side) else "reading", f"{len(keys):,}", lang, side)
         kv = RunKeyedVectors(self, lang, side, vector_size=self.dim)
         kv.add_vectors(keys, self.vectors(keys, lang, side, allow_untrained=allow_untrained))
         return kv
