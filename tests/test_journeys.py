@@ -1,4 +1,5 @@
-"""The README's first journey ("your own text in a built-in language"), run as written at tiny size.
+"""The README's first journey ("your own text in a built-in language"), run as written at tiny size,
+and the newcomer's journeys that went wrong before, one case per kind fixed.
 
 The block between the ``journey-own-text`` markers is extracted from README.md and run by bash on a
 small Tagalog file holding what scraped text holds (markup, a header line); ``polyglot-groc`` is
@@ -68,3 +69,67 @@ def test_readme_own_text_journey_runs_on_a_small_file(tmp_path: Path) -> None:
     assert 0.0 <= evaluation["details"]["tl"]["unseen_in_training_rate"] <= 1.0
     vec = (tmp_path / "words.tl.vec").read_text(encoding="utf-8").splitlines()
     assert vec[0].split()[0] == "3" and [row.split()[0] for row in vec[1:]] == ["bahay", "magandang", "kompyuter"]
+
+
+# -- the newcomer's journeys (issue 46): what a gensim user tries first -----------------------------------
+
+
+def _train(kind: str, data: Path, out: Path) -> None:
+    """``polyglot-groc train`` as a newcomer runs it (the default closed vocabulary), at tiny size."""
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+    from tests.conftest import SMALL
+
+    sets = [x for s in SMALL for x in ("--set", s)]
+    res = CliRunner().invoke(app, ["train", "--langs", "en", "--data", str(data), "--out", str(out),
+                                   "--model", kind, "--max-steps", "2", "--threads", "1", *sets])
+    assert res.exit_code == 0, res.output
+
+
+def test_a_tied_run_refuses_a_word_only_its_test_split_has(tmp_path: Path) -> None:
+    """Item 5: a closed vocabulary holds the test split's words; a tied run's rows of them are untrained.
+    The newcomer asked for one (``Home-Scale``) and got a random row with training singletons as its
+    "neighbours"; now it is refused by name, and the neighbours of a trained word are trained words."""
+    from typer.testing import CliRunner
+
+    import polyglot_groc as pg
+    from polyglot_groc.cli import app
+    from tests.conftest import CLOSED_TRAIN, TEST_ONLY, one_error_line, write_closed_corpus
+
+    runner = CliRunner()
+    _train("tied", write_closed_corpus(tmp_path / "data"), tmp_path / "tied")
+    run = str(tmp_path / "tied")
+    line = one_error_line(runner.invoke(app, ["neighbours", run, "Home-Scale"]))
+    assert line.startswith("error: 'Home-Scale' is a word of this tied run's vocabulary but was never seen in "
+                           "training") and line.endswith("pass --allow-untrained to get the row anyway")
+    found = json.loads(runner.invoke(app, ["neighbours", run, "cat", "--topn", "50"]).stdout)
+    assert {n["word"] for n in found["neighbours"]} == set(CLOSED_TRAIN.split()) - {"cat"}
+    assert runner.invoke(app, ["neighbours", run, "Home-Scale", "--allow-untrained"]).exit_code == 0
+    model = pg.load(run)
+    assert "Home-Scale" not in model and TEST_ONLY.isdisjoint(model.words())
+    try:
+        model["Home-Scale"]
+    except KeyError as exc:  # gensim's KeyError, and the toolkit's one-line InputError
+        assert isinstance(exc, pg.InputError) and "never seen in training" in str(exc)
+    else:
+        raise AssertionError("an untrained row was served")
+
+
+def test_a_one_language_run_reads_like_gensim(tmp_path: Path) -> None:
+    """Item 9: ``model[word]``, ``in``, ``len``, ``most_similar(positive=, negative=)`` on a one-language run
+    with no ``lang`` anywhere, and KeyedVectors that still compose unseen words."""
+    import numpy as np
+
+    import polyglot_groc as pg
+    from tests.conftest import write_closed_corpus
+
+    _train("groc", write_closed_corpus(tmp_path / "data"), tmp_path / "groc")
+    model = pg.load(tmp_path / "groc")
+    assert model["cat"].shape == (16,) and "cat" in model and len(model) == len(model.words())
+    analogy = model.most_similar(positive=["cat", "river"], negative=["dog"], topn=3)
+    assert len(analogy) == 3 and not {"cat", "river", "dog"} & {w for w, _ in analogy}
+    kv = model.to_keyed_vectors()
+    assert np.array_equal(kv["kompyuter"], model["kompyuter"])  # composed, as fastText builds unseen words
+    assert [w for w, _ in kv.most_similar(positive=["cat", "river"], negative=["dog"], topn=3)] == \
+        [w for w, _ in analogy]

@@ -7,9 +7,10 @@ default its help shows from the presets, and :func:`config_overrides` reads the 
 command's options stand for from the same declarations.
 
 The options several commands share (``--device``, ``--checkpoint``, ``--threads``, ``--verbose``,
-``--overwrite``, ``--data``, ``--languages``) have one factory each here, whose parameters carry what
-differs between the commands (the help, the default shown, a config key); the commonest forms are
-aliases (``DeviceOption``). Then come train's config-backed options, the one place that says which flag
+``--overwrite``, ``--data``, ``--languages``, ``--allow-untrained``) have one factory each here, whose
+parameters carry what differs between the commands (the help, the default shown, a config key); the
+commonest forms are aliases (``DeviceOption``); a renamed option's old spelling is
+:func:`old_spelling`. Then come train's config-backed options, the one place that says which flag
 sets which config key.
 """
 
@@ -135,12 +136,29 @@ def languages_option(help: str = LANGUAGES_HELP, show_default: bool | str = Fals
     return option("--languages", envvar=LANGUAGES_ENV, help=help, show_default=show_default)
 
 
+#: ``--allow-untrained`` of every command that serves a run's vectors (neighbours, export, similarity --run).
+ALLOW_UNTRAINED_HELP = ("Serve the lookup rows of vocabulary words training never saw (a closed vocabulary's valid and "
+                        "test words): untrained, so refused by name and left out of the words searched or written "
+                        "without it; compositional sides (GroC) have none")
+
+
+def allow_untrained_option(help: str = ALLOW_UNTRAINED_HELP) -> Any:
+    return option("--allow-untrained", help=help, show_default=True)
+
+
+def old_spelling(old: str, new: str) -> Any:
+    """A renamed option's old spelling: hidden from --help, still accepted with a warning
+    (``_common.deprecated_alias`` merges it into ``new``)."""
+    return typer.Option(old, hidden=True, help=f"Deprecated: {new}")
+
+
 DeviceOption = Annotated[str, device_option()]
 CheckpointOption = Annotated[str, checkpoint_option()]
 ThreadsOption = Annotated[int | None, threads_option()]
 VerboseOption = Annotated[bool, verbose_option()]
 OverwriteOption = Annotated[bool, overwrite_option()]
 LanguagesOption = Annotated[Path | None, languages_option()]
+AllowUntrainedOption = Annotated[bool, allow_untrained_option()]
 
 # -- train's options that set a config key -------------------------------------------------------------------
 # With --resume, those that resume() takes apply (commands/train.py); the others are the run's own config.

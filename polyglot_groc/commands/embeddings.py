@@ -20,6 +20,7 @@ from polyglot_groc.commands._common import (
     setup_logging,
 )
 from polyglot_groc.commands._options import (
+    AllowUntrainedOption,
     CheckpointOption,
     DeviceOption,
     OverwriteOption,
@@ -35,8 +36,10 @@ app = typer.Typer()
 @cli_errors
 def export_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
-    lang: Annotated[str, typer.Option("--lang", help="Language whose words to export")],
     out: Annotated[Path, typer.Option("--out", help="Output .vec (word2vec text format)")],
+    lang: Annotated[str | None, typer.Option(
+        "--lang", help="Language whose words to export",
+        show_default="a one-language run's; required for a polyglot run")] = None,
     words: Annotated[Path | None, typer.Option(
         "--words", help="File with one word per line (any word); with --vocab: added after the vocabulary")] = None,
     vocab: Annotated[bool, typer.Option("--vocab", help="Export the language's vocabulary")] = False,
@@ -45,6 +48,7 @@ def export_command(
     checkpoint: CheckpointOption = "best",
     skip_multiword: Annotated[bool, typer.Option(
         "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
+    allow_untrained: AllowUntrainedOption = False,
     device: DeviceOption = "auto",
     threads: ThreadsOption = None,
     overwrite: OverwriteOption = False,
@@ -60,8 +64,8 @@ def export_command(
 
     setup_logging(verbose)
     res = export(run=run, lang=lang, out=out, words=words, vocab=vocab, side=side, max_vocab=max_vocab,
-                 checkpoint=checkpoint, skip_multiword=skip_multiword, overwrite=overwrite, device=device,
-                 threads=threads)
+                 checkpoint=checkpoint, skip_multiword=skip_multiword, overwrite=overwrite,
+                 allow_untrained=allow_untrained, device=device, threads=threads)
     if res.missing:
         err_console.print(f"{res.missing} words cannot be embedded by this {res.model} model "
                           f"(e.g. {', '.join(res.missing_examples[:5])})")
@@ -275,6 +279,7 @@ def similarity_command(
         "--src-vectors", help="Cross-lingual: source vectors (already mapped), first word of each pair")] = None,
     tgt_vectors: Annotated[Path | None, typer.Option(
         "--tgt-vectors", help="Cross-lingual: target vectors, second word of each pair")] = None,
+    allow_untrained: AllowUntrainedOption = False,
     device: Annotated[str, device_option("auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     threads: ThreadsOption = None,
     verbose: VerboseOption = False,
@@ -289,5 +294,5 @@ def similarity_command(
 
     setup_logging(verbose)
     print_json(similarity(datasets=dataset, vectors=vectors, run=run, lang=lang, side=side, max_vocab=max_vocab,
-                          keep_case=keep_case, src_vectors=src_vectors, tgt_vectors=tgt_vectors, device=device,
-                          threads=threads).to_dict())
+                          keep_case=keep_case, src_vectors=src_vectors, tgt_vectors=tgt_vectors,
+                          allow_untrained=allow_untrained, device=device, threads=threads).to_dict())
