@@ -11,12 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from eval.align import align, procrustes, translation_precision
-from eval.methods import fit_mapping
+from eval.methods import FitContext, ProcrustesConfig, build_config, fit_mapping
 from eval.normalize import normalize_embeddings, parse_normalize
 from eval.rcsls import RcslsConfig, rcsls, rcsls_loss_and_grad, spectral_projection
 from eval.vecmap import VecmapConfig, vecmap
 from eval.vectors import write_vec
-from groc_base.errors import InputError
+from groc_base.errors import ArgumentTypeError, InputError
 from polyglot_groc.cli import app
 from tests.conftest import one_error_line
 
@@ -219,25 +219,27 @@ def test_select_on_eval_and_last(spaces: tuple[np.ndarray, ...]) -> None:
 def test_fit_mapping_every_method_and_refusals(spaces: tuple[np.ndarray, ...]) -> None:
     src, tgt, train, test = spaces
     for method, ops in (("procrustes", "iternorm"), ("rcsls", ""), ("vecmap", "renorm,center,renorm")):
-        res = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
-                          rcsls_config=RcslsConfig(knn=5, n_iter=2), criterion=True)
+        config = RcslsConfig(knn=5, n_iter=2) if method == "rcsls" else None
+        res = fit_mapping(src, tgt, train, method=method, normalize=ops, config=config,
+                          context=FitContext(criterion=True))
         p = translation_precision(res.map_source(src), res.prepare_target(tgt), test)["precision_at_1"]
         assert p > 50.0 and np.isfinite(res.history[-1]["criterion"]) and res.method == method
         # without criterion=True only procrustes (which selects by it) pays for the criterion
-        plain = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
-                            rcsls_config=RcslsConfig(knn=5, n_iter=2))
+        plain = fit_mapping(src, tgt, train, method=method, normalize=ops, config=config)
         assert ("criterion" in plain.history[-1]) is (method == "procrustes")
-    assert fit_mapping(src, tgt, train, method="rcsls", rcsls_config=RcslsConfig(n_iter=0)).normalize == ("renorm",)
+    assert fit_mapping(src, tgt, train, method="rcsls", config=RcslsConfig(n_iter=0)).normalize == ("renorm",)
     # each method's reference normalisation by default: VecMap's --supervised normalises unit, center, unit
     assert fit_mapping(src, tgt, train, method="vecmap").normalize == ("renorm", "center", "renorm")
     assert fit_mapping(src, tgt, train, method="vecmap", normalize="none").normalize == ()
-    assert fit_mapping(src, tgt, train, method="procrustes", refine=0).normalize == ()
+    assert fit_mapping(src, tgt, train, method="procrustes", config=ProcrustesConfig(refine=0)).normalize == ()
     with pytest.raises(InputError, match="unknown alignment method 'muse'"):
-        fit_mapping(src, tgt, train, method="muse")  # type: ignore[arg-type]
+        fit_mapping(src, tgt, train, method="muse")
     with pytest.raises(InputError, match="refine=3 applies to procrustes only"):  # Python names keywords
-        fit_mapping(src, tgt, train, method="rcsls", refine=3)
+        build_config("rcsls", values={"refine": 3})
     with pytest.raises(InputError, match="select_on='eval' chooses"):
-        fit_mapping(src, tgt, train, method="vecmap", select_on="eval", select_pairs=test)
+        build_config("vecmap", values={"select_on": "eval"})
+    with pytest.raises(ArgumentTypeError, match="method='vecmap' takes a VecmapConfig"):
+        fit_mapping(src, tgt, train, method="vecmap", config=RcslsConfig())
     with pytest.raises(InputError, match="outside"):
         fit_mapping(src, tgt, train + 1000, method="vecmap")
 
@@ -404,9 +406,18 @@ def test_align_many_puts_every_language_in_one_space(three_languages: Path, monk
     # fr and es never met in training: through the pivot they translate each other
     assert out["pairs"]["fr-es"]["protocols"]["muse"]["csls"]["precision_at_1"] > 80.0
     assert "fr-es" in res.stderr
-    words, vecs = read_vec(three_languages / "many" / "fr.vec")
-    assert len(words) == 400 and (three_languages / "many" / "W-es.npy").exists()
+    # align's report for every pair: coverage as scored of asked, nn and csls, every baseline, explained columns
+    assert "50 of 50 test source words scored: coverage 100.0%" in res.stderr
+    assert all(row in res.stderr for row in ("model csls", "model nn", "no mapping, nn", "other gold = the rest"))
+    no_map = out["pairs"]["fr-es"]["protocols"]["muse"]["baselines"]["no_mapping"]["nn"]["precision_at_1"]
+    assert no_map < 20.0  # fr and es are independent rotations: unmapped, they do not translate
+    # the maps, not the vocabularies: <lang>.vec only when asked
+    assert (three_languages / "many" / "W-es.npy").exists() and not (three_languages / "many" / "fr.vec").exists()
     assert not (three_languages / "many" / "W-en.npy").exists()  # the pivot does not move
+    res = runner.invoke(app, _many(three_languages, "--refine", "0", "--export-mapped", "--overwrite"))
+    assert res.exit_code == 0, res.output
+    words, vecs = read_vec(three_languages / "many" / "fr.vec")
+    assert len(words) == 400
     # without --out: a fresh alignment-many-<pivot>, named on stderr
     monkeypatch.chdir(three_languages)
     args = _many(three_languages, "--refine", "0")
