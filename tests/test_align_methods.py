@@ -329,6 +329,127 @@ def polyglot_groc_align(root: Path, **kwargs: object) -> object:
     return pg.align(src=root / "s.vec", tgt=root / "t.vec", train_dict=root / "train.txt", **kwargs)  # type: ignore[arg-type]
 
 
+def test_align_takes_each_method_config_whole(vec_files: Path) -> None:
+    """A method's knobs pass as its config, VecMap's included (unreachable before); the shorthands set fields."""
+    import polyglot_groc as pg
+
+    plain = polyglot_groc_align(vec_files, method="vecmap")
+    cfg = VecmapConfig(src_reweight=0.0, tgt_reweight=1.0)
+    tuned = polyglot_groc_align(vec_files, method="vecmap", method_config=cfg)
+    assert tuned.reference is not None and "vecmap src_reweight 0.0 (VecMap's --supervised: 0.5)" in \
+        tuned.reference["differences"]
+    assert not np.allclose(plain.W, tuned.W)  # the config reached the fit
+    by_config = polyglot_groc_align(vec_files, method_config=ProcrustesConfig(refine=0))
+    by_keyword = polyglot_groc_align(vec_files, refine=0)
+    np.testing.assert_array_equal(by_config.W, by_keyword.W)
+    assert by_config.reference == by_keyword.reference and by_config.best_iteration == 0
+    both = polyglot_groc_align(vec_files, method="rcsls", method_config=RcslsConfig(n_iter=1), rcsls_lr=25.0)
+    assert both.history[0]["rcsls_steps"] == 3 and "rcsls lr 25.0 (fastText's default: 1.0)" in \
+        both.reference["differences"]  # type: ignore[index]
+    with pytest.raises(ArgumentTypeError, match="method='rcsls' takes a RcslsConfig"):
+        polyglot_groc_align(vec_files, method="rcsls", method_config=VecmapConfig())
+    with pytest.raises(ArgumentTypeError, match="method_config must be"):
+        pg.align(src=vec_files / "s.vec", tgt=vec_files / "t.vec", train_dict=vec_files / "train.txt",
+                 method_config={"refine": 0})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--vecmap-src-reweight", "2"], "--vecmap-src-reweight=2.0 must be a number in [0, 1]"),
+    (["--method", "procrustes", "--no-vecmap-whiten"],
+     "--vecmap-whiten sets up vecmap; it does nothing for procrustes"),
+    (["--vecmap-src-dewhiten", "both"], "--vecmap-src-dewhiten both is unknown; use src (default), tgt or none"),
+    (["--method", "procrustes", "--dico-max-rank", "0"], "--dico-max-rank=0 must be a positive integer"),
+])
+def test_every_knob_is_a_flag_derived_from_its_config(vec_files: Path, extra: list[str], needle: str) -> None:
+    args = _args(vec_files, *(["--method", "vecmap"] if "--method" not in extra else []), *extra)
+    assert needle in one_error_line(runner.invoke(app, args))
+    assert not (vec_files / "out").exists()
+
+
+def test_vecmaps_knobs_through_the_cli(vec_files: Path) -> None:
+    res = runner.invoke(app, _args(vec_files, "--method", "vecmap", "--no-vecmap-whiten", "--vecmap-src-dewhiten",
+                                   "none", "--vecmap-tgt-dewhiten", "none", "--vecmap-src-reweight", "0"))
+    assert res.exit_code == 0, res.output
+    out = json.loads((vec_files / "out" / "result.json").read_text())
+    assert "vecmap whiten False (VecMap's --supervised: True)" in out["reference"]["differences"]
+    assert out["protocols"]["muse"]["csls"]["precision_at_1"] > 50.0
+
+
+def test_a_method_is_its_module_and_one_registration(monkeypatch: pytest.MonkeyPatch,
+                                                     spaces: tuple[np.ndarray, ...]) -> None:
+    """What a new method module declares is all the faces need: its name, knobs, flags, checks and recipe."""
+    from dataclasses import dataclass
+
+    import typer
+
+    from eval.align import AlignmentResult
+    from eval.methods import registry
+    from eval.methods.registry import MethodConfig, knob, knobs, method_names, recipe, register_method
+    from polyglot_groc.commands._options import method_options
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # the registration ends with the test
+
+    @dataclass(frozen=True)
+    class ScaledConfig(MethodConfig):
+        scale: float = knob(2.0, check="positive", help="how much the identity stretches")
+
+    @register_method("scaled", config=ScaledConfig, recipe="a scaled identity (no reference)")
+    def fit(src: np.ndarray, tgt: np.ndarray, pairs: np.ndarray | None, config: ScaledConfig,
+            context: object) -> AlignmentResult:
+        w = config.scale * np.eye(src.shape[1], dtype=np.float32)
+        return AlignmentResult(W=w, best_iteration=0, history=[{"iteration": 0}])
+
+    try:
+        assert "scaled" in method_names() and knobs("scaled")["scaled_scale"][0].default == 2.0
+
+        given: dict[str, object] = {}
+
+        def command(method: str = "procrustes", **values: object) -> None:
+            given.update(build_config(method, None, values).__dict__)
+
+        probe = typer.Typer()
+        probe.command()(method_options(command))  # the flags a command taking every method's knobs gets
+        assert "--scaled-scale" in runner.invoke(probe, ["--help"]).stdout
+        assert runner.invoke(probe, ["--method", "scaled", "--scaled-scale", "3"]).exit_code == 0
+        assert given == {"scale": 3.0}
+        src, tgt, train, _ = spaces
+        res = fit_mapping(src, tgt, train, method="scaled", config=build_config("scaled", None, {"scaled_scale": 3.0}))
+        np.testing.assert_allclose(res.W, 3.0 * np.eye(16))
+        with pytest.raises(InputError, match="scaled_scale=-1.0 must be a positive number"):
+            build_config("scaled", None, {"scaled_scale": -1.0})
+        with pytest.raises(InputError, match="scaled_scale sets up scaled; it does nothing for rcsls"):
+            build_config("rcsls", None, {"scaled_scale": 3.0})
+        said = recipe("scaled", ScaledConfig(), (), registry.FitContext())
+        assert said == {"recipe": "a scaled identity (no reference)", "differences": []}
+    finally:
+        registry._knobs_of.cache_clear()
+
+
+def test_test_pairs_that_are_training_pairs_are_counted_and_refused_above_five_percent(vec_files: Path) -> None:
+    import polyglot_groc as pg
+
+    # 100 test pairs: 10 are training pairs (5 as written, 5 reversed: an en-X file against X-en)
+    lines = ([f"w{i} x{i}\n" for i in range(290, 295)] + [f"x{i} w{i}\n" for i in range(295, 300)]
+             + [f"w{i} x{i}\n" for i in range(300, 390)])
+    (vec_files / "overlap.txt").write_text("".join(lines), encoding="utf-8")
+    args = ["align", "--src", str(vec_files / "s.vec"), "--tgt", str(vec_files / "t.vec"), "--train-dict",
+            str(vec_files / "train.txt"), "--eval-dict", str(vec_files / "overlap.txt"), "--refine", "0",
+            "--out", str(vec_files / "o")]
+    line = one_error_line(runner.invoke(app, args))
+    assert "10 of the 100 test pairs (10.0%) are training pairs (5 as written, 5 reversed)" in line
+    assert "--allow-dictionary-overlap" in line and not (vec_files / "o").exists()
+    res = runner.invoke(app, [*args, "--allow-dictionary-overlap"])
+    assert res.exit_code == 0, res.output
+    assert "test pairs that are training pairs (either direction): 10 of 100 (10.0%)" in res.stderr
+    overlap = json.loads((vec_files / "o" / "result.json").read_text())["eval_dictionary"]["train_overlap"]
+    assert (overlap["pairs"], overlap["reversed"], overlap["allowed"]) == (10, 5, True)
+    with pytest.raises(InputError, match="pass allow_overlap=True"):
+        pg.align(src=vec_files / "s.vec", tgt=vec_files / "t.vec", train_dict=vec_files / "train.txt",
+                 eval_dict=vec_files / "overlap.txt")
+    clean = polyglot_groc_align(vec_files, eval_dict=vec_files / "test.txt", refine=0)
+    assert clean.eval_dictionary is not None and clean.eval_dictionary["train_overlap"]["pairs"] == 0
+
+
 def test_align_without_out_never_reuses_a_folder(vec_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(vec_files)
     args = ["align", "--src", "s.vec", "--tgt", "t.vec", "--train-dict", "train.txt", "--refine", "0"]

@@ -368,10 +368,16 @@ def check_fields(config: Any) -> None:
             raise InputError(f"{f.name}={value!r}; pass True or False")
 
 
-def _replace(config: Any, path: tuple[str, ...], value: Any) -> Any:
-    if len(path) == 1:
-        return dataclasses.replace(config, **{path[0]: value})
-    return dataclasses.replace(config, **{path[0]: _replace(getattr(config, path[0]), path[1:], value)})
+def _replace(config: Any, values: Mapping[tuple[str, ...], Any]) -> Any:
+    """``config`` with the fields at ``values``' paths set, all at once (one ``replace`` per nested config, so
+    that a rule across fields sees the new values together: no whitening and no de-whitening)."""
+    own = {path[0]: value for path, value in values.items() if len(path) == 1}
+    nested: dict[str, dict[tuple[str, ...], Any]] = {}
+    for path, value in values.items():
+        if len(path) > 1:
+            nested.setdefault(path[0], {})[path[1:]] = value
+    own.update({name: _replace(getattr(config, name), inner) for name, inner in nested.items()})
+    return dataclasses.replace(config, **own) if own else config
 
 
 def build_config(method: str, config: Any | None = None, values: Mapping[str, Any] | None = None) -> Any:
@@ -388,6 +394,7 @@ def build_config(method: str, config: Any | None = None, values: Mapping[str, An
                                 f"{spec.config.__name__}")
     mine = knobs(method)
     every = knobs()
+    changes: dict[tuple[str, ...], Any] = {}
     for name, value in (values or {}).items():
         declared = mine.get(name) or every.get(name)
         if declared is None:
@@ -400,9 +407,8 @@ def build_config(method: str, config: Any | None = None, values: Mapping[str, An
                 continue
             raise InputError(declared[0].refusal(value, method))
         declared[0].check(value)
-        for k in declared:  # a shared knob sets every field that declares it
-            cfg = _replace(cfg, k.path, value)
-    return cfg
+        changes.update({k.path: value for k in declared})  # a shared knob sets every field that declares it
+    return _replace(cfg, changes)
 
 
 def resolve_normalize(method: str, normalize: Sequence[str] | str | None) -> tuple[str, ...]:

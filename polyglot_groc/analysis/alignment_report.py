@@ -98,7 +98,8 @@ def check_overlap(train: Sequence[tuple[str, str]], test: Sequence[tuple[str, st
     if found["share"] > OVERLAP_LIMIT and not allow:
         raise InputError(f"{said}, above the {100 * OVERLAP_LIMIT:.0f}% an evaluation allows: their P@k measures "
                          "what the map was fitted on; use disjoint dictionaries (MUSE's 0-5000 to train and "
-                         f"5000-6500 to test, in one direction), or pass {option('allow_overlap')} to score anyway")
+                         f"5000-6500 to test, in one direction), or pass {option('allow_overlap', True)} to score "
+                         "anyway")
     logger.warning("%s; their P@k partly measures what the map was fitted on", said)
     return found
 
