@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -114,3 +115,25 @@ def test_the_report_says_scored_of_asked_for_every_protocol_the_overlap_and_the_
     assert "test pairs that are training pairs (either direction): 1 of 16 (6.2%)" in text
     assert "other gold = the rest, where only a mapping can score" in text
     assert all(row in text for row in ("model csls", "model nn", "no mapping, nn", "identical string"))
+
+
+@pytest.mark.skipif(not os.environ.get("POLYGLOT_GROC_DATA"), reason="POLYGLOT_GROC_DATA is not set; point it at "
+                    "the shared data directory")
+def test_muse_dictionaries_overlap_when_read_in_opposite_directions(caplog: pytest.LogCaptureFixture) -> None:
+    """The bundle's MUSE files: X-en 0-5000 against en-X 5000-6500 share a fifth of the test pairs (refused);
+    one direction's two files share 0-2 pairs (reported, no warning)."""
+    from pathlib import Path
+
+    from groc_base.errors import InputError
+    from langpairs.dictionaries import read_dictionary
+    from polyglot_groc.analysis.alignment_report import check_overlap, dictionary_overlap
+
+    root = Path(os.environ["POLYGLOT_GROC_DATA"]) / "eval" / "dictionaries"
+    test = read_dictionary(root / "en-fr.5000-6500.txt")
+    crossed = dictionary_overlap(read_dictionary(root / "fr-en.0-5000.txt"), test)
+    assert (crossed["pairs"], crossed["test_pairs"]) == (595, 2943) and crossed["reversed"] == 459
+    with pytest.raises(InputError, match="595 of the 2943 test pairs"):
+        check_overlap(read_dictionary(root / "fr-en.0-5000.txt"), test, allow=False, what="fr-en vs en-fr")
+    with caplog.at_level("WARNING"):
+        same = check_overlap(read_dictionary(root / "en-fr.0-5000.txt"), test, allow=False, what="en-fr")
+    assert same["pairs"] == 2 and caplog.text == ""
