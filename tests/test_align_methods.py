@@ -17,6 +17,7 @@ from eval.rcsls import RcslsConfig, rcsls, rcsls_loss_and_grad, spectral_project
 from eval.vecmap import VecmapConfig, vecmap
 from eval.vectors import write_vec
 from groc_base.errors import ArgumentTypeError, InputError
+from polyglot_groc.analysis.alignment import AlignResult
 from polyglot_groc.cli import app
 from tests.conftest import one_error_line
 
@@ -323,7 +324,7 @@ def test_align_names_its_reference_and_flips_a_dictionary(vec_files: Path) -> No
     assert rc.history[0]["rcsls_steps"] == 3  # 2 updates (niter 1), the last one scored too
 
 
-def polyglot_groc_align(root: Path, **kwargs: object) -> object:
+def polyglot_groc_align(root: Path, **kwargs: object) -> AlignResult:
     import polyglot_groc as pg
 
     return pg.align(src=root / "s.vec", tgt=root / "t.vec", train_dict=root / "train.txt", **kwargs)  # type: ignore[arg-type]
@@ -423,6 +424,54 @@ def test_a_method_is_its_module_and_one_registration(monkeypatch: pytest.MonkeyP
         assert said == {"recipe": "a scaled identity (no reference)", "differences": []}
     finally:
         registry._knobs_of.cache_clear()
+
+
+def test_a_start_without_a_dictionary_runs_its_method_and_keeps_its_verdict(monkeypatch: pytest.MonkeyPatch,
+                                                                          vec_files: Path) -> None:
+    """The slot of issue 47: ``--dictionary-mode <start>`` with no dictionary runs the start's own method, whose
+    verdict and criterion the result keeps and the summary says first; a dictionary with it is refused."""
+    from dataclasses import dataclass
+
+    from eval.align import AlignmentResult
+    from eval.methods import registry
+    from eval.methods.registry import MethodConfig, register_method
+    from polyglot_groc.analysis import alignment_starts
+    from polyglot_groc.analysis.alignment_starts import Start, register_start
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(alignment_starts, "_STARTS", dict(alignment_starts._STARTS))
+    seen: list[object] = []
+
+    @dataclass(frozen=True)
+    class GuessConfig(MethodConfig):
+        pass
+
+    @register_method("guess", config=GuessConfig, recipe="the identity, judged", needs_dictionary=False)
+    def fit(src: np.ndarray, tgt: np.ndarray, pairs: np.ndarray | None, config: GuessConfig,
+            context: object) -> AlignmentResult:
+        seen.append(pairs)
+        verdict = {"status": "failed", "reason": "restarts disagree", "criterion": {"name": "mean CSLS", "value": 0.1},
+                   "evidence": {"restart_agreement": [0.01]}}
+        return AlignmentResult(W=np.eye(src.shape[1], dtype=np.float32), best_iteration=0,
+                               history=[{"iteration": 0}], verdict=verdict)
+
+    register_start(Start("unsupervised-toy", "no dictionary at all", pairs=None, default_method="guess"))
+    try:
+        args = ["align", "--src", str(vec_files / "s.vec"), "--tgt", str(vec_files / "t.vec"), "--eval-dict",
+                str(vec_files / "test.txt"), "--dictionary-mode", "unsupervised-toy", "--out", str(vec_files / "u")]
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output  # a failed alignment is a result, said out loud, not an error
+        assert seen == [None] and "verdict: failed (restarts disagree; mean CSLS 0.1000)" in res.stderr
+        out = json.loads((vec_files / "u" / "result.json").read_text())
+        assert out["method"] == "guess" and out["verdict"]["status"] == "failed"
+        assert out["train_dictionary"] == {"seed": "unsupervised-toy", "found": 0} and out["dico_max_rank"] == 15000
+        with_dict = one_error_line(runner.invoke(app, [*args, "--train-dict", str(vec_files / "train.txt")]))
+        assert "--dictionary-mode unsupervised-toy starts without a dictionary; drop --train-dict" in with_dict
+        needs = one_error_line(runner.invoke(app, [*args, "--method", "procrustes", "--overwrite"]))
+        assert "--dictionary-mode unsupervised-toy gives no dictionary, and procrustes fits one" in needs
+    finally:
+        registry._knobs_of.cache_clear()
+    assert "verdict" not in json.loads(runner.invoke(app, _args(vec_files, "--refine", "0")).stdout)
 
 
 def test_test_pairs_that_are_training_pairs_are_counted_and_refused_above_five_percent(vec_files: Path) -> None:

@@ -317,7 +317,7 @@ def _walk(cls: type, prefix: str, path: tuple[str, ...], owner: str) -> Iterator
         if info is None or scalar is None:
             continue  # Python-only (tuples, mappings) or not declared as a knob
         kind, choices, optional = scalar
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+        default = f.default_factory() if callable(f.default_factory) else f.default
         name = info.name if info.name is not None else f"{prefix}_{f.name}"
         yield Knob(name=name or f.name, path=(*path, f.name), kind=kind, default=default, choices=choices,
                    optional=optional, info=info, owner=owner)

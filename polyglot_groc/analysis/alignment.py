@@ -45,6 +45,7 @@ from polyglot_groc.analysis.alignment_starts import (
     lexicon_seed,
     method_for,
     no_dictionary,
+    start_names,
 )
 
 if TYPE_CHECKING:  # at run time these come in with a run only (they import torch)
@@ -412,10 +413,11 @@ def align(
     if dicts.test is not None:
         from polyglot_groc.analysis.alignment_report import Side
 
-        sides = ((src_lang if src is None else None, src_words, None if raw is None else raw[0], mapped),
-                 (tgt_lang if tgt is None else None, tgt_words, None if raw is None else raw[1], target))
-        composed = _composed_sides(dicts.test, dicts.restrict, plan.lower, bundle, side, res,  # type: ignore[arg-type]
-                                   *sides) if raw is not None else None
+        composed = None
+        if raw is not None:  # the test words a run-read side lacks, composed by the model
+            composed = _composed_sides(dicts.test, dicts.restrict, plan.lower, bundle, side, res,  # type: ignore[arg-type]
+                                       (src_lang if src is None else None, src_words, raw[0], mapped),
+                                       (tgt_lang if tgt is None else None, tgt_words, raw[1], target))
         del raw
         # The no-mapping baseline reads the normalised spaces as they are: by nn always (cheap), by csls
         # too where both sides come from one run (one shared encoder: a word may have one vector on
@@ -477,6 +479,9 @@ def _plan(method: str | None, method_config: Any, knobs: dict[str, Any], *, trai
         if dictionary_mode is None:
             raise InputError(f"no seed dictionary: {no_dictionary()}")
         start = get_start(dictionary_mode)
+    elif dictionary_mode in start_names() and get_start(dictionary_mode).pairs is None:
+        raise InputError(f"{option('dictionary_mode', dictionary_mode)} starts without a dictionary; drop "
+                         f"{option('train_dict')} (or the mode, to start from the dictionary)")
     spec = get_method(method_for(method, dictionary_mode, train_dict))
     _check_start(spec, start)
     config = build_config(spec.name, method_config, knobs)
