@@ -193,9 +193,12 @@ class Plan:
 
 
 #: ``fit(src, tgt, pairs, config, context)``: the spaces already through the normalisation chain
-#: (``(n_src, d)``, ``(n_tgt, d)`` float32), ``pairs`` ``(n, 2)`` checked row indices (None for a
-#: method that starts without a dictionary); returns the map as an :class:`eval.align.AlignmentResult`
-#: (its ``normalize`` is set by the caller; ``verdict`` for a method that judges its own map).
+#: (``(n_src, d)``, ``(n_tgt, d)`` float32: the call's ``normalize``, else :attr:`Method.normalize`;
+#: a method whose own code normalises, as ``eval.unsup``'s configs do with their ``normalize`` field,
+#: registers that chain as ``normalize=`` and runs its code with the config's chain emptied),
+#: ``pairs`` ``(n, 2)`` checked row indices (None for a method that starts without a dictionary);
+#: returns the map as an :class:`eval.align.AlignmentResult` (its ``normalize`` is set by the
+#: caller; ``verdict`` for a method that judges its own map; ``context.seed`` for one that draws).
 FitFunction = Callable[["np.ndarray", "np.ndarray", "np.ndarray | None", Any, FitContext], "AlignmentResult"]
 
 

@@ -2,10 +2,13 @@
 
 :func:`align` is ``polyglot-groc align`` as a function: the vectors come from word2vec files,
 from memory, or from a run's vocabulary on either side; the seed dictionary from a file (read
-either way round: ``reverse_dicts``), from identical strings or from a wordnet; the maths is
-:func:`eval.methods.fit_mapping`, the evaluation
+either way round: ``reverse_dicts``), from identical strings or from a wordnet (a start,
+:mod:`~polyglot_groc.analysis.alignment_starts`); the maths is a registered method of
+:mod:`eval.methods` with its config (:func:`eval.methods.fitting.fit_mapping`), the evaluation
 :func:`polyglot_groc.analysis.alignment_report.evaluate_protocols` (every protocol with its own
-baselines). With ``out`` every file (``W.npy``, ``best_mapping.pth``, ``src.aligned.vec``,
+baselines). :func:`align` reads as its steps: plan (every option checked, the method's config
+built), read the dictionaries (their overlap checked) and the two sides, seed, normalise, fit,
+evaluate, write. With ``out`` every file (``W.npy``, ``best_mapping.pth``, ``src.aligned.vec``,
 ``tgt.vec``, optionally MUSE's ``vectors-<lang>.txt``, ``result.json``) is written atomically, all
 of them or none. Aligning vector files never imports torch (only a run needs it).
 """
@@ -401,6 +404,7 @@ def align(
     composing = dicts.test is not None and bundle is not None and (src is None or tgt is None)
     raw = (src_vecs, tgt_vecs) if composing else None  # the composed test words are normalised with them
     src_n, tgt_n = _normalized(plan.ops, src_vecs, tgt_vecs, inplace=not composing)
+    dim = int(src_vecs.shape[1])
     del src_vecs, tgt_vecs
     select_pairs = None
     if dicts.test is not None and plan.uses_eval_pairs:
@@ -428,7 +432,7 @@ def align(
         evaluation["eval_dictionary"].update(path=str(eval_dict), reversed=reverse_dicts)
     del src_n, tgt_n
     result = AlignResult(
-        src_words=len(src_words), tgt_words=len(tgt_words), dim=int(mapped.shape[1]), train_dictionary=train_info,
+        src_words=len(src_words), tgt_words=len(tgt_words), dim=dim, train_dictionary=train_info,
         dico_max_rank=plan.dico_max_rank, knn_mode=knn, lowercased=plan.lower, best_iteration=res.best_iteration,
         history=res.history, normalize=",".join(res.normalize) or "none", method=plan.method.name,
         selection=plan.method.selection_words(plan.config),

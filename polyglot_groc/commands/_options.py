@@ -136,6 +136,10 @@ def languages_option(help: str = LANGUAGES_HELP, show_default: bool | str = Fals
     return option("--languages", envvar=LANGUAGES_ENV, help=help, show_default=show_default)
 
 
+#: ``--allow-dictionary-overlap`` of every command that evaluates an alignment (``allow_overlap`` from Python).
+AllowOverlapOption = Annotated[bool, option(
+    "--allow-dictionary-overlap", help="Score even when more than 5% of the test pairs are training pairs (read "
+                                       "either way round); the overlap is counted and warned about anyway")]
 DeviceOption = Annotated[str, device_option()]
 CheckpointOption = Annotated[str, checkpoint_option()]
 ThreadsOption = Annotated[int | None, threads_option()]
@@ -266,3 +270,23 @@ def method_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
     with_knobs.__signature__ = signature.replace(parameters=[*params[:at], *extra, *params[at:]])  # type: ignore[attr-defined]
     return with_knobs
+
+
+def method_help(pivot: bool = False) -> str:
+    """``--method``'s help from the registry: every method with its reference (``align``), or for ``align-many``
+    (``pivot``) those that leave the target where it is."""
+    from eval.methods.registry import method_names, methods
+
+    if pivot:
+        movers = method_names(where=lambda m: m.moves_target)
+        return (" | ".join(method_names(where=lambda m: not m.moves_target))
+                + (f" ({', '.join(movers)} moves the pivot: refused)" if movers else ""))
+    listed = " | ".join(f"{name} ({m.summary})" for name, m in methods().items())
+    return f"{listed}. Each runs its reference's recipe; result.json's 'reference' says how a run differs"
+
+
+def starts_help() -> str:
+    """``--dictionary-mode``'s help: the registered starts."""
+    from polyglot_groc.analysis.alignment_starts import start_names
+
+    return "Without --train-dict: " + " | ".join(start_names())

@@ -16,18 +16,21 @@ from polyglot_groc.commands._common import (
     deprecated_alias,
     err_console,
     fresh_output,
+    key_values,
     print_json,
     setup_logging,
 )
 from polyglot_groc.commands._options import (
+    AllowOverlapOption,
     CheckpointOption,
     DeviceOption,
     OverwriteOption,
     ThreadsOption,
     VerboseOption,
     device_option,
+    method_help,
     method_options,
-    option,
+    starts_help,
 )
 
 app = typer.Typer()
@@ -90,26 +93,6 @@ _LANG_HELP = ("{side} language code: with --run, which of the run's languages is
               "--dictionary-mode lexicon, the wordnet language; names --export-mapped's vectors-<lang>.txt")
 
 
-def _method_help(where: str = "") -> str:
-    """``--method``'s help: every registered method with its reference, in registration order."""
-    from eval.methods.registry import methods
-
-    listed = " | ".join(f"{name} ({m.summary})" for name, m in methods().items())
-    return (f"{listed}. Each runs its reference's recipe; result.json's 'reference' says how a run differs"
-            + where)
-
-
-def _starts_help() -> str:
-    from polyglot_groc.analysis.alignment_starts import start_names
-
-    return "Without --train-dict: " + " | ".join(start_names())
-
-
-AllowOverlap = Annotated[bool, option(
-    "--allow-dictionary-overlap", help="Score even when more than 5% of the test pairs are training pairs (read "
-                                       "either way round); the overlap is counted and warned about anyway")]
-
-
 @app.command("align")
 @cli_errors
 @method_options
@@ -129,9 +112,9 @@ def align_command(
     reverse_dicts: Annotated[bool, typer.Option(
         "--reverse-dicts", help="Read --train-dict and --eval-dict as 'target source' lines: flip a dictionary's "
                                 "direction (e.g. an en-tl file to map tl onto en)")] = False,
-    dictionary_mode: Annotated[str | None, typer.Option("--dictionary-mode", help=_starts_help())] = None,
+    dictionary_mode: Annotated[str | None, typer.Option("--dictionary-mode", help=starts_help())] = None,
     seed_old: Annotated[str | None, typer.Option("--seed", hidden=True, help="Deprecated: --dictionary-mode")] = None,
-    method: Annotated[str | None, typer.Option("--method", help=_method_help(), show_default="procrustes")] = None,
+    method: Annotated[str | None, typer.Option("--method", help=method_help(), show_default="procrustes")] = None,
     normalize: Annotated[str | None, typer.Option("--normalize", help=(
         "Chain applied to both sides, in order: renorm, center, iternorm (iterative normalisation, 5 rounds; "
         "iternorm:N for N), e.g. renorm,center,renorm; none for nothing"),
@@ -151,7 +134,7 @@ def align_command(
         "guaranteed; below 20000 words the same as exact)"))] = "exact",
     eval_words: Annotated[Path | None, typer.Option(
         "--eval-words", help="Evaluate only these source words (one per line), to compare models on one set")] = None,
-    allow_overlap: AllowOverlap = False,
+    allow_overlap: AllowOverlapOption = False,
     export_mapped: Annotated[bool, typer.Option(
         "--export-mapped", help="Also write vectors-<lang>.txt as MUSE's export does")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
@@ -199,31 +182,6 @@ def align_command(
     print_json(res.to_dict())
 
 
-def _key_values(items: list[str] | None, flag: str, example: str) -> dict[str, str]:
-    """``KEY=VALUE`` options (repeatable) as a dict; a malformed or repeated key is bad input."""
-    from groc_base.errors import InputError
-
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key or not value:
-            raise InputError(f"{flag} {item!r}: write KEY=FILE, e.g. {flag} {example}")
-        same = next((k for k in out if k.lower() == key.lower()), None)
-        if same is not None:  # en and EN: one OUT/<lang>.vec on a case-insensitive disk, one lost
-            twice = key if same == key else f"{same} and {key}"
-            raise InputError(f"{flag} {twice} is given twice (keys do not differ by case); give each once")
-        out[key] = value
-    return out
-
-
-def _many_method_help() -> str:
-    from eval.methods.registry import method_names
-
-    movers = method_names(where=lambda m: m.moves_target)
-    return (" | ".join(method_names(where=lambda m: not m.moves_target))
-            + (f" ({', '.join(movers)} moves the pivot: refused)" if movers else ""))
-
-
 @app.command("align-many")
 @cli_errors
 @method_options
@@ -235,13 +193,13 @@ def align_many_command(
         "--train-dict", help="L-PIVOT=FILE (or PIVOT-L=FILE, read reversed), one per non-pivot language")],
     eval_dict: Annotated[list[str] | None, typer.Option(
         "--eval-dict", help="A-B=FILE, repeated: a test dictionary for any two languages (P@k table)")] = None,
-    method: Annotated[str, typer.Option("--method", help=_many_method_help())] = "procrustes",
+    method: Annotated[str, typer.Option("--method", help=method_help(pivot=True))] = "procrustes",
     normalize: Annotated[str, typer.Option("--normalize", help="Chain of renorm, center, iternorm[:N]")] = "",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per language")] = 200000,
     keep_case: Annotated[bool, typer.Option("--keep-case", help="Keep every word as written")] = False,
     knn: Annotated[str, typer.Option("--knn", help="CSLS ranking: exact | approximate")] = "exact",
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
-    allow_overlap: AllowOverlap = False,
+    allow_overlap: AllowOverlapOption = False,
     export_mapped: Annotated[bool, typer.Option(
         "--export-mapped", help="Also write OUT/<lang>.vec: every language's vocabulary in the pivot's space "
                                 "(large: the maps OUT/W-<lang>.npy are always written)")] = False,
@@ -268,9 +226,9 @@ def align_many_command(
     defaulted = out is None
     if out is None:  # a fresh folder: running it twice never fails on, or replaces, the first result
         out = fresh_output(Path(f"alignment-many-{pivot}"))
-    res = align_many(vectors=_key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
-                     train_dicts=_key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
-                     eval_dicts=_key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
+    res = align_many(vectors=key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
+                     train_dicts=key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
+                     eval_dicts=key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
                      method_config=config, normalize=normalize, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
                      lenient=lenient, allow_overlap=allow_overlap, export_mapped=export_mapped, out=out,
                      overwrite=overwrite, threads=threads)
