@@ -33,6 +33,7 @@ CLI_SPELLING: dict[str, str] = {
     "dictionary_mode": "--dictionary-mode", "train_dicts": "--train-dict", "eval_dicts": "--eval-dict",
     "datasets": "--dataset", "inputs": "--input", "specs": "--specs", "data_root": "--data",
     "size": "--size", "run_dir": "--run", "rcsls_n_iter": "--rcsls-niter",
+    "allow_overlap": "--allow-dictionary-overlap",
 }
 
 _UNSET: Any = object()

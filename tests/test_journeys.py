@@ -133,3 +133,85 @@ def test_a_one_language_run_reads_like_gensim(tmp_path: Path) -> None:
     assert np.array_equal(kv["kompyuter"], model["kompyuter"])  # composed, as fastText builds unseen words
     assert [w for w, _ in kv.most_similar(positive=["cat", "river"], negative=["dog"], topn=3)] == \
         [w for w, _ in analogy]
+
+# -- mapping four languages into one space (align-many), as the newcomer of issue 46 did ----------------------
+
+
+def _four_languages(root: Path) -> dict[str, Path]:
+    """en (pivot), fr, es, nl: noisy rotations of one space, 300 words each, with MUSE-style dictionaries:
+    X-en training pairs 0-150, and en-X / X-Y test files of which most words are past the vocabularies
+    (as MUSE's 5000-6500 files are for vectors trained on a small corpus)."""
+    import numpy as np
+
+    from eval.vectors import write_vec
+
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((300, 16)).astype(np.float32)
+    files: dict[str, Path] = {}
+    for lang in ("en", "fr", "es", "nl"):
+        q, _ = np.linalg.qr(rng.standard_normal((16, 16)))
+        files[lang] = root / f"{lang}.vec"
+        write_vec(files[lang], [f"{lang}{i}" for i in range(300)], (base @ q.T + 0.1 * rng.standard_normal(
+            base.shape)).astype(np.float32))
+    for lang in ("fr", "es", "nl"):
+        (root / f"{lang}-en.0-150.txt").write_text("".join(f"{lang}{i} en{i}\n" for i in range(150)), encoding="utf-8")
+    # 20 words in the vocabularies, 180 past them: 10% of the test words can be scored
+    (root / "fr-es.test.txt").write_text("".join(f"fr{i} es{i}\n" for i in range(280, 480)), encoding="utf-8")
+    return files
+
+
+def _many_args(root: Path, files: dict[str, Path], *extra: str) -> list[str]:
+    args = ["align-many", "--pivot", "en", "--out", str(root / "many"), "-v"]
+    for lang, path in files.items():
+        args += ["--vectors", f"{lang}={path}"]
+        if lang != "en":
+            args += ["--train-dict", f"{lang}-en={root / f'{lang}-en.0-150.txt'}"]
+    return [*args, "--eval-dict", f"fr-es={root / 'fr-es.test.txt'}", *extra]
+
+
+def test_align_many_reads_like_align_and_streams_its_progress(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+
+    files = _four_languages(tmp_path)
+    res = CliRunner().invoke(app, _many_args(tmp_path, files))
+    assert res.exit_code == 0, res.output
+    err = res.stderr
+    # progress, language by language, before the table
+    assert "[1/4] read the pivot en" in err and "[4/4] mapped nl onto en" in err and "[1/1] scored fr-es" in err
+    # coverage as scored of asked (not "100%" for the words MUSE's protocol happened to score), and the warning
+    assert "MUSE protocol: the 20 test source words with a pair in both vocabularies (20 of 200 test source " \
+           "words scored: coverage 10.0%)" in err
+    assert "WARNING: more than half of the test pairs were dropped (180 of 200)" in err
+    # the model by csls and nn beside every baseline, no mapping included, with the columns explained
+    for row in ("model csls", "model nn", "no mapping, nn", "identical string", "char 3-grams", "columns: all ="):
+        assert row in err, row
+    out = json.loads((tmp_path / "many" / "result.json").read_text(encoding="utf-8"))
+    muse = out["pairs"]["fr-es"]["protocols"]["muse"]
+    assert muse["csls"]["precision_at_1"] > 80.0 > muse["baselines"]["no_mapping"]["nn"]["precision_at_1"]
+    # the maps and the JSON, not every language's vectors (they are hundreds of MB at real sizes)
+    assert sorted(p.name for p in (tmp_path / "many").iterdir()) == ["W-es.npy", "W-fr.npy", "W-nl.npy",
+                                                                     "result.json"]
+
+
+def test_a_test_dictionary_that_shares_pairs_with_training_is_refused_unless_allowed(tmp_path: Path) -> None:
+    """Training on fr-en 0-150 and testing on en-fr 100-200: a third of the test pairs were trained on."""
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+
+    files = _four_languages(tmp_path)
+    (tmp_path / "en-fr.test.txt").write_text("".join(f"en{i} fr{i}\n" for i in range(100, 250)), encoding="utf-8")
+    args = [*_many_args(tmp_path, files), "--eval-dict", f"en-fr={tmp_path / 'en-fr.test.txt'}"]
+    refused = CliRunner().invoke(app, args)
+    assert refused.exit_code == 2
+    line = next(line for line in refused.stderr.splitlines() if line.startswith("error:"))
+    assert "50 of the 150 test pairs (33.3%) are training pairs (0 as written, 50 reversed)" in line
+    assert "--allow-dictionary-overlap" in line and not (tmp_path / "many").exists()
+    allowed = CliRunner().invoke(app, [*args, "--allow-dictionary-overlap"])
+    assert allowed.exit_code == 0, allowed.output
+    assert "test pairs that are training pairs (either direction): 50 of 150 (33.3%)" in allowed.stderr
+    overlap = json.loads((tmp_path / "many" / "result.json").read_text(encoding="utf-8"))["pairs"]
+    assert overlap["en-fr"]["eval_dictionary"]["train_overlap"]["pairs"] == 50
+    assert "train_overlap" not in overlap["fr-es"]["eval_dictionary"]  # no dictionary links fr and es directly

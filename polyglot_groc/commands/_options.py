@@ -17,6 +17,7 @@ sets which config key.
 from __future__ import annotations
 
 import functools
+import inspect
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -152,6 +153,10 @@ def old_spelling(old: str, new: str) -> Any:
     return typer.Option(old, hidden=True, help=f"Deprecated: {new}")
 
 
+#: ``--allow-dictionary-overlap`` of every command that evaluates an alignment (``allow_overlap`` from Python).
+AllowOverlapOption = Annotated[bool, option(
+    "--allow-dictionary-overlap", help="Score even when more than 5% of the test pairs are training pairs (read "
+                                       "either way round); the overlap is counted and warned about anyway")]
 DeviceOption = Annotated[str, device_option()]
 CheckpointOption = Annotated[str, checkpoint_option()]
 ThreadsOption = Annotated[int | None, threads_option()]
@@ -230,3 +235,76 @@ def log_every_option(show_default: str | None = None) -> Any:
 
 
 LogEvery = Annotated[int | None, log_every_option()]
+
+
+# -- the alignment methods' knobs ----------------------------------------------------------------------------
+
+
+def _knob_option(name: str) -> tuple[Any, Any]:
+    """(annotation, default) of the option of knob ``name``, from its declarations in the method configs:
+    a switch for a knob that is off by default (``--spectral``), an on/off pair for one that is on
+    (``--vecmap-whiten/--no-vecmap-whiten``), else a value (None: the config's default)."""
+    from eval.methods.registry import knobs
+    from groc_base.checks import cli_face
+    from groc_base.checks import option as spelled
+
+    declared = knobs()[name]
+    first = declared[0]
+    with cli_face():
+        flag = spelled(name)
+    owners = " | ".join(dict.fromkeys(k.owner for k in declared))
+    shown = first.info.show_default or (str(first.default).lower() if first.kind is bool else str(first.default))
+    if len({repr(k.default) for k in declared}) > 1:
+        shown = "each method's own"
+    # The default in the help's words (a string show_default would print in parentheses)
+    help_text = f"--method {owners}: {first.info.help} (default: {shown})"
+    if first.kind is bool and first.default is False:
+        return Annotated[bool, option(flag, help=f"--method {owners}: {first.info.help}", show_default=False)], False
+    if first.kind is bool:
+        return Annotated[bool | None, option(f"{flag}/--no-{flag[2:]}", help=help_text, show_default=False)], None
+    kind = str if first.choices else first.kind
+    return Annotated[kind | None, option(flag, help=help_text, show_default=False)], None  # type: ignore[valid-type]
+
+
+def method_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with one option per knob of every registered alignment method, after its ``method``
+    parameter, derived from the methods' config fields (:mod:`eval.methods.registry`); the function
+    takes them as ``**knobs`` (knob name -> value, None when not given) for
+    :func:`eval.methods.build_config`. A method added to the registry gets its flags here, unwritten."""
+    from eval.methods.registry import knobs
+
+    signature = inspect.signature(command, eval_str=True)
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()
+              if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    at = next(i for i, p in enumerate(params) if p.name == "method") + 1
+    extra = []
+    for name in knobs():
+        annotation, default = _knob_option(name)
+        extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+
+    @functools.wraps(command)
+    def with_knobs(**values: Any) -> Any:
+        return command(**values)
+
+    with_knobs.__signature__ = signature.replace(parameters=[*params[:at], *extra, *params[at:]])  # type: ignore[attr-defined]
+    return with_knobs
+
+
+def method_help(pivot: bool = False) -> str:
+    """``--method``'s help from the registry: every method with its reference (``align``), or for ``align-many``
+    (``pivot``) those that leave the target where it is."""
+    from eval.methods.registry import method_names, methods
+
+    if pivot:
+        movers = method_names(where=lambda m: m.moves_target)
+        return (" | ".join(method_names(where=lambda m: not m.moves_target))
+                + (f" ({', '.join(movers)} moves the pivot: refused)" if movers else ""))
+    listed = " | ".join(f"{name} ({m.summary})" for name, m in methods().items())
+    return f"{listed}. Each runs its reference's recipe; result.json's 'reference' says how a run differs"
+
+
+def starts_help() -> str:
+    """``--dictionary-mode``'s help: the registered starts."""
+    from polyglot_groc.analysis.alignment_starts import start_names
+
+    return "Without --train-dict: " + " | ".join(start_names())

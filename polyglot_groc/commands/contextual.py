@@ -12,6 +12,7 @@ import typer
 
 from polyglot_groc.commands._common import cli_errors, err_console, float_list, print_json, setup_logging
 from polyglot_groc.commands._options import (
+    AllowOverlapOption,
     CheckpointOption,
     DeviceOption,
     OverwriteOption,
@@ -98,6 +99,7 @@ def align_layers_command(
     out: Annotated[Path, typer.Option("--out", help="Output directory: layer{j}/ as align writes it")],
     eval_dict: Annotated[Path | None, typer.Option("--eval-dict", help="Evaluation dictionary")] = None,
     refine: Annotated[int, typer.Option("--refine", help="CSLS refinement iterations (0: Procrustes)")] = 0,
+    allow_overlap: AllowOverlapOption = False,
     overwrite: OverwriteOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -106,7 +108,7 @@ def align_layers_command(
 
     setup_logging(verbose)
     print_json(align_layers(src=src, tgt=tgt, out=out, train_dict=train_dict, eval_dict=eval_dict, refine=refine,
-                            overwrite=overwrite).to_dict())
+                            allow_overlap=allow_overlap, overwrite=overwrite).to_dict())
 
 
 @app.command("probe")

@@ -580,6 +580,7 @@ def align_layers(
     train_dict: PathLike,
     eval_dict: PathLike | None = None,
     refine: int = 0,
+    allow_overlap: bool = False,
     overwrite: bool = False,
 ) -> LayerAlignResult:
     """Align each layer's anchors of ``src`` onto those of ``tgt`` with the ``align`` workflow.
@@ -596,6 +597,7 @@ def align_layers(
         train_dict: Seed dictionary, ``src tgt`` word pairs (MUSE format).
         eval_dict: Evaluation dictionary (P@k per layer), or None.
         refine: CSLS refinement iterations (0: Procrustes only, as the thesis).
+        allow_overlap: score even when more than 5% of the test pairs are training pairs (``align``'s check).
         overwrite: Replace a non-empty ``out``.
 
     Returns:
@@ -618,6 +620,6 @@ def align_layers(
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
         for j in range(len(n_src)):
             res = align(src=src / f"layer{j}.vec", tgt=tgt / f"layer{j}.vec", train_dict=train_dict,
-                        eval_dict=eval_dict, refine=refine, out=tmp / f"layer{j}")
+                        eval_dict=eval_dict, refine=refine, allow_overlap=allow_overlap, out=tmp / f"layer{j}")
             results.append(res.to_dict())
     return LayerAlignResult(str(out), results)
