@@ -195,6 +195,18 @@ def _what_it_computes(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(dataclasses.replace(cfg, train=train, parent=type(cfg.parent)()))
 
 
+def _as_requested(stored: Any, requested: Any) -> Any:
+    """``stored`` (a run's recorded config) with the lexicon fields ``requested`` leaves to the run
+    put back as requested: a run records its lexicon resolved (the gloss wordnets it chose, its data
+    folder made absolute: ``lexforms.resolved_config``), which a request that leaves them empty
+    does not repeat; without this a groc-lex model could never be continued."""
+    lex, want = stored.model.lexicon, requested.model.lexicon
+    left = {f: getattr(want, f) for f in ("specs", "gloss_specs", "wn_dir", "nltk_data", "tsv_path")
+            if hasattr(want, f) and not getattr(want, f)}
+    model = dataclasses.replace(stored.model, lexicon=dataclasses.replace(lex, **left))
+    return dataclasses.replace(stored, model=model)
+
+
 def converged(curve: Sequence[float]) -> bool:
     """The issue's test: the last two validations within 1% of each other."""
     return len(curve) >= 2 and abs(curve[-1] / curve[-2] - 1.0) <= 0.01
@@ -291,7 +303,7 @@ def train_model(spec_dict: dict[str, Any], overrides: dict[str, Any], work: str,
             return dict(done)
     if (run_dir / "last.pt").is_file():
         stored = load_config(run_dir / "config.toml")
-        if cfg is not None and _what_it_computes(stored) != _what_it_computes(cfg):
+        if cfg is not None and _what_it_computes(_as_requested(stored, cfg)) != _what_it_computes(cfg):
             raise BadInput(f"{run_dir} was trained with another configuration; use the flags of the first "
                            "invocation, or a new --work")
         res = pg.load_result(run=run_dir)
@@ -647,7 +659,9 @@ def train_all(plan: Sequence[ModelSpec], overrides: dict[str, Any], args: argpar
                 name = running.pop(future)
                 try:
                     done[name] = future.result()
-                except Exception as exc:  # one failing model must not lose the others
+                except (Exception, BadInput) as exc:  # one failing model must not lose the others
+                    # (BadInput is a SystemExit: uncaught, it would stop this loop and leave the
+                    # pool's shutdown waiting on the other model's whole training)
                     log.exception("[%s] failed", name)
                     done[name] = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
     return {m.name: done[m.name] for m in plan}
