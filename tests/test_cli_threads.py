@@ -80,6 +80,8 @@ def test_export_and_similarity_threads(run: Path, calls: list[int], tmp_path: Pa
     ["tune-cache", "RUN", "--data", str(TINY)], ["analyze", "freq-bins", "RUN", "RUN", "--data", str(TINY)],
     ["similarity", "--dataset", "x.txt", "--run", "RUN", "--lang", "en"],
     ["align", "--run", "RUN", "--src-lang", "en", "--tgt-lang", "en"],
+    ["align-many", "--vectors", "en=missing-en.vec", "--vectors", "fr=missing-fr.vec", "--pivot", "en",
+     "--train-dict", "fr-en=missing.txt"],
     ["finetune", "RUN", "--data", str(TINY)], ["init-from-elmo", "RUN"],
 ], ids=lambda c: " ".join(c[:2]))
 def test_negative_threads_exit_2_before_work(run: Path, tmp_path: Path, command: list[str]) -> None:

@@ -378,6 +378,7 @@ def align(
             are training pairs, an existing ``out`` without ``overwrite``;
             LexiconMissingError: no wordnet for ``dictionary_mode="lexicon"``.
     """
+    check_non_negative(threads=threads)  # the arguments' own checks before any about the inputs
     knobs = {"refine": refine, "select_on": select_on, "dico_build": dico_build, "dico_max_rank": dico_max_rank,
              "spectral": spectral, "rcsls_n_iter": rcsls_n_iter, "rcsls_lr": rcsls_lr}
     plan = _plan(method, method_config, knobs, train_dict=train_dict, eval_dict=eval_dict,

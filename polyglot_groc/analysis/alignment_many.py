@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from eval.methods.registry import FitContext, MethodConfig, build_config, get_method, method_names, resolve_normalize
-from groc_base.checks import check_output, check_positive, in_cli, option
+from groc_base.checks import check_non_negative, check_output, check_positive, in_cli, option
 from groc_base.errors import InputError
 from groc_base.fileio import atomic_output_dir, atomic_write, dumps_json, json_safe
 from polyglot_groc.analysis.alignment import Vectors, read_pairs, read_side
@@ -154,6 +154,7 @@ def align_many(
             training dictionary to the pivot, a badly named pair, ``vecmap``, bad method options,
             too many test pairs that are training pairs, an existing ``out`` without ``overwrite``.
     """
+    check_non_negative(threads=threads)  # the arguments' own checks before any about the inputs
     plan = _plan(vectors, pivot, train_dicts, eval_dicts, method, method_config, refine, normalize, max_vocab, knn)
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
