@@ -325,6 +325,9 @@ class TrainConfig:
     seed: int = ranged(0, 0, 2**32 - 1)
     #: Probability of a full update of the output embedding function in a step (seed 000 B.4).
     output_update_prob: float = ranged(1.0, 0.0, 1.0, lo_open=True)
+    #: CPU threads (torch and the BLAS pools). 0: ``$OMP_NUM_THREADS`` when set, else the cores other
+    #: processes leave free (model/threads.py; re-picked when training's speed collapses); result.json
+    #: says what was picked and why.
     threads: int = ranged(0, 0, THREADS_MAX)
     #: AWD-LSTM activation regularisation on the (dropped) top prefix output [alpha] and
     #: temporal activation regularisation on its raw output [beta]; 0 disables.

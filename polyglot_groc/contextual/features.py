@@ -581,6 +581,7 @@ def align_layers(
     eval_dict: PathLike | None = None,
     refine: int = 0,
     overwrite: bool = False,
+    threads: int | None = None,
 ) -> LayerAlignResult:
     """Align each layer's anchors of ``src`` onto those of ``tgt`` with the ``align`` workflow.
 
@@ -597,6 +598,7 @@ def align_layers(
         eval_dict: Evaluation dictionary (P@k per layer), or None.
         refine: CSLS refinement iterations (0: Procrustes only, as the thesis).
         overwrite: Replace a non-empty ``out``.
+        threads: CPU threads of the BLAS and OpenMP pools (``align``'s ``threads``).
 
     Returns:
         A :class:`LayerAlignResult` with each layer's ``align`` JSON.
@@ -618,6 +620,6 @@ def align_layers(
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
         for j in range(len(n_src)):
             res = align(src=src / f"layer{j}.vec", tgt=tgt / f"layer{j}.vec", train_dict=train_dict,
-                        eval_dict=eval_dict, refine=refine, out=tmp / f"layer{j}")
+                        eval_dict=eval_dict, refine=refine, out=tmp / f"layer{j}", threads=threads)
             results.append(res.to_dict())
     return LayerAlignResult(str(out), results)

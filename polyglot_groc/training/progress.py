@@ -13,6 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from polyglot_groc.model.threads import ThreadChoice
+
 __all__ = ["ProgressBar", "eta_seconds", "format_eta"]
 
 
@@ -90,6 +92,8 @@ class ProgressBar:
             from polyglot_groc.training.softmax import SoftmaxChoice  # here: it loads torch, this module must not
 
             self.console.print(SoftmaxChoice.from_dict(info["softmax"]).describe(), highlight=False, markup=False)
+        if info.get("threads"):  # how many CPU threads, and why (picked from the free cores unless asked)
+            self.console.print(ThreadChoice.from_dict(info["threads"]).describe(), highlight=False, markup=False)
         cfg = info.get("config")
         self.max_minutes = float(getattr(getattr(cfg, "train", None), "max_minutes", 0.0) or 0.0)
         self.start_step = int(info.get("start_step", 0))

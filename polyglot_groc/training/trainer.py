@@ -25,6 +25,7 @@ import torch
 from groc_base.checks import in_cli, option
 from groc_base.errors import CheckpointError, InputError
 from groc_base.fileio import dumps_json, sweep_folder
+from groc_base.wording import counted
 from langpairs.batching import LanguageSchedule, MultilingualBatcher, epoch_restart
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import RunConfig, dump_toml
@@ -48,6 +49,7 @@ from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_sp
 from polyglot_groc.model.prefix import detach_state
 from polyglot_groc.model.sampling import CandidateSampler
 from polyglot_groc.model.scoring import pooled_nll
+from polyglot_groc.model.threads import ThreadChoice
 from polyglot_groc.model.vocab import UNK
 from polyglot_groc.training import distributed
 from polyglot_groc.training.data import build_vocab, load_corpus, unk_report, vocab_policy
@@ -58,6 +60,7 @@ from polyglot_groc.training.loop import LoopState, RunningLoss
 from polyglot_groc.training.progress import eta_seconds, format_eta
 from polyglot_groc.training.regularizers import ar_tar_penalty
 from polyglot_groc.training.softmax import SoftmaxChoice, choose_softmax, make_sampler
+from polyglot_groc.training.speed import SpeedWatch
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +120,10 @@ class TrainResult:
     #: The training softmax and why (:meth:`~polyglot_groc.training.softmax.SoftmaxChoice.to_dict`:
     #: ``mode`` full | sampled, ``reason``, ``largest_vocab``, and ``k``, ``proposal`` when sampled).
     softmax: dict[str, Any] = field(default_factory=dict)
+    #: The CPU threads the run used and why (:meth:`~polyglot_groc.model.threads.ThreadChoice.to_dict`:
+    #: ``threads``, ``reason``, ``auto``, ``cores``, ``load``, ``wait_policy``), and ``slowdown``, the
+    #: warning given when training's speed collapsed (:class:`~polyglot_groc.training.speed.SpeedWatch`).
+    threads: dict[str, Any] = field(default_factory=dict)
 
     @property
     def diverged(self) -> bool:
@@ -164,6 +171,8 @@ class TrainResult:
             out["unk"] = dict(self.unk)
         if self.softmax:
             out["softmax"] = dict(self.softmax)
+        if self.threads:
+            out["threads"] = dict(self.threads)
         return out
 
 
@@ -402,7 +411,9 @@ class Trainer:
                 prepare_run_dir(self.run_dir, overwrite)
             remove_temp_files(self.run_dir)
         seed_everything(cfg.train.seed)
-        set_threads(cfg.train.threads)
+        #: The CPU threads and why (train.threads, 0: picked from the free cores); re-picked when speed collapses.
+        self.threads: ThreadChoice = set_threads(cfg.train.threads)
+        self.slowdown: str | None = None
         # A closed vocabulary is built from train+valid+test (the seeds' setup); open from train only.
         splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
         self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
@@ -467,7 +478,14 @@ class Trainer:
         return TrainResult(self.run_dir, state.step, state.epoch(loop.steps_per_epoch), stop_reason, loop.n_params,
                            state.tokens / max(state.train_time, 1e-9), state.train_time, state.best_valid,
                            state.last_valid, loop.history, loop.n_params_split, checkpoint_step=self.checkpoint_step,
-                           unk=loop.unk, softmax=loop.softmax.to_dict())
+                           unk=loop.unk, softmax=loop.softmax.to_dict(), threads=self.threads_record())
+
+    def threads_record(self) -> dict[str, Any]:
+        """``result.json``'s ``threads``: the choice in force at the end, and the slowdown warning if one was given."""
+        out = self.threads.to_dict()
+        if self.slowdown:
+            out["slowdown"] = self.slowdown
+        return out
 
     def _record(self) -> None:
         """Write config.toml (on resume too: its limits may have been extended, see resume_config) and,
@@ -499,7 +517,8 @@ class Trainer:
                                     "langs": list(self.corpus.langs), "kind": model.kind,
                                     "start_step": int(self.resume["step"]) if self.resume is not None else 0,
                                     "steps_per_epoch": loop.steps_per_epoch, "config": cfg, "unk": dict(loop.unk),
-                                    "softmax": choice.to_dict(), **self.start_info})
+                                    "softmax": choice.to_dict(), "threads": self.threads.to_dict(),
+                                    **self.start_info})
         log.info("%s", choice.describe())
         log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
                  "%d steps per epoch", model.kind, loop.n_params, split["embeddings"], split["prefix"],
@@ -580,12 +599,16 @@ class Trainer:
             return "early_stopping"
         self.model.train()
         loop.start_step = state.step
+        # On CPU only: a CUDA step's time is not measured synchronously, and it needs no CPU threads.
+        speed = SpeedWatch() if self.device.type == "cpu" else None
         stop_reason = ""
         while not stop_reason:
             stop_reason = self._limit_reached(loop, state)
             if stop_reason:
                 break
             lang = self._train_step(loop, state, loss)
+            if speed is not None and (warning := speed.update(state.step, state.tokens, state.train_time)):
+                self._slowed(warning)
             due = (t.eval_every and state.step % t.eval_every == 0) or (not t.eval_every and state.step % spe == 0)
             log_point = bool(t.log_every) and state.step % t.log_every == 0
             timed = not due and self._checkpoint_due(loop, log_point)
@@ -610,6 +633,21 @@ class Trainer:
                 return "diverged"
             return self._evaluate_and_checkpoint(loop, state, loss, scheduled=False) or stop_reason
         return stop_reason
+
+    def _slowed(self, warning: str) -> None:
+        """Training's speed collapsed: say so (a warning, and result.json's ``threads.slowdown``) and, where
+        the thread count was picked here, pick it again from the load now; else name the fix."""
+        before = self.threads
+        if before.auto:
+            self.threads = set_threads(0)
+        if self.threads.threads < before.threads:
+            what = f"now {counted(self.threads.threads, 'thread')} instead of {before.threads} ({self.threads.reason})"
+        elif before.threads > 1:
+            what = f"fewer threads may help: {option('threads', 1)}"
+        else:
+            what = "it already runs on one thread"
+        self.slowdown = f"{warning}; {what}"
+        log.warning("%s", self.slowdown)
 
     def _log_progress(self, loop: _Loop, state: LoopState, loss: RunningLoss) -> None:
         """The INFO line of a log point: step, epoch, running loss, lr, speed and the time left
