@@ -12,7 +12,8 @@ starts itself and stops after. Arms:
 
 Every child runs without ``$OMP_NUM_THREADS`` (which the default would obey). Repeats are interleaved
 (each repeat runs every arm in turn, the order rotating), so a drift in the machine's load falls on
-every arm alike; the JSON gives each run (tokens/s of training from ``result.json``, the wall time of
+every arm alike; ``--loaded-repeats`` and ``--loaded-arms`` spend less under a load, where a run's
+start and validation alone take minutes; the JSON gives each run (tokens/s of training from ``result.json``, the wall time of
 the whole command, the threads the run used and why, the load average before it) and medians per load
 and arm, with the ratio to ``threads_1``. ``--as-written`` also runs the quick start exactly as the
 README writes it (all its steps, no ``--threads``) against the same with ``--threads 1`` under the
@@ -21,8 +22,8 @@ largest load: the issue's must-show is its wall time within 2x of ``--threads 1`
 ``--base-load`` says in words what else the machine was running (the benchmark cannot know whose
 processes they are); the JSON records it with the load average at the start.
 
-    python benchmarks/threads_default.py --busy 0,4 --steps 30 --repeats 2 --as-written \\
-        --base-load "2 busy processes (other jobs)"
+    python benchmarks/threads_default.py --busy 0,4 --steps 10 --repeats 2 --loaded-repeats 1 \\
+        --loaded-arms default,threads_1,threads_2 --as-written --base-load "2 busy processes (other jobs)"
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -56,6 +58,10 @@ ARMS: dict[str, tuple[list[str], dict[str, str]]] = {
     "threads_2": (["--threads", "2"], {}),
     "before": (["--threads", str(usable_cores())], {"OMP_WAIT_POLICY": ""}),
 }
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds the busy processes' block, which stops them
 
 
 @contextmanager
@@ -131,7 +137,10 @@ def main() -> None:
     ap.add_argument("--busy", default="0,4", help="busy processes to start, comma-separated (0: none)")
     ap.add_argument("--steps", type=int, default=30, help="training steps of every measured run")
     ap.add_argument("--repeats", type=int, default=2, help="interleaved repeats of every arm and load")
+    ap.add_argument("--loaded-repeats", type=int, default=None,
+                    help="repeats under a load above 0 (default: --repeats; a loaded run takes minutes)")
     ap.add_argument("--arms", default=",".join(ARMS), help=f"a subset of {','.join(ARMS)}")
+    ap.add_argument("--loaded-arms", default=None, help="the arms under a load above 0 (default: --arms)")
     ap.add_argument("--settle", type=float, default=5.0, help="seconds the busy processes run before measuring")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds a run may take (then: timed out)")
     ap.add_argument("--as-written", action="store_true",
@@ -146,18 +155,24 @@ def main() -> None:
     except ValueError as exc:
         raise BadInput(f"--busy {args.busy!r}: give counts such as 0,4") from exc
     arms = [a for a in args.arms.split(",") if a]
-    if unknown := [a for a in arms if a not in ARMS]:
+    loaded_arms = [a for a in (args.loaded_arms or args.arms).split(",") if a]
+    if unknown := [a for a in [*arms, *loaded_arms] if a not in ARMS]:
         raise BadInput(f"unknown --arms {','.join(unknown)}; use a subset of {','.join(ARMS)}")
-    if not loads or min(loads) < 0 or args.steps < 1 or args.repeats < 1:
-        raise BadInput("--busy needs counts >= 0, --steps and --repeats at least 1")
+    loaded_repeats = args.repeats if args.loaded_repeats is None else args.loaded_repeats
+    if not loads or min(loads) < 0 or args.steps < 1 or min(args.repeats, loaded_repeats) < 1:
+        raise BadInput("--busy needs counts >= 0, --steps, --repeats and --loaded-repeats at least 1")
+    signal.signal(signal.SIGTERM, _terminate)  # stop the busy processes on the way out
     work = args.work or Path(tempfile.mkdtemp(prefix="threads_default-"))
     start_load = machine_load()
     started = time.perf_counter()
     runs: list[dict[str, Any]] = []
-    for rep in range(args.repeats):
+    for rep in range(max(args.repeats, loaded_repeats)):
         for busy in loads:
+            if rep >= (loaded_repeats if busy else args.repeats):
+                continue
+            mine = loaded_arms if busy else arms
             with busy_processes(busy, args.settle):
-                order = arms[rep % len(arms):] + arms[:rep % len(arms)]  # rotate: no arm always first
+                order = mine[rep % len(mine):] + mine[:rep % len(mine)]  # rotate: no arm always first
                 for arm in order:
                     row = run_once(arm, work, args.steps, args.timeout)
                     runs.append({"busy": busy, "repeat": rep, **row})
@@ -179,8 +194,8 @@ def main() -> None:
         "machine": {"usable_cores": usable_cores(), "cpu": platform.processor() or platform.machine(),
                     "base_load": args.base_load, "load_average_at_start": start_load[0] if start_load else None},
         "command": "polyglot-groc " + " ".join(QUICK_START) + f" --max-steps {args.steps} [--threads N]",
-        "steps": args.steps, "repeats": args.repeats, "busy": loads, "arms": arms,
-        "arm_flags": {a: {"flags": ARMS[a][0], "env": ARMS[a][1]} for a in arms},
+        "steps": args.steps, "repeats": args.repeats, "loaded_repeats": loaded_repeats, "busy": loads, "arms": arms,
+        "loaded_arms": loaded_arms, "arm_flags": {a: {"flags": ARMS[a][0], "env": ARMS[a][1]} for a in ARMS},
         "summary": by_load, "as_written": as_written, "runs": runs,
         "seconds": round(time.perf_counter() - started, 1),
     }, name=args.name or "threads_default", save=not args.no_save)
