@@ -91,6 +91,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    FULL_SOFTMAX,
     BadInput,
     add_output_args,
     emit,
@@ -430,7 +431,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             notes.append(f"{lang}: the sources gave fewer tokens than the budget; its splits shrank")
 
     common = merge_overrides({
-        "data.root": str(corpora_dir), "data.tokenize": "whitespace", "data.vocab_mode": "closed",
+        **FULL_SOFTMAX, "data.root": str(corpora_dir), "data.tokenize": "whitespace", "data.vocab_mode": "closed",
         "data.screen": True, "data.schedule": "proportional",
         "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
         "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,

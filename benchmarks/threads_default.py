@@ -13,11 +13,12 @@ starts itself and stops after. Arms:
 Every child runs without ``$OMP_NUM_THREADS`` (which the default would obey). Repeats are interleaved
 (each repeat runs every arm in turn, the order rotating), so a drift in the machine's load falls on
 every arm alike; ``--loaded-repeats`` and ``--loaded-arms`` spend less under a load, where a run's
-start and validation alone take minutes; the JSON gives each run (tokens/s of training from ``result.json``, the wall time of
-the whole command, the threads the run used and why, the load average before it) and medians per load
-and arm, with the ratio to ``threads_1``. ``--as-written`` also runs the quick start exactly as the
-README writes it (all its steps, no ``--threads``) against the same with ``--threads 1`` under the
-largest load: the issue's must-show is its wall time within 2x of ``--threads 1``'s.
+start and validation alone take minutes. The JSON gives each run (tokens/s of training from
+``result.json``, the wall time of the whole command, the threads the run used and why, the load
+average before it) and medians per load and arm, with the ratio to ``threads_1``. ``--as-written``
+also runs the quick start exactly as the README writes it (all its steps, no ``--threads``) against
+the same with ``--threads 1`` under the largest load: the issue's must-show is its wall time within
+2x of ``--threads 1``'s.
 
 ``--base-load`` says in words what else the machine was running (the benchmark cannot know whose
 processes they are); the JSON records it with the load average at the start.

@@ -25,7 +25,8 @@ import typer
 from typer.models import OptionInfo
 
 from groc_base.checks import SettingFlag, register_setting_flags
-from polyglot_groc.config import AUTO_SAMPLED_ABOVE, MODEL_KINDS, PRESETS, load_config
+from polyglot_groc.config import MODEL_KINDS, PRESETS, load_config
+from polyglot_groc.kind_traits import auto_softmax_help
 
 _VALUE: Any = object()  # the flag takes a value (not a switch)
 
@@ -193,8 +194,9 @@ Precision = Annotated[str | None, option(
     "--precision", key="train.precision",
     help="auto | fp32 | tf32 | bf16 (auto: bf16 on a CUDA GPU that has it, else fp32; the loss stays fp32)")]
 Softmax = Annotated[str | None, option(
-    "--softmax", key="train.softmax", help="Training softmax: full | sampled | auto (auto: sampled above "
-    f"{AUTO_SAMPLED_ABOVE:,} words per language); perplexities are always the full softmax")]
+    "--softmax", key="train.softmax",
+    help=f"Training softmax: full | sampled | auto (auto: sampled {auto_softmax_help()}); perplexities are always "
+         "the full softmax")]
 SampledK = Annotated[int | None, option(
     "--sampled-k", key="train.sampled_k", help="Draws of negatives per sampled step (train.sampled_k)")]
 Compile = Annotated[bool | None, option(

@@ -506,7 +506,9 @@ class Trainer:
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
         batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
                                       variable_seed=t.seed if t.bptt_mode == "variable" else None)
-        choice = choose_softmax(t, self.model, cfg.data.screen)
+        # A resumed run keeps the softmax it started with (its checkpoints record it; {}: an older checkpoint).
+        resumed = dict(self.resume.get("softmax") or {}) if self.resume is not None else None
+        choice = choose_softmax(t, self.model, cfg.data.screen, resumed)
         loop = _Loop(batcher=batcher, optimizer=self.make_optimizer(), steps_per_epoch=sum(windows.values()),
                      n_params=count_parameters(self.model), n_params_split=parameter_split(self.model),
                      started=time.monotonic(), unk=self._unk_report(train_streams), softmax=choice,
@@ -782,7 +784,8 @@ class Trainer:
                     g["lr"] = state.lr
                 log.info("no improvement for %d evaluations: learning rate now %g", state.bad_evals, state.lr)
         # Everything the loop carries, so that a resume continues exactly (_restore reads it back).
-        extra = {**state.to_checkpoint(loop.steps_per_epoch), "batcher": loop.batcher.state_dict()}
+        extra = {**state.to_checkpoint(loop.steps_per_epoch), "batcher": loop.batcher.state_dict(),
+                 "softmax": loop.softmax.to_dict()}
         self._save(("last.pt", "best.pt") if improved else ("last.pt",), loop.optimizer, extra)
         return "early_stopping" if scheduled and state.bad_evals >= t.stop_patience else ""
 
