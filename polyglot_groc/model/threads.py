@@ -55,8 +55,8 @@ def wait_policy() -> str:
     """OpenMP's wait policy in effect, in words: ``passive``, ``active``, or why it is not passive."""
     value = os.environ.get(WAIT_POLICY_ENV, "").strip().lower()
     if _torch_before:
-        return (f"unknown: torch was imported before polyglot_groc, so ${WAIT_POLICY_ENV} was read before it was "
-                f"set; set {WAIT_POLICY_ENV}={PASSIVE} before starting Python")
+        return (f"{value or 'default'}, as torch was imported before polyglot_groc (set "
+                f"{WAIT_POLICY_ENV}={PASSIVE} before starting Python)")
     return value or "OpenMP's default (spins, then sleeps)"
 
 
