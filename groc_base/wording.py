@@ -6,7 +6,7 @@ every count of a line is written the same way (thousands grouped with commas).
 
 from __future__ import annotations
 
-__all__ = ["counted"]
+__all__ = ["agree", "counted"]
 
 
 def counted(n: int | float, noun: str, plural: str | None = None) -> str:
@@ -16,3 +16,8 @@ def counted(n: int | float, noun: str, plural: str | None = None) -> str:
     many = plural if plural is not None else f"{noun}s"
     text = f"{int(n):,}" if float(n).is_integer() else f"{n:,.2f}"
     return f"{text} {noun if n == 1 else many}"
+
+
+def agree(n: int | float, one: str, many: str) -> str:
+    """The word that agrees with a count: ``agree(1, "is", "are")`` is ``is``, any other count ``are``."""
+    return one if n == 1 else many

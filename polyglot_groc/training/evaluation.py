@@ -17,7 +17,9 @@ import numpy as np
 import torch
 
 from eval.perplexity import PerplexityResult
+from groc_base.checks import setting
 from groc_base.errors import InputError
+from groc_base.wording import agree, counted
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.scoring import evaluate_streams
@@ -42,8 +44,9 @@ def evaluation_vocab(bundle: ModelBundle, corpus: MultilingualCorpus, split: str
         outside = {lang: [w for w in ws if w in bundle.vocab] for lang, ws in outside.items()}
     if any(outside.values()):
         if bundle.cfg.data.vocab_mode == "closed" and any(unknown.values()):
-            log.warning("%d %s words are outside the closed training vocabulary; scoring them compositionally",
-                        sum(map(len, unknown.values())), split)
+            n = sum(map(len, unknown.values()))
+            log.warning("%s %s outside the closed training vocabulary; scoring them compositionally",
+                        counted(n, f"{split} word"), agree(n, "is", "are"))
         view = bundle.with_new_words(outside)
         try:
             yield view
@@ -62,8 +65,9 @@ def split_streams(bundle: ModelBundle, corpus: MultilingualCorpus, split: str, n
     if not unk and not bundle.model.compositional_output:
         missing = sum(map(len, unseen_words(bundle.vocab, corpus, split).values()))
         if missing:
-            raise InputError(f"{missing} {split} words are outside the {bundle.model.kind} model's vocabulary, "
-                             "which has no <unk>; train it with --vocab-mode open or evaluate on its own data")
+            raise InputError(f"{counted(missing, f'{split} word')} {agree(missing, 'is', 'are')} outside the "
+                             f"{bundle.model.kind} model's vocabulary, which has no <unk>; train it with "
+                             f"{setting('data.vocab_mode', 'open')} or evaluate on its own data")
     return {lang: encode_stream(bundle.vocab, corpus.splits[lang][split], n_streams, unk) for lang in corpus.langs}
 
 
@@ -77,17 +81,21 @@ def evaluate_split(bundle: ModelBundle, corpus: MultilingualCorpus, split: str,
     the target tokens scored so far and in all, once before the first window and after each."""
     with evaluation_vocab(bundle, corpus, split) as view:
         streams = split_streams(view, corpus, split, batch_size)
-        tick: Callable[[int], None] | None = None
-        if progress is not None:
-            total = sum(s.shape[0] * max(s.shape[1] - 1, 0) for s in streams.values())
-            done = [0]
-
-            def tick(n: int) -> None:
-                done[0] += n
-                progress(min(done[0], total), total)
-
-            progress(0, total)
+        tick = None if progress is None else _counting(progress, sum(s.shape[0] * max(s.shape[1] - 1, 0)
+                                                                     for s in streams.values()))
         return evaluate_streams(view.model, streams, bptt, screen=screen, direction=direction, progress=tick)
+
+
+def _counting(progress: Callable[[int, int], None], total: int) -> Callable[[int], None]:
+    """A per-window ``tick(tokens)`` that reports ``progress(done, total)``; reports ``(0, total)`` now."""
+    done = [0]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        progress(min(done[0], total), total)
+
+    progress(0, total)
+    return tick
 
 
 def estimate_evaluation_seconds(bundle: ModelBundle, corpus: MultilingualCorpus, split: str, batch_size: int,

@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from groc_base.wording import counted
 from polyglot_groc.model.threads import ThreadChoice
 
 __all__ = ["ProgressBar", "eta_seconds", "format_eta"]
@@ -104,7 +105,8 @@ class ProgressBar:
         what = f"{info['kind']} " if info.get("kind") else ""
         self.console.print(f"training {what}on {', '.join(info['langs'])}: {info['n_params']:,} parameters ({parts}), "
                            f"vocabulary {info['vocab']:,}, {info['steps_per_epoch']} steps/epoch"
-                           + (f", {total_steps:,} steps" if total_steps else ""), highlight=False, markup=False)
+                           + (f", {counted(total_steps, 'step')}" if total_steps else ""),
+                           highlight=False, markup=False)
         if info.get("softmax"):  # which training softmax, and why (perplexities are always the full softmax)
             from polyglot_groc.training.softmax import SoftmaxChoice  # here: it loads torch, this module must not
 

@@ -25,7 +25,7 @@ import torch
 from groc_base.checks import in_cli, option
 from groc_base.errors import CheckpointError, InputError
 from groc_base.fileio import dumps_json, sweep_folder
-from groc_base.wording import counted
+from groc_base.wording import agree, counted
 from langpairs.batching import LanguageSchedule, MultilingualBatcher, epoch_restart
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import RunConfig, dump_toml
@@ -428,8 +428,8 @@ class Trainer:
         if self.dist.enabled and cfg.train.shard_vocab and self.model.compositional_output:
             self.model.vocab_encoder = distributed.sharded_encoder(self.model.output_embedder, self.dist)
         n_cut = self.bundle.charset.n_truncated([*self.bundle.vocab.words, *self.bundle.extra_words])
-        log.info("%d vocabulary words are longer than model.charset.max_word_len=%d and keep prefix+suffix",
-                 n_cut, self.bundle.charset.max_word_len)
+        log.info("%s longer than model.charset.max_word_len=%d %s prefix+suffix",
+                 counted(n_cut, "vocabulary word"), self.bundle.charset.max_word_len, agree(n_cut, "keeps", "keep"))
         self.metrics_lines: list[str] = []
         #: The step that ``last.pt`` holds (None: no checkpoint yet), for an interrupted run's report.
         self.checkpoint_step: int | None = int(resume["step"]) if resume is not None else None
