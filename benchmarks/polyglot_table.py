@@ -354,7 +354,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--output-dropout", type=float, default=0.2, help="Dropout on output embeddings")
     ap.add_argument("--output-update-prob", type=float, default=1.0,
                     help="GroC: probability of a full output-embedding update per step (seed 000 B.4)")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: picked from the free cores)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-minutes", type=float, default=180.0, help="Safety cap per training run (0: none)")
     ap.add_argument("--kinds", default="lookup,elmo,groc,groc-lex", help="Model kinds to train")

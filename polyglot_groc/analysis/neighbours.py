@@ -78,7 +78,7 @@ def neighbours(
         alignment: an ``align --out`` directory or :class:`AlignResult` relating ``lang`` and ``among``.
         checkpoint: ``best`` or ``last``.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
-        threads: CPU threads for torch (None or 0: torch's default).
+        threads: CPU threads for torch (None or 0: picked from the free cores).
 
     Returns:
         A :class:`NeighboursResult`; its ``to_dict()`` is the JSON ``polyglot-groc neighbours`` prints.
