@@ -157,7 +157,8 @@ MaxSteps = Annotated[int | None, option(
     "--max-steps", key="train.max_steps", help="Stop after N steps in all (with --resume: extend the run to N)",
     default_note=" = no step limit")]
 MaxMinutes = Annotated[float | None, option(
-    "--max-minutes", key="train.max_minutes", help="Stop after M minutes of this invocation",
+    "--max-minutes", key="train.max_minutes",
+    help="Stop after M minutes of this invocation, validations included (it stops early enough for the last one)",
     default_note=" = no time limit")]
 MaxEpochs = Annotated[int | None, option(
     "--max-epochs", key="train.max_epochs", help="Stop after N epochs in all (with --resume: extend the run to N)")]
