@@ -24,6 +24,9 @@ TESTS = Path(__file__).resolve().parent
 TINY = TESTS / "data" / "tiny"
 
 torch.set_num_threads(1)
+# A run picks its threads from $OMP_NUM_THREADS when set (train.threads = 0, model/threads.py): set, a plain
+# `pytest` on a busy machine uses the same count in every test, whatever the load (CI sets its own).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 #: Overrides that make a model small enough for CPU tests (seconds, not minutes), as the CLI's
 #: ``--set`` options (:data:`SMALL_OVERRIDES` is the same as a mapping, for the library).

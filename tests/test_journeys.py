@@ -215,3 +215,53 @@ def test_a_test_dictionary_that_shares_pairs_with_training_is_refused_unless_all
     overlap = json.loads((tmp_path / "many" / "result.json").read_text(encoding="utf-8"))["pairs"]
     assert overlap["en-fr"]["eval_dictionary"]["train_overlap"]["pairs"] == 50
     assert "train_overlap" not in overlap["fr-es"]["eval_dictionary"]  # no dictionary links fr and es directly
+
+
+# -- issue 46: the first hour on a shared machine ------------------------------------------------------------
+
+def test_quick_start_on_a_busy_machine_picks_its_threads_and_leaves_clean_lines(tmp_path: Path) -> None:
+    """The README's quick start (two steps of it), with no $OMP_NUM_THREADS, as a newcomer runs it: it says
+    how many threads it picked and why, records that in result.json, OpenMP waits passively, and a log
+    (stderr not a terminal) holds lines, not the last frame of a progress bar."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "polyglot_groc", "train", "--langs", "en,fr", "--data",
+                           str(ROOT / "examples" / "sample"), "--out", str(tmp_path / "quickstart"), "--size", "small",
+                           "--max-steps", "2"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("threads: "))
+    assert ", picked: " in line and "kept busy by other processes" in line and line.endswith("wait policy passive")
+    threads = json.loads((tmp_path / "quickstart" / "result.json").read_text(encoding="utf-8"))["threads"]
+    assert threads["auto"] and 1 <= threads["threads"] <= threads["cores"] == len(os.sched_getaffinity(0))
+    assert "━" not in proc.stderr and "\r" not in proc.stderr
+    assert re.search(r"^step 2: loss \d+\.\d{3} ppl [\d,]+\.\d", proc.stderr, flags=re.M), proc.stderr
+
+    import polyglot_groc as pg  # the run from Python: its size counts the words words() lists
+
+    model = pg.load(run=tmp_path / "quickstart")
+    assert f"en {len(model.words('en')):,} words, fr {len(model.words('fr')):,} words" in repr(model)
+
+
+def test_a_mid_size_corpus_samples_groc_by_default_and_keeps_tied_full(tmp_path: Path) -> None:
+    """A user's corpus of 6,000 words: auto samples GroC (its full softmax encodes every word at every
+    step) and keeps the table kind on the full softmax, saying why; the run trains and validates."""
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+    from tests.conftest import SMALL
+
+    corpus = tmp_path / "corpus" / "en"
+    corpus.mkdir(parents=True)
+    words = [f"w{i:04d}" for i in range(6000)]
+    for split, n in (("train", 6000), ("valid", 200), ("test", 200)):  # each of the 6,000 words in train
+        (corpus / f"{split}.txt").write_text(
+            "\n".join(" ".join(words[i:i + 10]) for i in range(0, n, 10)) + "\n", encoding="utf-8")
+    for kind, mode in (("groc", "sampled"), ("tied", "full")):
+        sets = [x for s in SMALL for x in ("--set", s)]
+        res = CliRunner().invoke(app, ["train", "--langs", "en", "--data", str(tmp_path / "corpus"), "--model", kind,
+                                       "--max-steps", "1", "--out", str(tmp_path / kind), *sets])
+        assert res.exit_code == 0, res.output
+        softmax = json.loads(res.stdout[res.stdout.index("{"):])["softmax"]
+        assert softmax["mode"] == mode and softmax["largest_vocab"] > 5000, softmax
+        line = 5_000 if kind == "groc" else 50_000
+        assert f"auto's line for {kind}" in softmax["reason"] and f"{line:,}" in softmax["reason"]

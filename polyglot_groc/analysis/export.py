@@ -21,6 +21,7 @@ import torch
 from eval.vectors import first_occurrences
 from groc_base.checks import option
 from groc_base.errors import InputError
+from groc_base.wording import agree, counted
 from polyglot_groc.analysis.seen_words import composes, untrained_rows
 from polyglot_groc.model.access import check_run_access, run_access_doc
 from polyglot_groc.model.bundle import ModelBundle
@@ -138,8 +139,8 @@ def embed(bundle: ModelBundle, lang: str, words: Sequence[str], side: str = "inp
         view = bundle.with_new_words({lang: unseen})
     elif unseen:
         missing = unseen
-        log.warning("%d words are outside the %s model's vocabulary and have no %s embedding",
-                    len(unseen), model.kind, side)
+        log.warning("%s %s outside the %s model's vocabulary and %s no %s embedding", counted(len(unseen), "word"),
+                    agree(len(unseen), "is", "are"), model.kind, agree(len(unseen), "has", "have"), side)
     keep = [w for w in words if w in view.vocab]
     ids = torch.from_numpy(view.vocab.encode(keep)).to(model.device)
     model.eval()

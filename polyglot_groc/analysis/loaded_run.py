@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from groc_base.errors import InputError
+from groc_base.wording import counted
 from langpairs.corpus import EOS
 from polyglot_groc.analysis import text_scoring
 from polyglot_groc.analysis.aligned_space import AppliedAlignment, replay_alignment
@@ -202,9 +203,10 @@ class Model:
         raise InputError(f"model[...] takes a word or a list of words, got {type(words).__name__}")
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{lang} {len(self.bundle.vocab.lang_ids(lang))}" for lang in self.languages)
+        # The words words() lists: <eos> and <unk> are not words of the vocabulary a user looks up.
+        sizes = ", ".join(f"{lang} {counted(len(self.words(lang)), 'word')}" for lang in self.languages)
         where = f" from {self.run}" if self.run is not None else ""
-        return f"<Model {self.kind} d={self.dim} ({sizes} words){where}>"
+        return f"<Model {self.kind} d={self.dim} ({sizes}){where}>"
 
     # ------------------------------------------------------------------------------- vectors
     def vector(self, word: str, lang: str | None = None, side: str = "input", *,

@@ -83,7 +83,7 @@ def neighbours(
         allow_untrained: serve the untrained lookup rows of vocabulary words training never saw.
         checkpoint: ``best`` or ``last``.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
-        threads: CPU threads for torch (None or 0: torch's default).
+        threads: CPU threads for torch (None or 0: picked from the free cores).
 
     Returns:
         A :class:`NeighboursResult`; its ``to_dict()`` is the JSON ``polyglot-groc neighbours`` prints.

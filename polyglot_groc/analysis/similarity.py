@@ -18,6 +18,7 @@ from typing import Any
 from groc_base.checks import check_input_file, check_positive, option
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe, unique_labels
+from groc_base.wording import agree, counted
 from polyglot_groc.analysis.alignment import Vectors, check_input_files, load_bundle_once, read_side
 from polyglot_groc.model.access import run_access_doc
 from polyglot_groc.model.bundle import ModelBundle
@@ -91,7 +92,8 @@ MIN_PAIRS = 3
 def _enough_pairs(ds: Path, found: int, not_found: int, where: str = "the vectors") -> None:
     """Refuse a dataset of which fewer than :data:`MIN_PAIRS` pairs have both words in ``where``."""
     if found < MIN_PAIRS:
-        raise InputError(f"{ds}: only {found} of its {found + not_found} pairs have both words in {where}, and "
+        raise InputError(f"{ds}: only {found} of its {counted(found + not_found, 'pair')} "
+                         f"{agree(found, 'has', 'have')} both words in {where}, and "
                          f"Spearman's rho needs at least {MIN_PAIRS}; check that the dataset is in the vectors' "
                          "language, raise --max-vocab, or try --keep-case")
 
@@ -254,7 +256,7 @@ def _with_unseen(bundle: ModelBundle, lang: str, side: str, triples: Sequence[tu
     forms = [next((f for f in (w, w.capitalize(), w.title()) if f in known), w) for w in missing]
     got = embed(bundle, lang, forms, side=side)
     if got.words != list(dict.fromkeys(forms)):
-        raise InputError(f"{len(got.missing)} words could not be embedded by this model")
+        raise InputError(f"{counted(len(got.missing), 'word')} could not be embedded by this model")
     row = {f: i for i, f in enumerate(got.words)}
     extra = np.asarray(got.vectors)[[row[f] for f in forms]]  # (missing, d)
     return [*words, *missing], np.vstack([np.asarray(vectors), extra]).astype(np.float32), int(got.composed)

@@ -27,7 +27,8 @@ import typer
 from typer.models import OptionInfo
 
 from groc_base.checks import SettingFlag, register_setting_flags
-from polyglot_groc.config import AUTO_SAMPLED_ABOVE, MODEL_KINDS, PRESETS, load_config
+from polyglot_groc.config import MODEL_KINDS, PRESETS, load_config
+from polyglot_groc.kind_traits import auto_softmax_help
 
 _VALUE: Any = object()  # the flag takes a value (not a switch)
 
@@ -101,8 +102,8 @@ def config_overrides(command: Callable[..., Any], values: Mapping[str, Any],
 #: The help of every command's ``--overwrite``: one wording for one behaviour.
 OVERWRITE_HELP = "Replace an existing --out (without it, an existing output is an error)"
 #: ``--threads`` of every command that runs a model; the workflows apply it (``model.device.use_threads``).
-THREADS_HELP = ("CPU threads for torch; 0 or unset: torch's default ($OMP_NUM_THREADS if set, else all cores). "
-                "On a loaded machine 1-2 threads can be several times faster")
+THREADS_HELP = ("CPU threads for torch and the BLAS pools; 0 or unset: $OMP_NUM_THREADS if set, else the cores other "
+                "processes leave free (docs/commands.md, Threads)")
 LANGUAGES_ENV = "POLYGLOT_GROC_LANGUAGES"
 #: ``--languages FILE``: the help every command that takes languages shares.
 LANGUAGES_HELP = (f"Languages TOML file adding your own languages (a languages.CODE table each: name, iso3, script, "
@@ -117,7 +118,8 @@ def checkpoint_option(help: str = "best | last") -> Any:
     return option("--checkpoint", help=help)
 
 
-def threads_option(help: str = THREADS_HELP, *, show_default: str | None = "torch's default", **how: Any) -> Any:
+def threads_option(help: str = THREADS_HELP, *, show_default: str | None = "picked from the free cores",
+                   **how: Any) -> Any:
     return option("--threads", help=help, show_default=show_default, **how)
 
 
@@ -178,7 +180,8 @@ MaxSteps = Annotated[int | None, option(
     "--max-steps", key="train.max_steps", help="Stop after N steps in all (with --resume: extend the run to N)",
     default_note=" = no step limit")]
 MaxMinutes = Annotated[float | None, option(
-    "--max-minutes", key="train.max_minutes", help="Stop after M minutes of this invocation",
+    "--max-minutes", key="train.max_minutes",
+    help="Stop after M minutes of this invocation, validations included (it stops early enough for the last one)",
     default_note=" = no time limit")]
 MaxEpochs = Annotated[int | None, option(
     "--max-epochs", key="train.max_epochs", help="Stop after N epochs in all (with --resume: extend the run to N)")]
@@ -208,15 +211,16 @@ LexiconCoverage = Annotated[float | None, option(
 WnDir = Annotated[Path | None, option(
     "--wn-dir", key="model.lexicon.wn_dir", show_default="$POLYGLOT_GROC_WN_DIR, else wn's own ~/.wn_data",
     help="groc-lex: the wn data folder of `lexicon import --wn-dir` (model.lexicon.wn_dir; the run records it)")]
-Threads = Annotated[int | None, threads_option("CPU threads; 0: torch's choice", key="train.threads",
-                                               show_default=None)]
+Threads = Annotated[int | None, threads_option(THREADS_HELP + "; the run prints what it picked and why",
+                                               key="train.threads", show_default=None)]
 Device = Annotated[str | None, device_option("auto (CUDA when available) | cpu | cuda | cuda:N", key="train.device")]
 Precision = Annotated[str | None, option(
     "--precision", key="train.precision",
     help="auto | fp32 | tf32 | bf16 (auto: bf16 on a CUDA GPU that has it, else fp32; the loss stays fp32)")]
 Softmax = Annotated[str | None, option(
-    "--softmax", key="train.softmax", help="Training softmax: full | sampled | auto (auto: sampled above "
-    f"{AUTO_SAMPLED_ABOVE:,} words per language); perplexities are always the full softmax")]
+    "--softmax", key="train.softmax",
+    help=f"Training softmax: full | sampled | auto (auto: sampled {auto_softmax_help()}); perplexities are always "
+         "the full softmax")]
 SampledK = Annotated[int | None, option(
     "--sampled-k", key="train.sampled_k", help="Draws of negatives per sampled step (train.sampled_k)")]
 Compile = Annotated[bool | None, option(

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from groc_base.wording import counted
 from polyglot_groc.commands._common import (
     cli_errors,
     deprecated_alias,
@@ -72,7 +73,7 @@ def export_command(
                  checkpoint=checkpoint, skip_multiword=skip_multiword, overwrite=overwrite,
                  allow_untrained=allow_untrained, device=device, threads=threads)
     if res.missing:
-        err_console.print(f"{res.missing} words cannot be embedded by this {res.model} model "
+        err_console.print(f"{counted(res.missing, 'word')} cannot be embedded by this {res.model} model "
                           f"(e.g. {', '.join(res.missing_examples[:5])})")
     if res.unknown_characters:
         err_console.print(f"{res.unknown_characters} composed words use only characters the model never saw "

@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from groc_base.wording import counted
 from polyglot_groc.commands._common import cli_errors, deprecated_alias, err_console, print_json, setup_logging
 from polyglot_groc.commands._options import (
     AllowUntrainedOption,
@@ -96,5 +97,5 @@ def score_command(
                 device=device, threads=threads)
     for line in res.lines:
         typer.echo(dumps_json(line.to_dict(), ensure_ascii=False))
-    err_console.print(f"{len(res.lines)} lines, {res.tokens} tokens: log-probability {res.log_prob:.4f}, "
-                      f"perplexity {res.perplexity:.2f}")
+    err_console.print(f"{counted(len(res.lines), 'line')}, {counted(res.tokens, 'token')}: log-probability "
+                      f"{res.log_prob:,.4f}, perplexity {res.perplexity:,.2f}")
