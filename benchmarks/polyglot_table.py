@@ -91,6 +91,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    FULL_SOFTMAX,
     BadInput,
     add_output_args,
     emit,
@@ -353,7 +354,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--output-dropout", type=float, default=0.2, help="Dropout on output embeddings")
     ap.add_argument("--output-update-prob", type=float, default=1.0,
                     help="GroC: probability of a full output-embedding update per step (seed 000 B.4)")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: picked from the free cores)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-minutes", type=float, default=180.0, help="Safety cap per training run (0: none)")
     ap.add_argument("--kinds", default="lookup,elmo,groc,groc-lex", help="Model kinds to train")
@@ -430,7 +431,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             notes.append(f"{lang}: the sources gave fewer tokens than the budget; its splits shrank")
 
     common = merge_overrides({
-        "data.root": str(corpora_dir), "data.tokenize": "whitespace", "data.vocab_mode": "closed",
+        **FULL_SOFTMAX, "data.root": str(corpora_dir), "data.tokenize": "whitespace", "data.vocab_mode": "closed",
         "data.screen": True, "data.schedule": "proportional",
         "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
         "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,

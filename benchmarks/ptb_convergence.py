@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    FULL_SOFTMAX,
     BadInput,
     add_device_arg,
     add_output_args,
@@ -96,7 +97,7 @@ def common_overrides(args: argparse.Namespace, corpus: Path) -> dict[str, Any]:
               # No early stop or lr decay inside the budget: exactly --epochs epochs.
               {"train.max_epochs": args.epochs, "train.lr_patience": 1000, "train.stop_patience": 1000})
     return merge_overrides({
-        "data.root": str(corpus), "data.langs": ["en"], "model.d": args.d,
+        **FULL_SOFTMAX, "data.root": str(corpus), "data.langs": ["en"], "model.d": args.d,
         "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
         "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,
         **filters_override(args.filters), "train.batch_size": args.batch_size,

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 import torch  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
+    FULL_SOFTMAX,
     BadInput,
     add_output_args,
     check_models,
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise BadInput("--repeats and --steps must be at least 1")
     corpus = slice_corpus(prepare_ptb(shared_data(), args.work / "ptb"), args.work / "corpus", args.eval_lines)
     common = merge_overrides(
-        {"data.root": corpus, "data.langs": ["en"], **SIZES[args.size], "train.max_steps": args.steps,
+        {**FULL_SOFTMAX, "data.root": corpus, "data.langs": ["en"], **SIZES[args.size], "train.max_steps": args.steps,
          "train.eval_every": args.steps, "train.threads": args.threads, "train.device": args.device,
          "train.precision": args.precision, "train.compile": bool(args.compile),
          "model.surface.impl": args.impl, "train.eval_batch_size": 10, "train.lr": 0.002},

@@ -22,7 +22,7 @@ from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
 __all__ = ["SettingFlag", "check_input_file", "check_non_negative", "check_output", "check_positive",
            "check_probability", "check_seed", "checked_arguments", "cli_face", "either_face", "flag_name", "in_cli",
-           "is_int", "option", "override", "register_setting_flags", "setting"]
+           "is_int", "option", "override", "register_setting_flags", "renamed_argument", "setting"]
 
 #: Which face is calling: "python" (the default: a library call) or "cli" (inside :func:`cli_face`).
 _FACE: contextvars.ContextVar[str] = contextvars.ContextVar("polyglot_groc_face", default="python")
@@ -33,6 +33,7 @@ CLI_SPELLING: dict[str, str] = {
     "dictionary_mode": "--dictionary-mode", "train_dicts": "--train-dict", "eval_dicts": "--eval-dict",
     "datasets": "--dataset", "inputs": "--input", "specs": "--specs", "data_root": "--data",
     "size": "--size", "run_dir": "--run", "rcsls_n_iter": "--rcsls-niter",
+    "allow_overlap": "--allow-dictionary-overlap",
 }
 
 _UNSET: Any = object()
@@ -46,6 +47,35 @@ def cli_face() -> Iterator[None]:
         yield
     finally:
         _FACE.reset(token)
+
+
+_T = TypeVar("_T")
+#: The toolkit's own packages: a deprecation warning points at the first caller outside them.
+_OWN_CODE = tuple(str(Path(__file__).resolve().parent.parent / name) + os.sep
+                  for name in ("groc_base", "polyglot_groc", "langpairs", "lexicons", "eval"))
+
+
+def renamed_argument(new: str, old: str, new_value: _T, old_value: _T | None, default: _T) -> _T:
+    """The value of a keyword renamed from ``old`` to ``new`` (``new_value``, whose default is ``default``).
+
+    The old name still works, with a ``FutureWarning`` pointing at the caller's line (the Python face of
+    the command line's hidden old spellings, ``commands._common.deprecated_alias``); both names with
+    different values is an :class:`InputError`.
+    """
+    import sys
+    import warnings
+
+    if old_value is None:
+        return new_value
+    if new_value != default and new_value != old_value:
+        raise InputError(f"{old}={old_value!r} and {new}={new_value!r} disagree; {old} is the old name of {new}: "
+                         f"pass {new} alone")
+    frame, level = sys._getframe(0), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_OWN_CODE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"{old}= is deprecated and will be removed in the next release; use {new}=", FutureWarning,
+                  stacklevel=level)
+    return old_value
 
 
 def in_cli() -> bool:

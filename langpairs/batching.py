@@ -17,6 +17,7 @@ import numpy as np
 
 from groc_base.checks import is_int
 from groc_base.errors import CheckpointError, ConfigError, CorpusError
+from groc_base.wording import agree, counted
 
 __all__ = [
     "SCHEDULE_MODES",
@@ -51,7 +52,8 @@ def batchify(ids: np.ndarray, n_streams: int) -> np.ndarray:
     length = ids.shape[0] // n_streams
     if length < 2:  # one input and one target per stream at the very least
         raise CorpusError(
-            f"{ids.shape[0]} tokens are too few for {n_streams} streams (each needs >= 2); "
+            f"{counted(ids.shape[0], 'token')} {agree(ids.shape[0], 'is', 'are')} too few for "
+            f"{counted(n_streams, 'stream')} (each needs >= 2); "
             f"use a smaller batch size or more text"
         )
     return np.ascontiguousarray(ids[: length * n_streams].reshape(n_streams, length), dtype=np.int64)

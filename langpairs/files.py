@@ -74,6 +74,7 @@ from groc_base.fileio import (
     write_then_rename,
 )
 from groc_base.textio import decode_text
+from groc_base.wording import counted
 
 from .corpus import SPLITS, check_token_lengths
 from .markup import count_markup, strip_markup
@@ -746,7 +747,7 @@ def prepare_language(
             fix = (f"use {option('split_by', 'line')}, or give more documents" if split_by == "document"
                    else f"give more text, or larger {option('valid')}/{option('test')}")
             raise CorpusError(f"{code}: the {split} split came out empty ({len(units)} {unit_name}, "
-                              f"{sum(counts)} tokens); {fix}")
+                              f"{counted(sum(counts), 'token')}); {fix}")
 
     # Write the folder beside its final place, then rename it in (and the manifest under a lock). A new
     # --out this call made goes again if it fails; nothing is in place until the manifest is written.

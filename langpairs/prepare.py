@@ -49,6 +49,7 @@ from groc_base.checks import is_int, option
 from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
 from groc_base.fileio import atomic_write_bytes, make_temp_dir, named_for_user, removing_new_dirs, write_then_rename
 from groc_base.textio import decode_text
+from groc_base.wording import counted
 
 from .corpus import EOS, SPLITS, prepare_hint
 from .files import LOCK_NAME, _sweep, _write_manifest_then, manifest_lock
@@ -290,7 +291,7 @@ def _prepare_language(
     for split in SPLITS:
         if not split_lines[split]:
             raise CorpusError(
-                f"{lang}: the {split} split came out empty ({got} tokens available); lower the budgets"
+                f"{lang}: the {split} split came out empty ({counted(got, 'token')} available); lower the budgets"
             )
         data = ("\n".join(split_lines[split]) + "\n").encode("utf-8")
         atomic_write_bytes(folder / f"{split}.txt", data)

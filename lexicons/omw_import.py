@@ -46,6 +46,7 @@ from groc_base.errors import (
 )
 from groc_base.fileio import atomic_write, file_digest
 from groc_base.textio import decode_text, read_text
+from groc_base.wording import agree, counted
 from lexicons.protocol import normalize_lang, to_iso3
 from lexicons.wn_backend import default_wn_dir, wn_data_dir
 from lexicons.wn_install import writing_wordnets
@@ -472,7 +473,8 @@ def _other_lexicon(
     keys = [k for k in tab.lemmas if k in pwn.synsets]
     dropped = len(tab.lemmas) - len(keys)
     if dropped:
-        logger.warning("%s: %d synset keys are not PWN 3.0 synsets; skipped", lang, dropped)
+        logger.warning("%s: %s %s not PWN 3.0 synsets; skipped", lang, counted(dropped, "synset key"),
+                       agree(dropped, "is", "are"))
     present = set(keys)
     entries: dict[tuple[str, str], list[str]] = {}
     for key in keys:

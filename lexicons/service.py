@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from groc_base.checks import is_int
 from groc_base.errors import CheckpointError, ConfigError, InputError, LexiconError
 from groc_base.fileio import atomic_write
+from groc_base.wording import counted
 from lexicons.protocol import Lexicon, normalize_lang
 
 if TYPE_CHECKING:
@@ -309,7 +310,8 @@ class LexiconService:
             raise InputError("words and word_langs must be sequences (one entry per word), not strings")
         if len(words) != len(word_langs):
             raise InputError(
-                f"got {len(words)} words but {len(word_langs)} language lists; give one list of languages per word"
+                f"got {counted(len(words), 'word')} but {counted(len(word_langs), 'language list')}; give one list of "
+                "languages per word"
             )
         seen: dict[str, int] = {}
         for i, word in enumerate(words):

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from polyglot_groc.model.threads import prefer_passive_wait
 from polyglot_groc.public import PUBLIC
+
+# Before anything loads torch (and with it OpenMP, which reads this once): waiting threads sleep rather
+# than spin, so a busy machine's cores are not burnt by spinning (polyglot_groc/model/threads.py).
+prefer_passive_wait()
 
 __version__ = "0.1.0"
 

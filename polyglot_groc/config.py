@@ -138,13 +138,6 @@ PRESETS: dict[str, Path] = {"small": CONFIGS_DIR / "quickstart.toml", "paper": C
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("auto", "fp32", "tf32", "bf16")
 SOFTMAXES = ("auto", "full", "sampled")
-#: ``train.softmax = "auto"`` samples when the largest screened vocabulary has more words than this.
-#: Measured (benchmarks/vocab_scaling.py, docs/results.md "GroC at a real vocabulary"): a sampled
-#: GroC step is 4x cheaper already at 10k words and 22x at 78k, at the same perplexity per step on
-#: PTB (within 1.2%). The line sits above the seeds' full-softmax benchmarks (PTB 10k, WikiText-2
-#: 33k words), so their reproductions stay exact by default, and below the thesis' per-language
-#: vocabularies (78k at 1M tokens), where a full-softmax GroC step no longer fits a GPU window.
-AUTO_SAMPLED_ABOVE = 50000
 #: The sampled softmax's proposals (``train.sampled_proposal``; model/sampling.py draws from them).
 PROPOSALS = ("log-uniform", "unigram")
 #: The largest embedding size model.d (and pretrain-vectors --dim) may take.
@@ -325,6 +318,9 @@ class TrainConfig:
     seed: int = ranged(0, 0, 2**32 - 1)
     #: Probability of a full update of the output embedding function in a step (seed 000 B.4).
     output_update_prob: float = ranged(1.0, 0.0, 1.0, lo_open=True)
+    #: CPU threads (torch and the BLAS pools). 0: ``$OMP_NUM_THREADS`` when set, else the cores other
+    #: processes leave free (model/threads.py; re-picked when training's speed collapses); result.json
+    #: says what was picked and why.
     threads: int = ranged(0, 0, THREADS_MAX)
     #: AWD-LSTM activation regularisation on the (dropped) top prefix output [alpha] and
     #: temporal activation regularisation on its raw output [beta]; 0 disables.
@@ -353,8 +349,10 @@ class TrainConfig:
     #: vocabulary. "sampled": a step scores its own words plus the distinct words of
     #: ``sampled_k`` draws from ``sampled_proposal``, with the log-inclusion (log-Q) correction;
     #: its cost does not grow with |V|. "auto": sampled where the largest screened vocabulary has
-    #: more than :data:`AUTO_SAMPLED_ABOVE` words and the kind can sample (all but adaptive), else
-    #: full. Every perplexity (validation, evaluate, caches, freq-bins) is the full softmax.
+    #: more words than the kind's line (kind_traits.KindTraits.sampled_above: 5,000 for groc, groc-lex
+    #: and conv, whose full step composes every word; 50,000 for the others) and the kind can sample
+    #: (all but adaptive), else full. Every perplexity (validation, evaluate, caches, freq-bins) is the
+    #: full softmax.
     softmax: str = "auto"
     #: Draws per sampled step (with replacement; their distinct words are the negatives).
     sampled_k: int = ranged(4096, 1, 10**8)

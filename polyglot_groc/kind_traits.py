@@ -18,6 +18,26 @@ from typing import Any
 
 from groc_base.errors import ConfigError
 
+#: ``train.softmax = "auto"`` samples when the largest screened vocabulary (the words one full step
+#: scores) has more words than the kind's :attr:`KindTraits.sampled_above`. What a full step costs
+#: decides it (benchmarks/vocab_scaling.py, docs/results.md "GroC at a real vocabulary", one CPU thread):
+#:
+#: * a kind whose output only multiplies by a table (tied, untied, bilinear, deep-residual, elmo, bilm)
+#:   pays one matrix product over the vocabulary: tied full 1.69 s vs sampled 0.67 s a step at 10k words,
+#:   3.31 vs 0.83 s at 34k. The line stays above the seeds' full-softmax benchmarks (PTB 10k, WikiText-2
+#:   33k words) and below the thesis' per-language vocabularies (78k at 1M tokens): TABLE_SAMPLED_ABOVE;
+#: * a kind whose full softmax composes every word of the screened vocabulary from its spelling at every
+#:   step (a char-CNN: groc, groc-lex, conv) pays that encoder V times: GroC full 6.48 s vs sampled 1.57 s
+#:   at 10k words (4.1x), 9.21 vs 1.52 s at 18k (6.0x); issue 46 measured 1.01 vs 0.077 s at 32k (13x). A
+#:   sampled step encodes the batch's words and the distinct words of ``train.sampled_k`` = 4096 draws:
+#:   about 1,350 at 5,000 words, already 3x fewer than the full step: COMPOSED_SAMPLED_ABOVE. Below
+#:   ``sampled_k`` words auto stays full anyway (the draws would cover the vocabulary).
+#:
+#: The seeds' reproductions (configs/ptb_*.toml, the PTB benchmarks) set ``train.softmax = "full"``
+#: themselves, so this line never changes them.
+TABLE_SAMPLED_ABOVE = 50_000
+COMPOSED_SAMPLED_ABOVE = 5_000
+
 
 @dataclasses.dataclass(frozen=True)
 class KindTraits:
@@ -44,6 +64,10 @@ class KindTraits:
     #: parameters get new rows and nothing else changes shape (not so for the adaptive softmax,
     #: whose bands are fractions of the vocabulary).
     grows_vocabulary: bool = True
+    #: ``train.softmax = "auto"`` samples above this many words in the largest screened vocabulary:
+    #: :data:`COMPOSED_SAMPLED_ABOVE` for a kind whose full softmax composes every word at every step,
+    #: :data:`TABLE_SAMPLED_ABOVE` for one that multiplies by a table (see there).
+    sampled_above: int = TABLE_SAMPLED_ABOVE
     #: The smallest ``model.output.depth`` the kind is defined for (deep-residual: at least one layer).
     min_output_depth: int = 0
     #: The kind ``train --untie`` turns this one into (None: untie does not apply).
@@ -72,15 +96,17 @@ KINDS: tuple[KindTraits, ...] = (
                grows_vocabulary=False,
                defaults={"output": {"dropout": 0.3, "cutoffs": [0.2, 0.7]}}),
     KindTraits("conv", "lookup input; output char-CNN + per-word correction (Jozefowicz et al. 2016); "
-               "per-word bias", defaults={"output": {"dropout": 0.1, "correction": 128}}),
+               "per-word bias", sampled_above=COMPOSED_SAMPLED_ABOVE,
+               defaults={"output": {"dropout": 0.1, "correction": 128}}),
     KindTraits("elmo", "char-CNN input; a separate lookup output table; per-word bias", composes_input=True),
     KindTraits("bilm", "char-CNN input, forward and backward LSTMs (ELMo's biLM); a shared lookup output "
                "table; per-word bias", composes_input=True, bidirectional=True),
     KindTraits("groc", "char-CNN input; the same function as output (seed 000); computed bias",
-               composes_input=True, composes_output=True, defaults={"output": {"dropout": 0.2, "depth": 0}}),
+               composes_input=True, composes_output=True, sampled_above=COMPOSED_SAMPLED_ABOVE,
+               defaults={"output": {"dropout": 0.2, "depth": 0}}),
     KindTraits("groc-lex", "char-CNN + lexicon relatives and definitions; the same function as output "
                "(seed 000); computed bias", composes_input=True, composes_output=True, uses_lexicon=True,
-               defaults={"output": {"dropout": 0.2, "depth": 0}}),
+               sampled_above=COMPOSED_SAMPLED_ABOVE, defaults={"output": {"dropout": 0.2, "depth": 0}}),
 )
 
 #: ``model.kind`` value (a name or an alias) -> its traits.
@@ -103,10 +129,27 @@ def kind_traits(kind: str) -> KindTraits:
         raise ConfigError(f"unknown model kind {kind!r}; use one of {', '.join(MODEL_KINDS)}") from exc
 
 
+def auto_softmax_help() -> str:
+    """Where ``train.softmax = "auto"`` samples, in words: ``above 5,000 words a language for conv, groc and
+    groc-lex, above 50,000 for the other kinds (adaptive never samples)``."""
+    groups: dict[int, list[str]] = {}
+    for t in KINDS:
+        if t.samples:
+            groups.setdefault(t.sampled_above, []).append(t.name)
+    commonest = max(groups, key=lambda n: len(groups[n]))
+    parts = [f"above {n:,} words a language for " + (
+        "the other kinds" if n == commonest else
+        ", ".join(groups[n][:-1]) + f" and {groups[n][-1]}" if len(groups[n]) > 1 else groups[n][0])
+        for n in sorted(groups)]
+    parts = [p.replace(" words a language", "", 1) if i else p for i, p in enumerate(parts)]
+    never = [t.name for t in KINDS if not t.samples]
+    return ", ".join(parts) + (f" ({', '.join(never)} never samples)" if never else "")
+
+
 def kind_help() -> str:
     """The kinds as a command line lists them: ``untied | tied (= lookup) | bilinear | ...``."""
     return " | ".join(f"{t.name} (= {', '.join(t.aliases)})" if t.aliases else t.name for t in KINDS)
 
 
-__all__ = ["BY_NAME", "FULL_SOFTMAX_KINDS", "KINDS", "KIND_DEFAULTS", "MODEL_KINDS", "UNTIE", "KindTraits",
-           "kind_help", "kind_traits"]
+__all__ = ["BY_NAME", "COMPOSED_SAMPLED_ABOVE", "FULL_SOFTMAX_KINDS", "KINDS", "KIND_DEFAULTS", "MODEL_KINDS",
+           "TABLE_SAMPLED_ABOVE", "UNTIE", "KindTraits", "auto_softmax_help", "kind_help", "kind_traits"]

@@ -28,3 +28,13 @@ def test_no_inline_integer_check_is_left() -> None:
     found = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py")
              if ".git" not in p.parts and p.parts[-2] != "tests" and inline.search(p.read_text(encoding="utf-8"))]
     assert sorted(set(found) - PENDING) == []
+
+
+def test_counts_in_messages_are_singular_for_one_and_grouped_alike() -> None:
+    from groc_base.wording import agree, counted
+
+    assert (counted(1, "line"), counted(2, "line"), counted(0, "word")) == ("1 line", "2 lines", "0 words")
+    assert counted(12_345, "token") == "12,345 tokens" and counted(1, "entry", "entries") == "1 entry"
+    assert counted(3, "entry", "entries") == "3 entries" and counted(4.0, "epoch") == "4 epochs"
+    assert counted(0.25, "minute") == "0.25 minutes"
+    assert (agree(1, "is", "are"), agree(2, "is", "are")) == ("is", "are")

@@ -179,7 +179,7 @@ def test_every_command_is_its_function_behind_the_error_boundary() -> None:
 
 
 @pytest.mark.parametrize("flag", ["--device", "--checkpoint", "--threads", "--verbose", "--overwrite", "--data",
-                                  "--languages", "--log-every"])
+                                  "--languages", "--log-every", "--allow-untrained"])
 def test_a_shared_option_is_declared_once(flag: str) -> None:
     declarations = re.compile(rf"""[oO]ption\(\s*(?:[^,()]+,\s*)?["']{re.escape(flag)}["'/]""")
     found = [f"{p.name}" for p in sorted(COMMANDS_DIR.glob("*.py"))
@@ -191,3 +191,25 @@ def test_every_cli_spelling_is_a_flag_some_command_has() -> None:
     """groc_base.checks.CLI_SPELLING (keywords whose flag is not --keyword) names flags that exist."""
     flags = {opt for path in COMMANDS for p in _click(path).params for opt in (*p.opts, *p.secondary_opts)}
     assert {spelled.split()[0] for spelled in CLI_SPELLING.values()} <= flags
+
+
+@pytest.mark.parametrize(("command", "workflow"), [
+    (("neighbours",), "polyglot_groc.analysis.neighbours:neighbours"),
+    (("export",), "polyglot_groc.analysis.export:export"),
+    (("similarity",), "polyglot_groc.analysis.similarity:similarity"),
+])
+def test_one_name_per_option_in_both_faces(command: tuple[str, ...], workflow: str) -> None:
+    """Each visible flag of these commands is its workflow's keyword (``--among`` is ``among=``), so a user
+    moving between Python and the command line meets one name; old spellings are hidden."""
+    import importlib
+    import inspect
+
+    module, name = workflow.split(":")
+    takes = set(inspect.signature(getattr(importlib.import_module(module), name)).parameters)
+    spelled = {flag.split()[0]: keyword for keyword, flag in CLI_SPELLING.items()}
+    for param in _click(command).params:
+        if not isinstance(param, click.Option) or param.hidden or param.name == "verbose":
+            continue
+        flag = param.opts[0]
+        keyword = spelled.get(flag, flag[2:].replace("-", "_"))
+        assert keyword in takes, f"{' '.join(command)} {flag} is not {name}()'s {keyword}="

@@ -100,3 +100,17 @@ def test_bad_toml_file(tmp_path: Path) -> None:
     bad.write_text("[model\nd = ", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(bad)
+
+
+def test_the_seeds_reproductions_pin_the_full_softmax() -> None:
+    """auto samples GroC above 5,000 words now (issue 46): every PTB config and every benchmark that trains on PTB
+    says which softmax it used, so their published results do not move with the default."""
+    from polyglot_groc.config import CONFIGS_DIR
+
+    for path in sorted(CONFIGS_DIR.glob("ptb_*.toml")):
+        assert load_config(path).train.softmax == "full", path.name
+    benchmarks = Path(__file__).resolve().parent.parent / "benchmarks"
+    for path in sorted(benchmarks.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "prepare_ptb(" in text and path.name != "common.py":
+            assert "FULL_SOFTMAX" in text or '"train.softmax":' in text, path.name

@@ -10,10 +10,12 @@ import torch
 
 from groc_base.errors import ConfigError
 from polyglot_groc.config import MODEL_KINDS
+from polyglot_groc.kind_traits import COMPOSED_SAMPLED_ABOVE, TABLE_SAMPLED_ABOVE, auto_softmax_help
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.charset import Charset
 from polyglot_groc.model.kinds import REGISTRY, DotScorer, KindParts, build_parts, kind
 from polyglot_groc.model.lm import count_parameters, parameter_split
+from polyglot_groc.model.surface import SurfaceEncoder
 from polyglot_groc.model.vocab import Vocab
 from tests.conftest import small_run_config
 
@@ -54,6 +56,22 @@ def test_the_traits_describe_what_the_kind_builds(kind: str) -> None:
     assert isinstance(small.scorer, DotScorer) == traits.samples  # word-by-word scores sample
     assert getattr(small.input_embedder, "use_lexicon", False) == traits.uses_lexicon
     assert not traits.uses_lexicon or traits.composes_output
+    # auto's softmax line follows what a full step costs: a char-CNN over every output word samples from
+    # 5,000 words on, a table from 50,000 (kind_traits.py).
+    spells = any(isinstance(m, SurfaceEncoder) for m in small.output_embedder.modules())
+    assert traits.sampled_above == (COMPOSED_SAMPLED_ABOVE if spells else TABLE_SAMPLED_ABOVE)
+
+
+def test_the_auto_softmax_help_is_read_from_the_traits() -> None:
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+
+    text = auto_softmax_help()
+    assert text == ("above 5,000 words a language for conv, groc and groc-lex, above 50,000 for the other kinds "
+                    "(adaptive never samples)")
+    res = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "400"})
+    assert " ".join(text.split()) in " ".join(res.output.split())
 
 
 def test_a_kind_missing_its_builder_or_its_traits_is_refused_at_import(monkeypatch: pytest.MonkeyPatch) -> None:

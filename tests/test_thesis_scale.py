@@ -74,3 +74,23 @@ def test_claims_say_reproduced_reversed_or_not_measurable() -> None:
     assert out["GroC+lex < GroC (EN+fr)"] == "not measurable"
     assert out["GroC p@5 above lookup's and above the char 3-gram baseline"] == "reversed"
     assert out["ELMo-init reaches scratch GroC in fewer steps"] == "reproduced"
+
+
+def test_a_run_recording_its_lexicon_resolved_is_continued_under_the_same_request() -> None:
+    """A groc-lex run records the gloss wordnets it chose and its wn folder made absolute; the
+    request that started it leaves them empty, and must still count as the same configuration."""
+    import dataclasses
+
+    from benchmarks.thesis_scale import _as_requested, _what_it_computes
+    from polyglot_groc.config import load_config, merge_overrides
+
+    asked = load_config(None, merge_overrides(_overrides(), {
+        "model.kind": "groc-lex", "model.lexicon.backend": "wn", "model.lexicon.specs": ["omw-en:3.0"]}))
+    lex = dataclasses.replace(asked.model.lexicon, gloss_specs=("omw-en:3.0",), wn_dir="/abs/wn")
+    recorded = dataclasses.replace(asked, model=dataclasses.replace(asked.model, lexicon=lex))
+    assert _what_it_computes(recorded) != _what_it_computes(asked)  # what the check used to compare
+    assert _what_it_computes(_as_requested(recorded, asked)) == _what_it_computes(asked)
+    other = load_config(None, merge_overrides(_overrides(), {
+        "model.kind": "groc-lex", "model.lexicon.backend": "wn", "model.lexicon.specs": ["omw-en:3.0"],
+        "model.d": 16}))
+    assert _what_it_computes(_as_requested(recorded, other)) != _what_it_computes(other)

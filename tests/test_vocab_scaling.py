@@ -32,3 +32,21 @@ def test_combined_rows_give_medians_spreads_and_per_repeat_ratios() -> None:
     # One repeat: the row as it is, no spread.
     one = _row(1.0, 100.0, 50.0)
     assert combine([one]) is one
+
+
+def test_a_validation_between_steps_is_not_counted_in_any_step() -> None:
+    """The third-step spike (issue 43): the trainer's first wall-clock checkpoint validated one minute in,
+    and its time landed in the next timed step. The timer leaves every validation out of the steps."""
+    from benchmarks.vocab_scaling import _Timer
+
+    now = iter([0.0, 1.0, 2.0, 10.0, 11.0, 12.0, 15.0]).__next__
+    timer = _Timer(now)
+    timer.on_start(None, {"vocab": 10, "softmax": None})  # 0
+    timer.on_step(None)  # 1
+    timer.on_step(None)  # 2
+    timer.on_eval({"step": 2})  # 10: a checkpoint validation of 8 s
+    timer.on_step(None)  # 11
+    timer.on_step(None)  # 12
+    timer.on_eval({"step": 4})  # 15: the final validation
+    assert timer.step_s == [1.0, 1.0, 1.0, 1.0]
+    assert timer.eval_s == 3.0 and timer.eval_record == {"step": 4}

@@ -18,7 +18,8 @@ CONFIGS = REPO / "polyglot_groc" / "configs"
 THROUGHPUT_TARGET = 0.5  # issue target: GroC train tokens/s at least half of lookup's
 ALIGN_TARGETS = ("fr", "es")
 #: The sampled training softmax of the thesis-scale stages (polyglot_groc/training/softmax.py), set
-#: explicitly (``auto`` would sample above 50,000 words too, but a changed default must not change them).
+#: explicitly (``auto`` samples there too, but a changed default must not change them; the PTB stages pin
+#: ``full`` the same way: configs/ptb_*.toml, benchmarks.common.FULL_SOFTMAX).
 SAMPLED_K = 4096
 SAMPLED_PROPOSAL = "log-uniform"
 SAMPLED: dict[str, Any] = {"train.softmax": "sampled", "train.sampled_k": SAMPLED_K,

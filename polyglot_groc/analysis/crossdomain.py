@@ -466,13 +466,13 @@ def unseen_report(tokens: Sequence[str], lang: str, seen: dict[str, set[str]] | 
     unseen = share_outside(tokens, words)
     out: dict[str, Any] = {"unseen_in_training_rate": unseen}
     if vocab_mode == "closed" and unseen > oov_rate + 1e-9:
-        note = (f"{100 * unseen:.1f}% of the {lang} tokens of {where} never occur in the run's training text, but "
+        text = (f"{100 * unseen:.1f}% of the {lang} tokens of {where} never occur in the run's training text, but "
                 f"{100 * (unseen - oov_rate):.1f}% are words of its closed vocabulary (train+valid+test), scored as "
                 "known words (a lookup model's untrained rows, GroC's composed vectors), so the OOV rate says "
-                f"{100 * oov_rate:.1f}%; to score words unseen in training as new, train with "
-                f"{either_face('vocab_mode', key='data.vocab_mode', value='open')}")
-        out["note"] = note
-        log.warning("%s", note)
+                f"{100 * oov_rate:.1f}%; to score words unseen in training as new, train with ")
+        # The JSON is the same from both faces (both spellings); the warning speaks the caller's face.
+        out["note"] = text + either_face("vocab_mode", key="data.vocab_mode", value="open")
+        log.warning("%s", text + setting("data.vocab_mode", "open"))
     return out
 
 

@@ -55,16 +55,25 @@ class EvaluateResult:
     #: carried); ``perplexity`` is always the forward LM's, comparable with the other kinds.
     perplexity_backward: dict[str, float | None] | None = None
 
+    @property
+    def scoring(self) -> str:
+        """How the perplexities were computed, in words (the JSON's ``scoring``): always exactly, never sampled."""
+        over = "each language's own vocabulary" if self.screen else "every word of the run"
+        return (f"exact: the full softmax over {over}; a sampled training softmax only samples training steps "
+                "(its logged training loss is an estimate, these perplexities are not)")
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``polyglot-groc evaluate`` prints (NaN and infinities as ``None``)."""
         if self.open_vocabulary:
             out = {"run": self.run, "data": self.data, "split": self.split, "model": self.model,
                    "checkpoint": self.checkpoint, "step": self.step, "vocab_mode": self.vocab_mode,
-                   "cache": self.cache, "lexicon_coverage": self.lexicon_coverage, "languages": self.languages}
+                   "cache": self.cache, "lexicon_coverage": self.lexicon_coverage, "languages": self.languages,
+                   "scoring": self.scoring}
         else:
             out = {"run": self.run, "split": self.split, "model": self.model, "checkpoint": self.checkpoint,
                    "step": self.step, "n_params": self.n_params, "screen": self.screen,
-                   "vocab_mode": self.vocab_mode, "perplexity": self.perplexity, "details": self.details}
+                   "vocab_mode": self.vocab_mode, "perplexity": self.perplexity, "details": self.details,
+                   "scoring": self.scoring}
             if self.perplexity_backward is not None:
                 out["perplexity_backward"] = self.perplexity_backward
         return json_safe(out)  # type: ignore[return-value]
@@ -152,7 +161,7 @@ def evaluate(
         return EvaluateResult(run=res["run"], split=split, model=res["model"], checkpoint=checkpoint,
                               step=res["step"], open_vocabulary=True,
                               perplexity={lang: r["perplexity"] for lang, r in res["languages"].items()},
-                              data=res["data"], cache=res["cache"], lexicon_coverage=lexicon_coverage,
+                              data=res["data"], cache=res["cache"], lexicon_coverage=lexicon_coverage, screen=screen,
                               languages=res["languages"], vocab_mode=res["vocab_mode"])
     return _in_domain(bundle, payload, Path(run), split, batch_size, checkpoint, screen)
 

@@ -98,7 +98,7 @@ def score(
     lines = _read_lines(input)
     if not any(line.strip() for line in lines):
         raise InputError("the input is empty; give at least one line with a word")
-    model = load(run, which=checkpoint, device=device, threads=threads)
+    model = load(run, checkpoint=checkpoint, device=device, threads=threads)
     return ScoreResult(run=str(run), lang=lang, model=model.kind,
                        lines=model.score_lines(lines, lang, uniform_weight=uniform_weight, tokenized=tokenized,
                                                running_context=running_context))

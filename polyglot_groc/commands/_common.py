@@ -117,6 +117,23 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def key_values(items: list[str] | None, flag: str, example: str) -> dict[str, str]:
+    """``KEY=VALUE`` options (repeatable) as a dict; a malformed or repeated key is bad input."""
+    from groc_base.errors import InputError
+
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise InputError(f"{flag} {item!r}: write KEY=FILE, e.g. {flag} {example}")
+        same = next((k for k in out if k.lower() == key.lower()), None)
+        if same is not None:  # en and EN: one OUT/<lang>.vec on a case-insensitive disk, one lost
+            twice = key if same == key else f"{same} and {key}"
+            raise InputError(f"{flag} {twice} is given twice (keys do not differ by case); give each once")
+        out[key] = value
+    return out
+
+
 def float_list(text: str | None, flag: str) -> list[float] | None:
     """A comma-separated list of numbers given on the command line (None: not given)."""
     if text is None:

@@ -7,15 +7,17 @@ default its help shows from the presets, and :func:`config_overrides` reads the 
 command's options stand for from the same declarations.
 
 The options several commands share (``--device``, ``--checkpoint``, ``--threads``, ``--verbose``,
-``--overwrite``, ``--data``, ``--languages``) have one factory each here, whose parameters carry what
-differs between the commands (the help, the default shown, a config key); the commonest forms are
-aliases (``DeviceOption``). Then come train's config-backed options, the one place that says which flag
+``--overwrite``, ``--data``, ``--languages``, ``--allow-untrained``) have one factory each here, whose
+parameters carry what differs between the commands (the help, the default shown, a config key); the
+commonest forms are aliases (``DeviceOption``); a renamed option's old spelling is
+:func:`old_spelling`. Then come train's config-backed options, the one place that says which flag
 sets which config key.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -25,7 +27,8 @@ import typer
 from typer.models import OptionInfo
 
 from groc_base.checks import SettingFlag, register_setting_flags
-from polyglot_groc.config import AUTO_SAMPLED_ABOVE, MODEL_KINDS, PRESETS, load_config
+from polyglot_groc.config import MODEL_KINDS, PRESETS, load_config
+from polyglot_groc.kind_traits import auto_softmax_help
 
 _VALUE: Any = object()  # the flag takes a value (not a switch)
 
@@ -99,8 +102,8 @@ def config_overrides(command: Callable[..., Any], values: Mapping[str, Any],
 #: The help of every command's ``--overwrite``: one wording for one behaviour.
 OVERWRITE_HELP = "Replace an existing --out (without it, an existing output is an error)"
 #: ``--threads`` of every command that runs a model; the workflows apply it (``model.device.use_threads``).
-THREADS_HELP = ("CPU threads for torch; 0 or unset: torch's default ($OMP_NUM_THREADS if set, else all cores). "
-                "On a loaded machine 1-2 threads can be several times faster")
+THREADS_HELP = ("CPU threads for torch and the BLAS pools; 0 or unset: $OMP_NUM_THREADS if set, else the cores other "
+                "processes leave free (docs/commands.md, Threads)")
 LANGUAGES_ENV = "POLYGLOT_GROC_LANGUAGES"
 #: ``--languages FILE``: the help every command that takes languages shares.
 LANGUAGES_HELP = (f"Languages TOML file adding your own languages (a languages.CODE table each: name, iso3, script, "
@@ -115,7 +118,8 @@ def checkpoint_option(help: str = "best | last") -> Any:
     return option("--checkpoint", help=help)
 
 
-def threads_option(help: str = THREADS_HELP, *, show_default: str | None = "torch's default", **how: Any) -> Any:
+def threads_option(help: str = THREADS_HELP, *, show_default: str | None = "picked from the free cores",
+                   **how: Any) -> Any:
     return option("--threads", help=help, show_default=show_default, **how)
 
 
@@ -135,12 +139,33 @@ def languages_option(help: str = LANGUAGES_HELP, show_default: bool | str = Fals
     return option("--languages", envvar=LANGUAGES_ENV, help=help, show_default=show_default)
 
 
+#: ``--allow-untrained`` of every command that serves a run's vectors (neighbours, export, similarity --run).
+ALLOW_UNTRAINED_HELP = ("Serve the lookup rows of vocabulary words training never saw (a closed vocabulary's valid and "
+                        "test words): untrained, so refused by name and left out of the words searched or written "
+                        "without it; compositional sides (GroC) have none")
+
+
+def allow_untrained_option(help: str = ALLOW_UNTRAINED_HELP) -> Any:
+    return option("--allow-untrained", help=help, show_default=True)
+
+
+def old_spelling(old: str, new: str) -> Any:
+    """A renamed option's old spelling: hidden from --help, still accepted with a warning
+    (``_common.deprecated_alias`` merges it into ``new``)."""
+    return typer.Option(old, hidden=True, help=f"Deprecated: {new}")
+
+
+#: ``--allow-dictionary-overlap`` of every command that evaluates an alignment (``allow_overlap`` from Python).
+AllowOverlapOption = Annotated[bool, option(
+    "--allow-dictionary-overlap", help="Score even when more than 5% of the test pairs are training pairs (read "
+                                       "either way round); the overlap is counted and warned about anyway")]
 DeviceOption = Annotated[str, device_option()]
 CheckpointOption = Annotated[str, checkpoint_option()]
 ThreadsOption = Annotated[int | None, threads_option()]
 VerboseOption = Annotated[bool, verbose_option()]
 OverwriteOption = Annotated[bool, overwrite_option()]
 LanguagesOption = Annotated[Path | None, languages_option()]
+AllowUntrainedOption = Annotated[bool, allow_untrained_option()]
 
 # -- train's options that set a config key -------------------------------------------------------------------
 # With --resume, those that resume() takes apply (commands/train.py); the others are the run's own config.
@@ -155,7 +180,8 @@ MaxSteps = Annotated[int | None, option(
     "--max-steps", key="train.max_steps", help="Stop after N steps in all (with --resume: extend the run to N)",
     default_note=" = no step limit")]
 MaxMinutes = Annotated[float | None, option(
-    "--max-minutes", key="train.max_minutes", help="Stop after M minutes of this invocation",
+    "--max-minutes", key="train.max_minutes",
+    help="Stop after M minutes of this invocation, validations included (it stops early enough for the last one)",
     default_note=" = no time limit")]
 MaxEpochs = Annotated[int | None, option(
     "--max-epochs", key="train.max_epochs", help="Stop after N epochs in all (with --resume: extend the run to N)")]
@@ -185,15 +211,16 @@ LexiconCoverage = Annotated[float | None, option(
 WnDir = Annotated[Path | None, option(
     "--wn-dir", key="model.lexicon.wn_dir", show_default="$POLYGLOT_GROC_WN_DIR, else wn's own ~/.wn_data",
     help="groc-lex: the wn data folder of `lexicon import --wn-dir` (model.lexicon.wn_dir; the run records it)")]
-Threads = Annotated[int | None, threads_option("CPU threads; 0: torch's choice", key="train.threads",
-                                               show_default=None)]
+Threads = Annotated[int | None, threads_option(THREADS_HELP + "; the run prints what it picked and why",
+                                               key="train.threads", show_default=None)]
 Device = Annotated[str | None, device_option("auto (CUDA when available) | cpu | cuda | cuda:N", key="train.device")]
 Precision = Annotated[str | None, option(
     "--precision", key="train.precision",
     help="auto | fp32 | tf32 | bf16 (auto: bf16 on a CUDA GPU that has it, else fp32; the loss stays fp32)")]
 Softmax = Annotated[str | None, option(
-    "--softmax", key="train.softmax", help="Training softmax: full | sampled | auto (auto: sampled above "
-    f"{AUTO_SAMPLED_ABOVE:,} words per language); perplexities are always the full softmax")]
+    "--softmax", key="train.softmax",
+    help=f"Training softmax: full | sampled | auto (auto: sampled {auto_softmax_help()}); perplexities are always "
+         "the full softmax")]
 SampledK = Annotated[int | None, option(
     "--sampled-k", key="train.sampled_k", help="Draws of negatives per sampled step (train.sampled_k)")]
 Compile = Annotated[bool | None, option(
@@ -212,3 +239,76 @@ def log_every_option(show_default: str | None = None) -> Any:
 
 
 LogEvery = Annotated[int | None, log_every_option()]
+
+
+# -- the alignment methods' knobs ----------------------------------------------------------------------------
+
+
+def _knob_option(name: str) -> tuple[Any, Any]:
+    """(annotation, default) of the option of knob ``name``, from its declarations in the method configs:
+    a switch for a knob that is off by default (``--spectral``), an on/off pair for one that is on
+    (``--vecmap-whiten/--no-vecmap-whiten``), else a value (None: the config's default)."""
+    from eval.methods.registry import knobs
+    from groc_base.checks import cli_face
+    from groc_base.checks import option as spelled
+
+    declared = knobs()[name]
+    first = declared[0]
+    with cli_face():
+        flag = spelled(name)
+    owners = " | ".join(dict.fromkeys(k.owner for k in declared))
+    shown = first.info.show_default or (str(first.default).lower() if first.kind is bool else str(first.default))
+    if len({repr(k.default) for k in declared}) > 1:
+        shown = "each method's own"
+    # The default in the help's words (a string show_default would print in parentheses)
+    help_text = f"--method {owners}: {first.info.help} (default: {shown})"
+    if first.kind is bool and first.default is False:
+        return Annotated[bool, option(flag, help=f"--method {owners}: {first.info.help}", show_default=False)], False
+    if first.kind is bool:
+        return Annotated[bool | None, option(f"{flag}/--no-{flag[2:]}", help=help_text, show_default=False)], None
+    kind = str if first.choices else first.kind
+    return Annotated[kind | None, option(flag, help=help_text, show_default=False)], None  # type: ignore[valid-type]
+
+
+def method_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with one option per knob of every registered alignment method, after its ``method``
+    parameter, derived from the methods' config fields (:mod:`eval.methods.registry`); the function
+    takes them as ``**knobs`` (knob name -> value, None when not given) for
+    :func:`eval.methods.build_config`. A method added to the registry gets its flags here, unwritten."""
+    from eval.methods.registry import knobs
+
+    signature = inspect.signature(command, eval_str=True)
+    params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in signature.parameters.values()
+              if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    at = next(i for i, p in enumerate(params) if p.name == "method") + 1
+    extra = []
+    for name in knobs():
+        annotation, default = _knob_option(name)
+        extra.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+
+    @functools.wraps(command)
+    def with_knobs(**values: Any) -> Any:
+        return command(**values)
+
+    with_knobs.__signature__ = signature.replace(parameters=[*params[:at], *extra, *params[at:]])  # type: ignore[attr-defined]
+    return with_knobs
+
+
+def method_help(pivot: bool = False) -> str:
+    """``--method``'s help from the registry: every method with its reference (``align``), or for ``align-many``
+    (``pivot``) those that leave the target where it is."""
+    from eval.methods.registry import method_names, methods
+
+    if pivot:
+        movers = method_names(where=lambda m: m.moves_target)
+        return (" | ".join(method_names(where=lambda m: not m.moves_target))
+                + (f" ({', '.join(movers)} moves the pivot: refused)" if movers else ""))
+    listed = " | ".join(f"{name} ({m.summary})" for name, m in methods().items())
+    return f"{listed}. Each runs its reference's recipe; result.json's 'reference' says how a run differs"
+
+
+def starts_help() -> str:
+    """``--dictionary-mode``'s help: the registered starts."""
+    from polyglot_groc.analysis.alignment_starts import start_names
+
+    return "Without --train-dict: " + " | ".join(start_names())

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import typer
 
+from groc_base.wording import counted
 from polyglot_groc.commands._common import EXIT_DIVERGED, EXIT_SIGINT, EXIT_SIGTERM, err_console, print_json
 from polyglot_groc.config import RunConfig
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted, stop_signals
@@ -98,7 +99,7 @@ class RichHooks(ProgressBar):
 def describe_config(cfg: RunConfig) -> str:
     """The configuration in a few words: kind, sizes, output net, budget."""
     m, t = cfg.model, cfg.train
-    budget = [f"{t.max_steps} steps" if t.max_steps else "", f"{t.max_epochs} epochs",
+    budget = [counted(t.max_steps, "step") if t.max_steps else "", counted(t.max_epochs, "epoch"),
               f"{t.max_minutes:g} minutes" if t.max_minutes else ""]
     return (f"model {m.kind}: d {m.d}, {m.prefix.n_layers}x{m.prefix.hidden} LSTM, output dropout "
             f"{m.output.dropout:g}, depth {m.output.depth}; at most {' / '.join(b for b in budget if b)}")

@@ -10,8 +10,16 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, err_console, float_list, print_json, setup_logging
+from polyglot_groc.commands._common import (
+    check_non_negative,
+    cli_errors,
+    err_console,
+    float_list,
+    print_json,
+    setup_logging,
+)
 from polyglot_groc.commands._options import (
+    AllowOverlapOption,
     CheckpointOption,
     DeviceOption,
     OverwriteOption,
@@ -98,6 +106,8 @@ def align_layers_command(
     out: Annotated[Path, typer.Option("--out", help="Output directory: layer{j}/ as align writes it")],
     eval_dict: Annotated[Path | None, typer.Option("--eval-dict", help="Evaluation dictionary")] = None,
     refine: Annotated[int, typer.Option("--refine", help="CSLS refinement iterations (0: Procrustes)")] = 0,
+    allow_overlap: AllowOverlapOption = False,
+    threads: ThreadsOption = None,
     overwrite: OverwriteOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -105,8 +115,9 @@ def align_layers_command(
     from polyglot_groc.contextual.features import align_layers
 
     setup_logging(verbose)
+    check_non_negative(threads=threads)
     print_json(align_layers(src=src, tgt=tgt, out=out, train_dict=train_dict, eval_dict=eval_dict, refine=refine,
-                            overwrite=overwrite).to_dict())
+                            allow_overlap=allow_overlap, overwrite=overwrite, threads=threads).to_dict())
 
 
 @app.command("probe")

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from groc_base.wording import counted
 from polyglot_groc.commands import _options as opt
 from polyglot_groc.commands._common import (
     check_non_negative,
@@ -121,7 +122,7 @@ class _Announce:
 
 def _announce_converted_config(cfg: RunConfig, configured_bias_activation: str) -> None:
     t = cfg.train
-    budget = f"{t.max_steps} steps" if t.max_steps else f"{t.max_epochs} epochs"
+    budget = counted(t.max_steps, "step") if t.max_steps else counted(t.max_epochs, "epoch")
     act = cfg.model.output.bias_activation
     if act != configured_bias_activation:
         # convert.neutral_bias: the old mean bias is outside the configured activation's active region.

@@ -7,25 +7,32 @@ parse the options, call the function, print its JSON (and, for ``align``, its su
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from groc_base.wording import counted
 from polyglot_groc.commands._common import (
     cli_errors,
     deprecated_alias,
     err_console,
     fresh_output,
+    key_values,
     print_json,
     setup_logging,
 )
 from polyglot_groc.commands._options import (
+    AllowOverlapOption,
+    AllowUntrainedOption,
     CheckpointOption,
     DeviceOption,
     OverwriteOption,
     ThreadsOption,
     VerboseOption,
     device_option,
+    method_help,
+    method_options,
+    starts_help,
 )
 
 app = typer.Typer()
@@ -35,8 +42,10 @@ app = typer.Typer()
 @cli_errors
 def export_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
-    lang: Annotated[str, typer.Option("--lang", help="Language whose words to export")],
     out: Annotated[Path, typer.Option("--out", help="Output .vec (word2vec text format)")],
+    lang: Annotated[str | None, typer.Option(
+        "--lang", help="Language whose words to export",
+        show_default="a one-language run's; required for a polyglot run")] = None,
     words: Annotated[Path | None, typer.Option(
         "--words", help="File with one word per line (any word); with --vocab: added after the vocabulary")] = None,
     vocab: Annotated[bool, typer.Option("--vocab", help="Export the language's vocabulary")] = False,
@@ -45,6 +54,7 @@ def export_command(
     checkpoint: CheckpointOption = "best",
     skip_multiword: Annotated[bool, typer.Option(
         "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
+    allow_untrained: AllowUntrainedOption = False,
     device: DeviceOption = "auto",
     threads: ThreadsOption = None,
     overwrite: OverwriteOption = False,
@@ -60,10 +70,10 @@ def export_command(
 
     setup_logging(verbose)
     res = export(run=run, lang=lang, out=out, words=words, vocab=vocab, side=side, max_vocab=max_vocab,
-                 checkpoint=checkpoint, skip_multiword=skip_multiword, overwrite=overwrite, device=device,
-                 threads=threads)
+                 checkpoint=checkpoint, skip_multiword=skip_multiword, overwrite=overwrite,
+                 allow_untrained=allow_untrained, device=device, threads=threads)
     if res.missing:
-        err_console.print(f"{res.missing} words cannot be embedded by this {res.model} model "
+        err_console.print(f"{counted(res.missing, 'word')} cannot be embedded by this {res.model} model "
                           f"(e.g. {', '.join(res.missing_examples[:5])})")
     if res.unknown_characters:
         err_console.print(f"{res.unknown_characters} composed words use only characters the model never saw "
@@ -90,6 +100,7 @@ _LANG_HELP = ("{side} language code: with --run, which of the run's languages is
 
 @app.command("align")
 @cli_errors
+@method_options
 def align_command(
     src: Annotated[Path | None, typer.Option(
         "--src", help="Source vectors: word2vec text (.vec) or binary (.bin), plain or .gz/.bz2/.xz")] = None,
@@ -106,41 +117,17 @@ def align_command(
     reverse_dicts: Annotated[bool, typer.Option(
         "--reverse-dicts", help="Read --train-dict and --eval-dict as 'target source' lines: flip a dictionary's "
                                 "direction (e.g. an en-tl file to map tl onto en)")] = False,
-    dictionary_mode: Annotated[str | None, typer.Option(
-        "--dictionary-mode", help="Without --train-dict: identical | lexicon")] = None,
+    dictionary_mode: Annotated[str | None, typer.Option("--dictionary-mode", help=starts_help())] = None,
     seed_old: Annotated[str | None, typer.Option("--seed", hidden=True, help="Deprecated: --dictionary-mode")] = None,
-    refine: Annotated[int | None, typer.Option(
-        "--refine", help="Refinement iterations of --method procrustes (default 5)")] = None,
+    method: Annotated[str | None, typer.Option("--method", help=method_help(), show_default="procrustes")] = None,
     normalize: Annotated[str | None, typer.Option("--normalize", help=(
         "Chain applied to both sides, in order: renorm, center, iternorm (iterative normalisation, 5 rounds; "
         "iternorm:N for N), e.g. renorm,center,renorm; none for nothing"),
         show_default="the method's reference: none (procrustes), renorm (rcsls), renorm,center,renorm (vecmap)")]
     = None,
-    method: Annotated[str, typer.Option("--method", help=(
-        "procrustes (MUSE's supervised script: Procrustes + CSLS refinement) | rcsls (fastText's align.py: the "
-        "relaxed CSLS loss, Joulin et al. 2018) | vecmap (VecMap's --supervised: normalise, whiten, orthogonal map, "
-        "re-weight, de-whiten; Artetxe et al. 2018). Each runs its reference's recipe; result.json's 'reference' "
-        "says how a run differs"))] = "procrustes",
-    select_on: Annotated[str, typer.Option("--select-on", help=(
-        "How procrustes picks its refinement round: criterion (unsupervised mean CSLS cosine, default) | last | "
-        "eval (MUSE's supervised rule: P@1 on --eval-dict, so the reported P@k is tuned on the test pairs)"))]
-    = "criterion",
-    spectral: Annotated[bool, typer.Option(
-        "--spectral", help="--method rcsls: clip the map's singular values to [0, 1] after every step "
-                           "(fastText's --model spectral)")] = False,
-    rcsls_niter: Annotated[int | None, typer.Option(
-        "--rcsls-niter", help="--method rcsls: fastText's --niter, N+1 full-batch updates as its loop makes",
-        show_default="10, as fastText")] = None,
-    rcsls_lr: Annotated[float | None, typer.Option(
-        "--rcsls-lr", help="--method rcsls: fastText's --lr (its README's example: --rcsls-lr 25 --rcsls-niter 10)",
-        show_default="1.0, as fastText")] = None,
     criterion: Annotated[bool, typer.Option(
         "--criterion", help="--method rcsls|vecmap: also score the map by the unsupervised mean CSLS cosine "
                             "(procrustes always does; costs a CSLS search)")] = False,
-    dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
-    dico_max_rank: Annotated[int | None, typer.Option(
-        "--dico-max-rank", help="Refinement dictionary rank limit (default: 10000 with --train-dict, 15000 with "
-                                "--dictionary-mode, as MUSE's supervised/unsupervised dico_max_rank)")] = None,
     max_vocab: Annotated[int | None, typer.Option(
         "--max-vocab", help="Read at most N words per side (MUSE's 200000); 0: every word, as VecMap")] = 200000,
     keep_case: Annotated[bool, typer.Option(
@@ -152,6 +139,7 @@ def align_command(
         "guaranteed; below 20000 words the same as exact)"))] = "exact",
     eval_words: Annotated[Path | None, typer.Option(
         "--eval-words", help="Evaluate only these source words (one per line), to compare models on one set")] = None,
+    allow_overlap: AllowOverlapOption = False,
     export_mapped: Annotated[bool, typer.Option(
         "--export-mapped", help="Also write vectors-<lang>.txt as MUSE's export does")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
@@ -167,24 +155,31 @@ def align_command(
     overwrite: OverwriteOption = False,
     device: Annotated[str, device_option("auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     verbose: VerboseOption = False,
+    **knobs: Any,
 ) -> None:
     """Supervised alignment (Procrustes + CSLS refinement, RCSLS or VecMap); P@1/5/10 with nn and csls under
-    MUSE's and fastText's protocols (and, with --run, on composed words), each beside its own baselines."""
+    MUSE's and fastText's protocols (and, with --run, on composed words), each beside its own baselines.
+
+    Each method's knobs are its own options (--refine, --rcsls-lr, --vecmap-whiten, ...), refused with
+    another method."""
+    from eval.methods.registry import build_config
     from polyglot_groc.analysis.alignment import align
+    from polyglot_groc.analysis.alignment_starts import method_for
 
     dictionary_mode = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     setup_logging(verbose)
+    name = method_for(method, dictionary_mode, train_dict)
+    config = build_config(name, None, knobs)  # a knob of another method is refused here, before anything runs
     defaulted = out is None
     if out is None:
         base = f"alignment-{_side_name(src, src_lang, 'src')}-{_side_name(tgt, tgt_lang, 'tgt')}"
         out = fresh_output(Path(base))
     res = align(src=src, tgt=tgt, run=run, src_lang=src_lang, tgt_lang=tgt_lang, side=side, train_dict=train_dict,
-                eval_dict=eval_dict, dictionary_mode=dictionary_mode, refine=refine, normalize=normalize,
-                dico_build=dico_build, dico_max_rank=dico_max_rank, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
-                eval_words=eval_words, export_mapped=export_mapped, lenient=lenient, lexicon=lexicon,
-                wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads, method=method,
-                select_on=select_on, spectral=spectral, reverse_dicts=reverse_dicts, rcsls_n_iter=rcsls_niter,
-                rcsls_lr=rcsls_lr, criterion=criterion or None)
+                eval_dict=eval_dict, dictionary_mode=dictionary_mode, method=name, method_config=config,
+                normalize=normalize, max_vocab=max_vocab, keep_case=keep_case, knn=knn, eval_words=eval_words,
+                allow_overlap=allow_overlap, export_mapped=export_mapped, lenient=lenient, lexicon=lexicon,
+                wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads,
+                reverse_dicts=reverse_dicts, criterion=criterion or None)
     for line in res.summary():
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     if defaulted:  # the user did not name the folder: say which one it is
@@ -192,25 +187,9 @@ def align_command(
     print_json(res.to_dict())
 
 
-def _key_values(items: list[str] | None, flag: str, example: str) -> dict[str, str]:
-    """``KEY=VALUE`` options (repeatable) as a dict; a malformed or repeated key is bad input."""
-    from groc_base.errors import InputError
-
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key or not value:
-            raise InputError(f"{flag} {item!r}: write KEY=FILE, e.g. {flag} {example}")
-        same = next((k for k in out if k.lower() == key.lower()), None)
-        if same is not None:  # en and EN: one OUT/<lang>.vec on a case-insensitive disk, one lost
-            twice = key if same == key else f"{same} and {key}"
-            raise InputError(f"{flag} {twice} is given twice (keys do not differ by case); give each once")
-        out[key] = value
-    return out
-
-
 @app.command("align-many")
 @cli_errors
+@method_options
 def align_many_command(
     vectors: Annotated[list[str], typer.Option(
         "--vectors", help="LANG=FILE, repeated: each language's vectors (word2vec .vec/.bin, plain or compressed)")],
@@ -219,14 +198,16 @@ def align_many_command(
         "--train-dict", help="L-PIVOT=FILE (or PIVOT-L=FILE, read reversed), one per non-pivot language")],
     eval_dict: Annotated[list[str] | None, typer.Option(
         "--eval-dict", help="A-B=FILE, repeated: a test dictionary for any two languages (P@k table)")] = None,
-    method: Annotated[str, typer.Option("--method", help="procrustes | rcsls (vecmap moves the pivot: refused)")]
-    = "procrustes",
+    method: Annotated[str, typer.Option("--method", help=method_help(pivot=True))] = "procrustes",
     normalize: Annotated[str, typer.Option("--normalize", help="Chain of renorm, center, iternorm[:N]")] = "",
-    refine: Annotated[int | None, typer.Option("--refine", help="Procrustes refinement rounds (default 5)")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per language")] = 200000,
     keep_case: Annotated[bool, typer.Option("--keep-case", help="Keep every word as written")] = False,
     knn: Annotated[str, typer.Option("--knn", help="CSLS ranking: exact | approximate")] = "exact",
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
+    allow_overlap: AllowOverlapOption = False,
+    export_mapped: Annotated[bool, typer.Option(
+        "--export-mapped", help="Also write OUT/<lang>.vec: every language's vocabulary in the pivot's space "
+                                "(large: the maps OUT/W-<lang>.npy are always written)")] = False,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Output directory",
         show_default="a new alignment-many-<pivot>[-N] in the current directory, never an existing one (printed)")]
@@ -234,22 +215,28 @@ def align_many_command(
     threads: ThreadsOption = None,
     overwrite: OverwriteOption = False,
     verbose: VerboseOption = False,
+    **knobs: Any,
 ) -> None:
-    """Map several languages into one space (each onto --pivot) and print a P@k table for every --eval-dict pair.
+    """Map several languages into one space (each onto --pivot) and print, for every --eval-dict pair, the
+    report align prints (coverage, dropped pairs, training overlap, nn and csls beside every baseline).
 
-    Writes OUT/<lang>.vec (every language in the pivot's space), OUT/W-<lang>.npy and OUT/result.json.
+    Writes OUT/W-<lang>.npy and OUT/result.json (with --export-mapped, OUT/<lang>.vec too). Progress per
+    language on a terminal (in a log: with --verbose).
     """
+    from eval.methods.registry import build_config
     from polyglot_groc.analysis.alignment_many import align_many
 
-    setup_logging(verbose)
+    setup_logging(verbose, progress=("polyglot_groc.analysis.alignment_many",))
+    config = build_config(method, None, knobs)  # a knob of another method is refused here, before anything runs
     defaulted = out is None
     if out is None:  # a fresh folder: running it twice never fails on, or replaces, the first result
         out = fresh_output(Path(f"alignment-many-{pivot}"))
-    res = align_many(vectors=_key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
-                     train_dicts=_key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
-                     eval_dicts=_key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
-                     normalize=normalize, refine=refine, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
-                     lenient=lenient, out=out, overwrite=overwrite, threads=threads)
+    res = align_many(vectors=key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
+                     train_dicts=key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
+                     eval_dicts=key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
+                     method_config=config, normalize=normalize, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
+                     lenient=lenient, allow_overlap=allow_overlap, export_mapped=export_mapped, out=out,
+                     overwrite=overwrite, threads=threads)
     for line in res.table():
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     if defaulted:
@@ -275,6 +262,7 @@ def similarity_command(
         "--src-vectors", help="Cross-lingual: source vectors (already mapped), first word of each pair")] = None,
     tgt_vectors: Annotated[Path | None, typer.Option(
         "--tgt-vectors", help="Cross-lingual: target vectors, second word of each pair")] = None,
+    allow_untrained: AllowUntrainedOption = False,
     device: Annotated[str, device_option("auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     threads: ThreadsOption = None,
     verbose: VerboseOption = False,
@@ -289,5 +277,5 @@ def similarity_command(
 
     setup_logging(verbose)
     print_json(similarity(datasets=dataset, vectors=vectors, run=run, lang=lang, side=side, max_vocab=max_vocab,
-                          keep_case=keep_case, src_vectors=src_vectors, tgt_vectors=tgt_vectors, device=device,
-                          threads=threads).to_dict())
+                          keep_case=keep_case, src_vectors=src_vectors, tgt_vectors=tgt_vectors,
+                          allow_untrained=allow_untrained, device=device, threads=threads).to_dict())

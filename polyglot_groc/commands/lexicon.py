@@ -15,6 +15,7 @@ import typer
 from rich.table import Table
 
 from groc_base.errors import InputError
+from groc_base.wording import counted
 from polyglot_groc.commands._common import cli_errors, console, language_codes, print_json, setup_logging
 from polyglot_groc.commands._options import data_option, languages_option
 
@@ -147,7 +148,8 @@ def lookup(
     related = " | ".join(forms.related) or "-"
     typer.echo(f"  related ({len(forms.related)}, GroC uses {min(max_related, len(forms.related))}): {related}")
     if forms.definition:
-        typer.echo(f"  definition ({forms.definition_lang or 'language unknown'}, {len(forms.definition)} tokens, "
+        lang = forms.definition_lang or "language unknown"
+        typer.echo(f"  definition ({lang}, {counted(len(forms.definition), 'token')}, "
                    f"GroC uses {min(max_definition, len(forms.definition))}): {' '.join(forms.definition)}")
     else:
         typer.echo("  definition: -")

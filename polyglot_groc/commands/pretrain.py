@@ -7,8 +7,14 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import check_output, cli_errors, print_json, setup_logging
-from polyglot_groc.commands._options import LanguagesOption, OverwriteOption, VerboseOption, data_option
+from polyglot_groc.commands._common import check_non_negative, check_output, cli_errors, print_json, setup_logging
+from polyglot_groc.commands._options import (
+    LanguagesOption,
+    OverwriteOption,
+    VerboseOption,
+    data_option,
+    threads_option,
+)
 
 app = typer.Typer()
 
@@ -25,6 +31,9 @@ def pretrain_vectors_command(
     extra: Annotated[list[Path] | None, typer.Option(
         "--extra", help="More in-domain text, one sentence a line")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
+    threads: Annotated[int, threads_option(
+        "gensim's worker threads; 1 gives the same vectors every run, more are faster but vary from run to run; "
+        "0: pick from the free cores", show_default="1")] = 1,
     overwrite: OverwriteOption = False,
     verbose: VerboseOption = False,
     languages: LanguagesOption = None,
@@ -36,6 +45,7 @@ def pretrain_vectors_command(
     from polyglot_groc.training.pretrain import pretrain_vectors
 
     setup_logging(verbose)
+    check_non_negative(threads=threads)
     extra = [check_input_file(path, flag="--extra") for path in extra or []]
     codes = parse_lang_spec(langs, registry=load_registry(languages, env=False))
     check_output(out, overwrite)
@@ -43,5 +53,5 @@ def pretrain_vectors_command(
     for t in texts:
         if not t.is_file():
             raise InputError(f"{t} does not exist; --data needs <DIR>/<lang>/train.txt")
-    n = pretrain_vectors([*texts, *extra], out, algorithm, dim, epochs=epochs, seed=seed)
+    n = pretrain_vectors([*texts, *extra], out, algorithm, dim, epochs=epochs, seed=seed, threads=threads)
     print_json({"out": str(out), "words": n, "dim": dim, "algorithm": algorithm})

@@ -13,8 +13,16 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import cli_errors, err_console, print_json, setup_logging
-from polyglot_groc.commands._options import CheckpointOption, DeviceOption, ThreadsOption, VerboseOption
+from groc_base.wording import counted
+from polyglot_groc.commands._common import cli_errors, deprecated_alias, err_console, print_json, setup_logging
+from polyglot_groc.commands._options import (
+    AllowUntrainedOption,
+    CheckpointOption,
+    DeviceOption,
+    ThreadsOption,
+    VerboseOption,
+    old_spelling,
+)
 
 app = typer.Typer()
 
@@ -24,26 +32,37 @@ app = typer.Typer()
 def neighbours_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
     word: Annotated[str, typer.Argument(help="The query word (any word: composed from its spelling if unseen)")],
-    lang: Annotated[str, typer.Option("--lang", help="The word's language")],
+    lang: Annotated[str | None, typer.Option(
+        "--lang", help="The word's language", show_default="a one-language run's; required for a polyglot run")] = None,
     among: Annotated[str | None, typer.Option(
-        "--in", help="Search this language's vocabulary (default: --lang); another language of a polyglot run is "
-                     "searched in the run's shared space, or in --align's")] = None,
+        "--among", help="Search this language's vocabulary (default: --lang); another language of a polyglot run is "
+                        "searched in the run's shared space, or in --alignment's")] = None,
+    among_old: Annotated[str | None, old_spelling("--in", "--among")] = None,
     topn: Annotated[int, typer.Option("--topn", help="How many neighbours")] = 10,
     method: Annotated[str, typer.Option("--method", help="cosine | csls")] = "cosine",
     side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
-    align: Annotated[Path | None, typer.Option(
-        "--align", help="An align --out directory relating --lang and --in: search in its aligned space")] = None,
+    alignment: Annotated[Path | None, typer.Option(
+        "--alignment", help="An align --out directory relating --lang and --among: search in its aligned "
+                            "space")] = None,
+    alignment_old: Annotated[Path | None, old_spelling("--align", "--alignment")] = None,
+    allow_untrained: AllowUntrainedOption = False,
     checkpoint: CheckpointOption = "best",
     device: DeviceOption = "auto",
     threads: ThreadsOption = None,
     verbose: VerboseOption = False,
 ) -> None:
-    """The nearest words of WORD in a run's embedding space, as JSON (best first, with their scores)."""
+    """The nearest words of WORD in a run's embedding space, as JSON (best first, with their scores).
+
+    The first search embeds the whole vocabulary searched (a progress line says so on a terminal).
+    """
     from polyglot_groc.analysis.neighbours import neighbours
 
-    setup_logging(verbose)
+    setup_logging(verbose, progress=("polyglot_groc.analysis.neighbour_search",))
+    among = deprecated_alias("--among", "--in", among, among_old)
+    alignment = deprecated_alias("--alignment", "--align", alignment, alignment_old)
     res = neighbours(run=run, word=word, lang=lang, among=among, topn=topn, method=method, side=side,
-                     alignment=align, checkpoint=checkpoint, device=device, threads=threads)
+                     alignment=alignment, allow_untrained=allow_untrained, checkpoint=checkpoint, device=device,
+                     threads=threads)
     print_json(res.to_dict())
 
 
@@ -87,5 +106,5 @@ def score_command(
                 running_context=running_context, checkpoint=checkpoint, device=device, threads=threads)
     for line in res.lines:
         typer.echo(dumps_json(line.to_dict(), ensure_ascii=False))
-    err_console.print(f"{len(res.lines)} lines, {res.tokens} tokens: log-probability {res.log_prob:.4f}, "
-                      f"perplexity {res.perplexity:.2f}")
+    err_console.print(f"{counted(len(res.lines), 'line')}, {counted(res.tokens, 'token')}: log-probability "
+                      f"{res.log_prob:,.4f}, perplexity {res.perplexity:,.2f}")

@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from groc_base.checks import check_input_file, is_int
 from groc_base.errors import CheckpointError, InputError, ModelError, ResourceMissingError
 from groc_base.textio import decode_text
+from groc_base.wording import counted
 from polyglot_groc.config import PrefixConfig, SurfaceConfig
 from polyglot_groc.model.charset import ELMO_BOS_TOKEN, ELMO_EOS_TOKEN, ELMO_N_CHARS, Charset
 from polyglot_groc.model.surface import Highway, SurfaceEncoder
@@ -359,8 +360,8 @@ class ElmoForwardLstm(nn.Module):
 
     def _check_state(self, state: LstmState, batch: int) -> None:
         if len(state) != self.n_layers:
-            raise ModelError(f"elmo lstm state has {len(state)} layers, the model {self.n_layers}; pass the state "
-                             "this model returned (or None)")
+            raise ModelError(f"elmo lstm state has {counted(len(state), 'layer')}, the model {self.n_layers}; pass "
+                             "the state this model returned (or None)")
         for c, h in state:
             if c.shape != (batch, self.lstm_dim) or h.shape != (batch, self.output_dim):
                 raise ModelError(f"elmo lstm state shapes {tuple(c.shape)}/{tuple(h.shape)} do not fit batch size "

@@ -23,8 +23,8 @@ CHECKPOINTS = ("best", "last")
 RUN_ACCESS_ARGS = (
     "checkpoint: ``best`` or ``last``: which checkpoint of the run (of each run) to load.\n"
     "device: ``auto`` (CUDA when available), ``cpu``, ``cuda`` or ``cuda:N``, for the run's model.\n"
-    "threads: CPU threads for torch and the BLAS pools (None or 0: torch's default, ``$OMP_NUM_THREADS`` "
-    "or all cores)."
+    "threads: CPU threads for torch and the BLAS pools (None or 0: ``$OMP_NUM_THREADS`` when set, else the "
+    "cores other processes leave free; None keeps a count set with ``torch.set_num_threads``)."
 )
 
 _F = TypeVar("_F", bound=Callable[..., Any])

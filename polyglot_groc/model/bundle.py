@@ -17,6 +17,7 @@ import torch
 
 from groc_base.checks import setting
 from groc_base.errors import CheckpointError, ConfigError, ModelError
+from groc_base.wording import agree, counted
 from polyglot_groc.config import ModelConfig, RunConfig, from_dict, stored_values, to_dict
 from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.access import check_checkpoint_name
@@ -108,9 +109,9 @@ class ModelBundle:
         try:
             fresh = compile_forms(self.cfg.model.lexicon, vocab, recorded=self.lexicon_info)
         except LexiconError as exc:
-            log.warning("the run's lexicon (%s) is unavailable, so %d new words get no relational/definitional "
+            log.warning("the run's lexicon (%s) is unavailable, so %s %s no relational/definitional "
                         "forms (r = d = 0) and results differ from those with it; install it there: %s",
-                        describe(self.cfg.model.lexicon), n_new, exc)
+                        describe(self.cfg.model.lexicon), counted(n_new, "new word"), agree(n_new, "gets", "get"), exc)
         else:
             if fresh.forms.related_ids.shape[1:] == f.related_ids.shape[1:] and \
                     fresh.forms.definition_ids.shape[1:] == f.definition_ids.shape[1:]:

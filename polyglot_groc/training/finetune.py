@@ -256,6 +256,8 @@ def finetune_trainer(run_dir: Path, data: Path, out: Path, epochs: int | None = 
     opt_state = extend_optimizer_state(payload["optimizer"], bundle, extended) if resume_optimizer else None
     if opt_state is not None:
         log.info("resuming the optimizer state of %s (lr %g)", run_dir, new_cfg.train.lr)
-    extended = dataclasses.replace(extended, cfg=new_cfg)
+    # What the finetuned run has read in training: the parent's training text and this one's.
+    seen = extended.vocab.with_training({lang: corpus.counts(lang, ("train",)) for lang in corpus.langs})
+    extended = dataclasses.replace(extended, cfg=new_cfg, vocab=seen)
     return Trainer(new_cfg, out, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=extended,
                    optimizer_state=opt_state)

@@ -115,7 +115,7 @@ def train(
         extra_langs: More language codes, added after those.
         untie: Turn the tied kind into untied (separate input and output tables, untied's defaults).
         max_steps, max_epochs, max_minutes: Stop limits (``train.*``; 0 is no limit for steps and minutes).
-        threads: CPU threads for torch (``train.threads``; 0: torch's default).
+        threads: CPU threads for torch (``train.threads``; 0: picked from the free cores).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (``train.device``).
         overwrite: Replace what ``out`` holds.
         hooks: Progress callbacks (:class:`TrainHooks`), e.g. a progress bar.
