@@ -61,8 +61,8 @@ def uniform_interpolate(logp: torch.Tensor, union_size: int | torch.Tensor, weig
     if weight == 0.0:
         return logp
     if isinstance(union_size, torch.Tensor):
-        log_u = math.log(weight) - torch.log(union_size.to(logp.dtype))
-        return torch.logaddexp(logp + math.log1p(-weight), log_u)
+        log_each = math.log(weight) - torch.log(union_size.to(logp.dtype))  # (N,)
+        return torch.logaddexp(logp + math.log1p(-weight), log_each)
     log_u = math.log(weight) - math.log(union_size)
     return torch.logaddexp(logp + math.log1p(-weight), torch.full_like(logp, log_u))
 
