@@ -465,9 +465,11 @@ def random_groc_valid(work: Path, target: str) -> float | None:
     return float(converted_record(build_bundle(cfg, corpus), corpus, cfg)["valid_perplexity"][target])
 
 
-def tables_5_4_5_5(work: Path, target: str, args: argparse.Namespace) -> dict[str, Any]:
+def tables_5_4_5_5(work: Path, target: str, args: argparse.Namespace,
+                   models: Mapping[str, Any]) -> dict[str, Any]:
     """Supervised MUSE (Procrustes, 10 refinements, CSLS) on the EN+tgt models' output embeddings, with the
-    identical-string, char 3-gram and no-mapping baselines and word similarity: benchmarks/align_polyglot."""
+    identical-string, char 3-gram and no-mapping baselines and word similarity: benchmarks/align_polyglot.
+    Only the reported ``models`` (``--models``) that have a best checkpoint are aligned."""
     from benchmarks import align_polyglot
 
     pair = "+".join(sorted({"en", target}))
@@ -475,11 +477,21 @@ def tables_5_4_5_5(work: Path, target: str, args: argparse.Namespace) -> dict[st
     found = False
     for kind in ("groc", "lookup", "elmo", "groc-lex"):
         run = work / "runs" / f"{kind}_{pair}"
-        if (run / "best.pt").is_file():
+        if f"{kind}_{pair}" in models and (run / "best.pt").is_file():
             argv += [f"--{kind}", str(run)]
             found = True
     if not found:
         return {"missing": f"no EN+{target} run"}
+    # Every model is asked the same queries: the English words training saw (a lookup model has no
+    # trained row for a word only valid/test hold, and align leaves untrained rows out).
+    seen = work / "eval-words-en.txt"
+    if not seen.is_file():
+        from groc_base.fileio import atomic_write_bytes
+        from groc_base.textio import read_text
+
+        words = sorted(set(read_text(work / "corpora" / "en" / "train.txt").split()))
+        atomic_write_bytes(seen, ("\n".join(words) + "\n").encode("utf-8"))
+    argv += ["--eval-words", str(seen)]
     if args.data_root is not None:
         argv += ["--data-root", str(args.data_root)]
     return align_polyglot.run(align_polyglot.parse_args(argv))
@@ -597,7 +609,7 @@ def report(models: Mapping[str, Any], targets: Sequence[str], args: argparse.Nam
     per_target: dict[str, Any] = {}
     for tgt in targets:
         t52 = table_5_2(models, tgt)
-        ali_block = tables_5_4_5_5(args.work, tgt, args) if not args.skip_alignment else {"skipped": True}
+        ali_block = tables_5_4_5_5(args.work, tgt, args, models) if not args.skip_alignment else {"skipped": True}
         ali = alignment_rows(ali_block)
         t56 = table_5_6(models, tgt, None if args.skip_random else random_groc_valid(args.work, tgt))
         per_target[tgt] = {"table_5_2": t52, "table_5_4_5_5": ali, "table_5_6": t56,
