@@ -1,0 +1,177 @@
+"""What the unsupervised methods share: input checks, the result object, and CSLS helpers.
+
+Every method of :mod:`eval.unsup` takes two spaces ``x`` ``(n_x, d)`` (source) and ``z``
+``(n_z, d)`` (target), rows sorted by decreasing frequency as word2vec files are, and returns a
+:class:`MapResult` in the convention of :class:`eval.align.AlignmentResult`: the mapped source is
+``normalize(x) @ W.T`` and the mapped target ``normalize(z) @ W_tgt.T`` (``W_tgt`` None: the
+target stays where it is).  :meth:`MapResult.alignment` is that :class:`~eval.align.AlignmentResult`,
+for code that evaluates supervised maps.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from eval.align import AlignmentResult, mean_csls_criterion
+from eval.knn import _matrix, _unit_rows, csls_topk
+from eval.normalize import normalize_embeddings, parse_normalize
+from groc_base.errors import ConfigError, InputError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["MapResult", "check_spaces", "csls_translations", "map_criterion", "normalized_pair"]
+
+#: Words of the top of each side the criterion reads (MUSE's ``mean_cosine-csls_knn_10-S2T-10000``).
+CRITERION_WORDS = 10_000
+#: CSLS neighbourhood size of every reference (MUSE's csls_knn_10, VecMap's --csls 10).
+CSLS_K = 10
+
+
+def check_spaces(x: np.ndarray, z: np.ndarray, *, extra_words: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``z`` as finite float32 matrices of one dimension ``d`` with more than
+    ``max(d, CSLS_K) + extra_words - 1`` rows each (whitening and Procrustes on induced pairs need
+    more words than dimensions, CSLS more than its neighbours) and some non-zero vector; anything
+    else raises :class:`InputError` naming the fix."""
+    a = _matrix("source vectors", x)
+    b = _matrix("target vectors", z)
+    if a.shape[1] != b.shape[1]:
+        raise InputError(f"source vectors have dimension {a.shape[1]} but target vectors {b.shape[1]}; "
+                         "align embeddings of the same size")
+    min_words = max(a.shape[1], CSLS_K) + extra_words
+    for name, m in (("source", a), ("target", b)):
+        if m.shape[0] < min_words:
+            raise InputError(f"the {name} vocabulary has {m.shape[0]} words; an unsupervised alignment needs at "
+                             f"least {min_words} (more words than dimensions and CSLS neighbours): load more words")
+        if not m.any():
+            raise InputError(f"every {name} vector is zero; load trained vectors")
+    return a, b
+
+
+def normalized_pair(x: np.ndarray, z: np.ndarray, ops: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Both spaces through the chain ``ops`` (new float32 arrays; no copy without a chain)."""
+    if not ops:
+        return x, z
+    return (np.ascontiguousarray(normalize_embeddings(x, ops), dtype=np.float32),
+            np.ascontiguousarray(normalize_embeddings(z, ops), dtype=np.float32))
+
+
+def check_chain(ops: Sequence[str] | str) -> tuple[str, ...]:
+    """A config's normalisation chain, checked (:func:`eval.normalize.parse_normalize`)."""
+    try:
+        return parse_normalize(ops)
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def check_int(name: str, value: object, low: int, *, none: bool = False, hint: str = "") -> None:
+    """``value`` must be an int >= ``low`` (or None where ``none``); ConfigError naming the fix."""
+    if value is None and none:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ConfigError(f"{name}={value!r}; pass an integer >= {low}{' ' + hint if hint else ''}")
+
+
+def check_float(name: str, value: object, low: float, high: float, *, open_low: bool = False) -> None:
+    """``value`` must be a finite number in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
+    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and np.isfinite(value)
+    if ok:
+        v = float(value)  # type: ignore[arg-type]
+        ok = (v > low if open_low else v >= low) and v <= high
+    if not ok:
+        bracket = "(" if open_low else "["
+        raise ConfigError(f"{name}={value!r}; pass a number in {bracket}{low}, {high}]")
+
+
+def map_criterion(mapped_src: np.ndarray, tgt: np.ndarray, *, n_words: int = CRITERION_WORDS) -> float:
+    """MUSE's unsupervised criterion of a map: the mean cosine of the S2T CSLS dictionary of the
+    top ``n_words`` words (:func:`eval.align.mean_csls_criterion`); ``-inf`` for an empty one."""
+    return mean_csls_criterion(_unit_rows(mapped_src), _unit_rows(tgt), n_src=n_words, assume_normalized=True)
+
+
+def csls_translations(mapped_src: np.ndarray, tgt: np.ndarray, n_words: int, *,
+                      backward: bool = False) -> np.ndarray:
+    """The CSLS best target of each of the top ``n_words`` source rows (``backward``: the best source
+    of each of the top target rows), searched among every row of the other side; ``(n_words,)``."""
+    a, b = (_unit_rows(tgt), _unit_rows(mapped_src)) if backward else (_unit_rows(mapped_src), _unit_rows(tgt))
+    rows = np.arange(min(n_words, a.shape[0]))
+    ids, _ = csls_topk(a, b, 1, CSLS_K, rows, assume_normalized=True)
+    return ids[:, 0]
+
+
+@dataclass(frozen=True)
+class MapResult:
+    """An unsupervised (or self-learned) alignment.
+
+    ``W`` ``(d', d)``: the mapped source is ``normalize(x) @ W.T``; ``W_tgt`` ``(d', d)`` or None:
+    the mapped target is ``normalize(z) @ W_tgt.T`` (None: ``normalize(z)`` itself), with
+    ``normalize`` the chain the method applied first.  ``dictionary`` ``(n, 2)`` holds
+    (source row, target row) pairs: those the final map was fitted on (VecMap), or the S2T CSLS
+    dictionary the returned map induces (MUSE); ``seed_dictionary`` the start (the unsupervised
+    initialisation's, or the caller's seed).  ``history`` has one dict per
+    iteration (``iteration``, ``objective``, ``dictionary_size``, ``seconds`` and the method's
+    own keys), ``criterion`` is MUSE's unsupervised mean-CSLS cosine of the returned map,
+    ``seconds`` the time of each phase, ``config`` the settings (a dict, for the JSON).
+    """
+
+    method: str
+    W: np.ndarray
+    W_tgt: np.ndarray | None
+    normalize: tuple[str, ...]
+    dictionary: np.ndarray
+    seed_dictionary: np.ndarray
+    criterion: float
+    history: list[dict[str, Any]] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    seed: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def map_source(self, x: np.ndarray) -> np.ndarray:
+        """``normalize(x) @ W.T`` ``(n, d')``."""
+        return (normalize_embeddings(x, self.normalize) if self.normalize else np.asarray(x)) @ self.W.T
+
+    def prepare_target(self, z: np.ndarray) -> np.ndarray:
+        """``normalize(z)``, then ``@ W_tgt.T`` where the target moves ``(n, d')``."""
+        out = normalize_embeddings(z, self.normalize) if self.normalize else np.asarray(z)
+        return out if self.W_tgt is None else out @ self.W_tgt.T
+
+    def alignment(self) -> AlignmentResult:
+        """The same map as an :class:`~eval.align.AlignmentResult` (its history: this one's, the
+        criterion in the last entry, which is the one returned)."""
+        history = [dict(h) for h in self.history] or [{"iteration": 0}]
+        history[-1]["criterion"] = self.criterion
+        return AlignmentResult(W=self.W, best_iteration=len(history) - 1, history=history,
+                               normalize=self.normalize, W_tgt=self.W_tgt, method=self.method,
+                               select_on="last")
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-ready facts: method, criterion, dictionary sizes, iterations, seconds, seed, config."""
+        return {"method": self.method, "criterion": self.criterion, "seed": self.seed,
+                "normalize": ",".join(self.normalize) or "none",
+                "seed_dictionary_size": int(self.seed_dictionary.shape[0]),
+                "dictionary_size": int(self.dictionary.shape[0]), "iterations": len(self.history),
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}, "config": self.config}
+
+
+class Timer:
+    """Seconds per named phase, accumulated (``with timer("init"): ...``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._name = ""
+        self._started = 0.0
+
+    def __call__(self, name: str) -> Timer:
+        self._name = name
+        return self
+
+    def __enter__(self) -> None:
+        self._started = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds[self._name] = self.seconds.get(self._name, 0.0) + time.perf_counter() - self._started
