@@ -13,6 +13,7 @@ import pytest
 from eval.align import AlignmentResult, translation_precision
 from eval.unsup import (
     AdversarialConfig,
+    MapResult,
     SelfLearningConfig,
     UnsupervisedConfig,
     VerdictConfig,
@@ -57,8 +58,8 @@ def related() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x, z, gold
 
 
-def _p_at_1(res: AlignmentResult | object, x: np.ndarray, z: np.ndarray, gold: np.ndarray) -> float:
-    out = translation_precision(res.map_source(x), res.prepare_target(z), gold, ks=(1,))  # type: ignore[attr-defined]
+def _p_at_1(res: AlignmentResult | MapResult, x: np.ndarray, z: np.ndarray, gold: np.ndarray) -> float:
+    out = translation_precision(res.map_source(x), res.prepare_target(z), gold, ks=(1,))
     return float(out["precision_at_1"])  # type: ignore[arg-type]
 
 
@@ -265,3 +266,21 @@ def test_bad_calls_of_the_entry_point(related: tuple[np.ndarray, ...]) -> None:
     assert res.method == "vecmap-identical" and len(res.history) == 1
     with pytest.raises(InputError, match="no restarts"):
         alignment_verdict(x, z, res, [])
+
+
+def test_a_result_saves_and_loads_whole(related: tuple[np.ndarray, ...], tmp_path: object) -> None:
+    from pathlib import Path
+
+    x, z, gold = related
+    res = vecmap_self_learning(x, z, gold[:40], dataclasses.replace(FAST, max_iterations=2))
+    path = Path(str(tmp_path)) / "map.npz"
+    res.save(path)
+    back = type(res).load(path)
+    assert np.array_equal(back.W, res.W) and back.W_tgt is not None and np.array_equal(back.W_tgt, res.W_tgt)
+    assert np.array_equal(back.dictionary, res.dictionary) and back.criterion == res.criterion
+    assert (back.method, back.normalize, back.seed, back.history) == (res.method, res.normalize, res.seed, res.history)
+    assert [p.name for p in path.parent.iterdir()] == ["map.npz"]  # no temporary left
+    (path.parent / "bad.npz").write_bytes(b"not a zip")
+    with pytest.raises(InputError, match="not a saved MapResult") as exc:
+        type(res).load(path.parent / "bad.npz")
+    _one_line(exc)

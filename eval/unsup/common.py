@@ -10,10 +10,15 @@ for code that evaluates supervised maps.
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+import os
 import time
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,6 +27,7 @@ from eval.align import AlignmentResult, mean_csls_criterion
 from eval.knn import _matrix, _unit_rows, csls_topk
 from eval.normalize import normalize_embeddings, parse_normalize
 from groc_base.errors import ConfigError, InputError
+from groc_base.fileio import atomic_write, dumps_json
 
 logger = logging.getLogger(__name__)
 
@@ -148,6 +154,30 @@ class MapResult:
         return AlignmentResult(W=self.W, best_iteration=len(history) - 1, history=history,
                                normalize=self.normalize, W_tgt=self.W_tgt, method=self.method,
                                select_on="last")
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the whole result to one ``.npz`` file, atomically (the arrays, and the rest as JSON)."""
+        meta = {"method": self.method, "normalize": list(self.normalize), "criterion": self.criterion,
+                "history": self.history, "seconds": self.seconds, "seed": self.seed, "config": self.config}
+        arrays = {"W": self.W, "dictionary": self.dictionary, "seed_dictionary": self.seed_dictionary,
+                  "meta": np.array(dumps_json(meta))}
+        if self.W_tgt is not None:
+            arrays["W_tgt"] = self.W_tgt
+        atomic_write(Path(path), lambda fh: np.savez(fh, **arrays))  # type: ignore[arg-type]
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> MapResult:
+        """The result :meth:`save` wrote; InputError naming the file when it is not one."""
+        try:
+            with np.load(Path(path), allow_pickle=False) as f:
+                meta = json.loads(str(f["meta"]))
+                return cls(method=meta["method"], W=f["W"], W_tgt=f["W_tgt"] if "W_tgt" in f.files else None,
+                           normalize=tuple(meta["normalize"]), dictionary=f["dictionary"],
+                           seed_dictionary=f["seed_dictionary"],
+                           criterion=-math.inf if meta["criterion"] is None else float(meta["criterion"]),
+                           history=meta["history"], seconds=meta["seconds"], seed=meta["seed"], config=meta["config"])
+        except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise InputError(f"{path} is not a saved MapResult ({exc}); pass the file MapResult.save wrote") from None
 
     def summary(self) -> dict[str, Any]:
         """The JSON-ready facts: method, criterion, dictionary sizes, iterations, seconds, seed, config."""

@@ -138,39 +138,47 @@ def _run(method: str, x: np.ndarray, z: np.ndarray, cfg: Any, seed: int | None,
 def _restart(method: str, main: MapResult, cfg: Any, seed_pairs: np.ndarray | None, verdict: VerdictConfig,
              index: int, seed: int) -> tuple[Any, np.ndarray | None]:
     """Restart ``index``'s config and seed pairs: VecMap's start over fewer words, or a random share
-    of the seed dictionary, or (MUSE) only another seed."""
-    if method == "vecmap-unsupervised":
+    of the seed dictionary, or (MUSE) only another seed; ``restart_cutoff`` caps self-learning."""
+    if method == "muse-adversarial":
+        return cfg, None
+    sl = cfg.self_learning if isinstance(cfg, UnsupervisedConfig) else cfg
+    if verdict.restart_cutoff is not None:
+        sl = dataclasses.replace(sl, vocabulary_cutoff=min(verdict.restart_cutoff, *main.config["cutoff_words"]))
+    if isinstance(cfg, UnsupervisedConfig):
         words = max(2 * CSLS_K + 1, round(int(main.config["unsupervised_vocab"]) * verdict.init_vocab_factors[index]))
-        return dataclasses.replace(cfg, unsupervised_vocab=words), None
-    if method == "vecmap-self-learning":
-        assert seed_pairs is not None
-        rng = np.random.default_rng(seed)
-        size = max(1, round(verdict.seed_fraction * seed_pairs.shape[0]))
-        return cfg, seed_pairs[np.sort(rng.permutation(seed_pairs.shape[0])[:size])]
-    return cfg, None
+        return dataclasses.replace(cfg, unsupervised_vocab=words, self_learning=sl), None
+    assert seed_pairs is not None
+    rng = np.random.default_rng(seed)
+    size = max(1, round(verdict.seed_fraction * seed_pairs.shape[0]))
+    return sl, seed_pairs[np.sort(rng.permutation(seed_pairs.shape[0])[:size])]
 
 
 def fit_unsupervised(x: np.ndarray, z: np.ndarray, *, method: UnsupervisedMethod = "vecmap-unsupervised",
                      config: AnyConfig | None = None, seed_pairs: np.ndarray | None = None, seed: int = 0,
-                     verdict: VerdictConfig | None = None) -> UnsupervisedFit:
+                     verdict: VerdictConfig | None = None, main: MapResult | None = None) -> UnsupervisedFit:
     """Fit ``method`` on the raw spaces ``x`` ``(n_x, d)`` and ``z`` ``(n_z, d)``, restart it
     ``verdict.restarts`` times (seeds ``seed + 1``, ...) and judge it.
 
     ``method``: ``vecmap-unsupervised`` (no dictionary), ``vecmap-self-learning`` (from
     ``seed_pairs`` ``(n, 2)``: identical words, a lexicon or a small dictionary) or
     ``muse-adversarial``; ``config`` the method's config (None: the reference's defaults).
-    The restarts cost as much as the fit each; their summaries are in the result.
+    The restarts cost as much as the fit each; their summaries are in the result.  ``main``: the
+    fit of these arguments made already (say in another process): only the restarts and the verdict run.
     """
     if method not in UNSUPERVISED_METHODS:
         raise InputError(f"unknown unsupervised method {method!r}; use one of {', '.join(UNSUPERVISED_METHODS)}")
-    cfg = config if config is not None else _CONFIGS[method]()
+    cfg: AnyConfig = config if config is not None else _CONFIGS[method]()
     if not isinstance(cfg, _CONFIGS[method]):
         raise ArgumentTypeError(f"config is a {type(cfg).__name__}; {method} takes a {_CONFIGS[method].__name__}")
     if (seed_pairs is None) == (method == "vecmap-self-learning"):
         raise InputError("seed_pairs start vecmap-self-learning and only it; pass seed_pairs with "
                          "method='vecmap-self-learning', or drop them for an unsupervised start")
     vcfg = verdict or VerdictConfig()
-    main = _run(method, x, z, cfg, seed, seed_pairs)
+    if main is None:
+        main = _run(method, x, z, cfg, seed, seed_pairs)
+    elif main.seed != seed:
+        raise InputError(f"main was fitted with seed {main.seed} but seed={seed}; pass the seed it was fitted with "
+                         "(the restarts use seed + 1, ...)")
     restarts = []
     for index in range(vcfg.restarts):
         r_seed = seed + 1 + index

@@ -22,13 +22,15 @@ dictionary at all), ``--identical`` (start from the words spelled alike) and
    mapping, re-weighting by ``S^0.5``, de-whitening (:func:`eval.vecmap.vecmap`, VecMap's
    ``--supervised`` step); both spaces move.
 
-How this code differs from the reference, none of it changing what is computed but (4):
+How this code differs from the reference (the same steps and the same distribution of dictionaries,
+not VecMap's own random draws):
 
-* one iteration is two GEMM passes over source blocks of the ``cutoff x cutoff`` similarities
-  (VecMap: four): the first collects, from each block, both sides' CSLS neighbourhood means
-  (faiss top-k heaps over the rows and over the transposed block) and the best cosines; the
-  second scores both directions from the same block; only the cutoff rows are mapped per
-  iteration (VecMap maps the whole vocabulary every time);
+* one iteration is two GEMM passes over the ``cutoff x cutoff`` similarities (VecMap: four): the
+  targets' CSLS neighbourhood means first (target blocks into faiss's top-k heaps; the forward
+  scores need all of them), then source blocks, each scored in both directions (a block's own
+  rows' means come from the block itself, and the backward direction only needs the means of the
+  sources it ranks); only the cutoff rows are mapped per iteration (VecMap maps the whole
+  vocabulary every time);
 * the dropout mask is drawn once per block and serves both directions (VecMap draws one per
   direction; each direction still sees every similarity kept with probability ``p``, which is
   all the method asks), from 16-bit uniform integers (the keep probability rounded to 1/65536);

@@ -57,6 +57,9 @@ class VerdictConfig:
     init_vocab_factors: tuple[float, ...] = (0.75, 0.5)
     #: Seeded self-learning restarts: a random share of the seed dictionary.
     seed_fraction: float = 0.5
+    #: Self-learning restarts read at most this many top words per side (None: as many as the fit):
+    #: half the words is a quarter of the work per iteration, and a weaker test.
+    restart_cutoff: int | None = None
 
     def __post_init__(self) -> None:
         check_int("restarts", self.restarts, 1, hint="(a verdict compares the map with at least one restart)")
@@ -72,6 +75,8 @@ class VerdictConfig:
                               "in (0, 1], e.g. (0.75, 0.5)")
         object.__setattr__(self, "init_vocab_factors", factors)
         check_float("seed_fraction", self.seed_fraction, 0.0, 1.0, open_low=True)
+        check_int("restart_cutoff", self.restart_cutoff, 2 * CSLS_K + 1, none=True,
+                  hint="(the restarts' self-learning words), or None for the fit's")
 
 
 @dataclass(frozen=True)
