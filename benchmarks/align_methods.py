@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import io
-import json
 import multiprocessing
 import os
 import re
@@ -36,13 +35,14 @@ import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from benchmarks.common import BadInput, add_output_args, emit, peak_rss_mib, script_main, shared_data  # noqa: E402
+from groc_base.fileio import atomic_write, write_json  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent.parent / "bench_out" / "align_methods"
 PAIRS = ("en-fr", "en-es", "en-nl")
@@ -127,12 +127,13 @@ def train_vectors(data: Path, lang: str, cache: Path, *, max_tokens: int, epochs
                      seed=seed, workers=1, bucket=bucket)
     words = list(model.wv.index_to_key)  # most frequent first, as .vec files are
     vectors = np.asarray(model.wv.vectors, dtype=np.float32)  # (n, dim)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(f"{len(words)} {dim}\n")
+
+    def write(fh: IO[bytes]) -> None:  # line by line: the text of 200k vectors is hundreds of MB
+        fh.write(f"{len(words)} {dim}\n".encode())
         for word, row in zip(words, vectors, strict=True):
-            f.write(word + " " + " ".join(f"{x:.5f}" for x in row) + "\n")
-    tmp.replace(path)
+            fh.write((word + " " + " ".join(f"{x:.5f}" for x in row) + "\n").encode("utf-8"))
+
+    atomic_write(path, write)
     return path, {"tokens": tokens, "sentences": len(sents), "words": len(words),
                   "train_seconds": round(time.perf_counter() - started, 1), "cached": False}
 
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 print(pair, rows[-1], file=sys.stderr, flush=True)
             result["pairs"][pair] = rows
             # progress beside the vector cache (git-ignored): a long run that is stopped keeps its rows
-            (CACHE / "progress.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+            write_json(CACHE / "progress.json", result)
     # The bar: RCSLS >= Procrustes-CSLS + 2 P@1 (MUSE protocol) on at least two pairs.
     verdict = {}
     for pair, rows in result["pairs"].items():

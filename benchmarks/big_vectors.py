@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from benchmarks.common import add_output_args, emit, peak_rss_mib, script_main  # noqa: E402
+from groc_base.fileio import write_json  # noqa: E402
 
 GIB = 1024**3
 
@@ -77,7 +78,7 @@ def _generate(args: argparse.Namespace, files: dict[str, Path]) -> float:
     files["src"].parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-c", _GENERATE, str(args.n), str(args.tgt_n), str(args.dim), str(args.seed),
                     *(str(files[k]) for k in ("src", "tgt", "train", "test"))], check=True)
-    stamp.write_text(json.dumps(wanted))
+    write_json(stamp, wanted)
     return time.perf_counter() - started
 
 

@@ -23,6 +23,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from benchmarks.common import (  # noqa: E402
+    FULL_SOFTMAX,
     add_output_args,
     add_ptb_training_args,
     emit,
@@ -61,7 +62,7 @@ def main() -> None:
     filters = filters_override(args.filters) if args.filters else {}  # checked before any data is written
     root = prepare_ptb(shared_data(), args.work / "corpus")
     common = merge_overrides({
-        "data.root": root, "data.langs": ["en"], "model.d": args.d,
+        **FULL_SOFTMAX, "data.root": root, "data.langs": ["en"], "model.d": args.d,
         "model.prefix.hidden": args.hidden, "train.batch_size": args.batch_size, "train.bptt": args.bptt,
         "train.lr": args.lr, "train.max_steps": args.steps, "train.eval_every": args.eval_every,
         "train.threads": args.threads, "train.seed": args.seed, "model.kind": "groc-lex",

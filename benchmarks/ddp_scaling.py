@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    FULL_SOFTMAX,
     add_output_args,
     emit,
     parse_filters,
@@ -46,6 +47,7 @@ def run(procs: int, args: argparse.Namespace, corpus: Path, out: Path) -> dict[s
         "--set", f"model.d={args.d}", "--set", f"model.prefix.hidden={args.hidden}",
         "--set", f"train.eval_every={args.steps}", "--set", f"train.eval_batch_size={args.eval_batch_size}",
         "--set", "train.log_every=10", "--set", f"model.surface.filters={parse_filters(args.filters)}",
+        *(x for key, value in FULL_SOFTMAX.items() for x in ("--set", f"{key}={json.dumps(value)}")),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
     started = time.perf_counter()

@@ -138,6 +138,8 @@ def run(args: argparse.Namespace, *,
     """The experiment; ``progress(phase, figures)`` is called after each of :data:`PHASES` with that
     training's steps, stop reason, seconds and curve, so a caller keeps what finished if the rest
     is stopped."""
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(levelname)s %(name)s: %(message)s")
     B = args.budget
 
     def report(phase: str, res: Any, curve: list[dict[str, Any]], **extra: Any) -> None:
@@ -204,11 +206,11 @@ def run(args: argparse.Namespace, *,
 
 
 def main(argv: Sequence[str] | None = None, *,
-         progress: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+         progress: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
-                        format="%(levelname)s %(name)s: %(message)s")
-    emit(run(args, progress=progress), args.name, not args.no_save)
+    out = run(args, progress=progress)
+    emit(out, args.name, not args.no_save)
+    return out
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    FULL_SOFTMAX,
     BadInput,
     add_device_arg,
     add_output_args,
@@ -106,7 +107,7 @@ def main() -> None:
     if run is None:
         run = args.work / "runs" / args.kind
         cfg = load_config(None, merge_overrides({
-            "data.root": corpus, "data.langs": ["en"], "model.kind": args.kind, "model.d": args.d,
+            **FULL_SOFTMAX, "data.root": corpus, "data.langs": ["en"], "model.kind": args.kind, "model.d": args.d,
             "model.prefix.hidden": args.hidden, "train.batch_size": 20, "train.bptt": 35,
             "train.max_steps": args.steps, "train.eval_every": 10_000, "train.eval_batch_size": 10,
             "train.threads": args.threads, "train.device": args.device}, filters_override(args.filters)))

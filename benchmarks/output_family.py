@@ -17,12 +17,14 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from benchmarks.common import (  # noqa: E402
+    FULL_SOFTMAX,
     add_device_arg,
     add_output_args,
     add_ptb_training_args,
@@ -31,10 +33,10 @@ from benchmarks.common import (  # noqa: E402
     filters_override,
     peak_rss_mib,
     prepare_ptb,
-    result_path,
     script_main,
     shared_data,
 )
+from groc_base.fileio import atomic_write_bytes  # noqa: E402
 from polyglot_groc.analysis.workflows import evaluate  # noqa: E402
 from polyglot_groc.config import load_config, merge_overrides, parse_overrides  # noqa: E402
 from polyglot_groc.training.pretrain import pretrain_vectors  # noqa: E402
@@ -48,7 +50,7 @@ PAPER = {"d": 400, "hidden": 1150, "batch_size": 20, "bptt": 70, "steps": 40000,
          "eval_every": 2000}
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--work", type=Path, default=Path("bench_out/output_family"))
     add_ptb_training_args(ap)
@@ -60,16 +62,22 @@ def main() -> None:
     ap.add_argument("--eval-batch-size", type=int, default=80, help="parallel streams when scoring valid/test")
     ap.add_argument("--set", action="append", default=[], help="extra config overrides for every model")
     add_output_args(ap)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.size == "paper":
         for k, v in PAPER.items():
             setattr(args, k, v)
+    return args
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Every row trained and tested, as the JSON object the script reports."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     device = device_label(args.device)
     filters = filters_override(args.filters)  # checked before any data is written
     corpus = prepare_ptb(shared_data(), args.work / "corpus")
     common = merge_overrides({
-        "data.root": corpus, "data.langs": ["en"], "model.d": args.d, "model.prefix.hidden": args.hidden,
+        **FULL_SOFTMAX, "data.root": corpus, "data.langs": ["en"], "model.d": args.d,
+        "model.prefix.hidden": args.hidden,
         "model.prefix.dropout": args.dropout, **filters,
         "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.lr": args.lr,
         "train.max_steps": args.steps, "train.eval_every": args.eval_every, "train.threads": args.threads,
@@ -118,15 +126,19 @@ def main() -> None:
                                "conv > untied; |Θ| adaptive < tied",
         "peak_rss_mib": peak_rss_mib(),
     }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """The script: :func:`run`, its JSON printed and saved, its table printed (and saved beside the JSON)."""
+    args = parse_args(argv)
+    out = run(args)
     path = emit(out, args.name, not args.no_save)
     md = markdown(out)
     print(md)
-    if path is not None:
-        tmp = path.with_suffix(".md.tmp")
-        tmp.write_text(md, encoding="utf-8")
-        tmp.replace(path.with_suffix(".md"))
-    else:
-        _ = result_path  # only the saved run writes the Markdown file
+    if path is not None:  # only the saved run writes the Markdown file
+        atomic_write_bytes(path.with_suffix(".md"), md.encode("utf-8"))
+    return out
 
 
 def markdown(out: dict[str, Any]) -> str:

@@ -52,7 +52,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks.common import BadInput, add_output_args, emit, parse_filters, script_main  # noqa: E402
+from benchmarks.common import FULL_SOFTMAX, BadInput, add_output_args, emit, parse_filters, script_main  # noqa: E402
 
 log = logging.getLogger("own_language")
 DATA_ENV = "POLYGLOT_GROC_DATA"
@@ -233,7 +233,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.with_english:
         settings.update({"EN+tgt": (TARGET, "en"), "rel+EN+tgt": (TARGET, "tl", "en")})
     common: dict[str, Any] = {
-        "data.root": str(args.work / "corpora"), "data.vocab_mode": "closed", "data.screen": True,
+        **FULL_SOFTMAX, "data.root": str(args.work / "corpora"), "data.vocab_mode": "closed", "data.screen": True,
         "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.dropout": args.dropout,
         "model.surface.filters": filters, "train.batch_size": args.batch_size, "train.bptt": args.bptt,
         "train.lr": args.lr, "train.eval_every": args.eval_every, "train.max_steps": args.steps,

@@ -75,7 +75,6 @@ Prints ONE JSON object on stdout (progress and logs go to stderr); it asserts no
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import math
@@ -92,6 +91,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    FULL_SOFTMAX,
     BadInput,
     add_output_args,
     emit,
@@ -100,6 +100,7 @@ from benchmarks.common import (  # noqa: E402
     ru_maxrss_mib,
     script_main,
 )
+from groc_base.fileio import file_digest, write_json  # noqa: E402
 
 log = logging.getLogger("polyglot_table")
 
@@ -111,10 +112,6 @@ DATA_ENV = "POLYGLOT_GROC_DATA"
 
 
 # -- small helpers -------------------------------------------------------------------------------
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _round(x: float | None, nd: int = 2) -> float | None:
     return None if x is None or not math.isfinite(x) else round(float(x), nd)
 
@@ -139,8 +136,8 @@ def prepare(data_root: Path, out: Path, langs: Sequence[str], train_tokens: int,
         if not entry or entry.get("budget") != budget:
             return False
         # prepare_corpora is deterministic, so unchanged files (same digests) need no redo.
-        return all((out / lang / f"{s}.txt").is_file() and _sha256(out / lang / f"{s}.txt") == info["sha256"]
-                   for s, info in entry["splits"].items())
+        files = {out / lang / f"{s}.txt": info["sha256"] for s, info in entry["splits"].items()}
+        return all(path.is_file() and file_digest(path).hexdigest() == digest for path, digest in files.items())
 
     todo = [lang for lang in langs if not fresh(lang)]
     if todo:
@@ -207,16 +204,26 @@ def run_config(common: Mapping[str, Any], kind: str, langs: Sequence[str], steps
                                                       "train.max_steps": steps}, extra))
 
 
+def _stored_config_is(path: Path, cfg: Any) -> bool:
+    """Whether a run's config.toml holds ``cfg``: its values, not its text (an older writer laid the
+    same config out differently); an unreadable one holds nothing."""
+    from groc_base.errors import ConfigError
+    from polyglot_groc.config import load_config
+
+    try:
+        return bool(load_config(path, stored=True) == cfg)
+    except ConfigError:
+        return False
+
+
 def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict[str, Any]:
     """Train one model, then test perplexity of all its languages from the best checkpoint."""
     from polyglot_groc.analysis.workflows import evaluate
-    from polyglot_groc.config import dump_toml
-    from polyglot_groc.model.checkpoint import atomic_write_text
     from polyglot_groc.training.workflows import train
 
     record_path = run_dir / "bench_result.json"
     if reuse and record_path.is_file() and (run_dir / "config.toml").is_file():
-        if (run_dir / "config.toml").read_text(encoding="utf-8") == dump_toml(cfg):
+        if _stored_config_is(run_dir / "config.toml", cfg):
             log.info("[%s] reusing the finished run (same config)", run_dir.name)
             return {**json.loads(record_path.read_text(encoding="utf-8")), "reused": True}
     started = time.monotonic()
@@ -240,7 +247,7 @@ def train_and_test(cfg: Any, run_dir: Path, reuse: bool, log_every: int) -> dict
         "tokens_per_s": _round(result.tokens_per_s, 0),
         "wall_seconds": {"train_incl_validation": _round(train_wall, 1), "test": _round(test_wall, 1)},
     }
-    atomic_write_text(record_path, json.dumps(record, indent=2) + "\n")
+    write_json(record_path, record)
     return record
 
 
@@ -347,7 +354,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--output-dropout", type=float, default=0.2, help="Dropout on output embeddings")
     ap.add_argument("--output-update-prob", type=float, default=1.0,
                     help="GroC: probability of a full output-embedding update per step (seed 000 B.4)")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: picked from the free cores)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-minutes", type=float, default=180.0, help="Safety cap per training run (0: none)")
     ap.add_argument("--kinds", default="lookup,elmo,groc,groc-lex", help="Model kinds to train")
@@ -424,7 +431,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             notes.append(f"{lang}: the sources gave fewer tokens than the budget; its splits shrank")
 
     common = merge_overrides({
-        "data.root": str(corpora_dir), "data.tokenize": "whitespace", "data.vocab_mode": "closed",
+        **FULL_SOFTMAX, "data.root": str(corpora_dir), "data.tokenize": "whitespace", "data.vocab_mode": "closed",
         "data.screen": True, "data.schedule": "proportional",
         "model.d": args.d, "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
         "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,

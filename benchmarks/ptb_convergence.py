@@ -31,6 +31,7 @@ CPU protocol (2x256 LSTM, d=128, the first 4000 lines of PTB train)::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import math
@@ -38,7 +39,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    FULL_SOFTMAX,
     BadInput,
     add_device_arg,
     add_output_args,
@@ -59,6 +61,7 @@ from benchmarks.common import (  # noqa: E402
     script_main,
     shared_data,
 )
+from groc_base.fileio import atomic_write, atomic_write_bytes  # noqa: E402
 
 #: Benchmark name -> (model kind, extra overrides).
 MODELS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -81,9 +84,7 @@ def slice_ptb(full: Path, out: Path, train_lines: int, eval_lines: int) -> Path:
         text = "\n".join(lines[:n] if n else lines) + "\n"
         target = dst / f"{split}.txt"
         if not target.exists() or target.read_text(encoding="utf-8") != text:
-            tmp = target.with_suffix(".tmp")
-            tmp.write_text(text, encoding="utf-8")
-            tmp.replace(target)
+            atomic_write_bytes(target, text.encode("utf-8"))
     return out
 
 
@@ -96,7 +97,7 @@ def common_overrides(args: argparse.Namespace, corpus: Path) -> dict[str, Any]:
               # No early stop or lr decay inside the budget: exactly --epochs epochs.
               {"train.max_epochs": args.epochs, "train.lr_patience": 1000, "train.stop_patience": 1000})
     return merge_overrides({
-        "data.root": str(corpus), "data.langs": ["en"], "model.d": args.d,
+        **FULL_SOFTMAX, "data.root": str(corpus), "data.langs": ["en"], "model.d": args.d,
         "model.prefix.hidden": args.hidden, "model.prefix.n_layers": args.layers,
         "model.prefix.dropout": args.dropout, "model.output.dropout": args.output_dropout,
         **filters_override(args.filters), "train.batch_size": args.batch_size,
@@ -145,7 +146,7 @@ def train_one(name: str, spec: tuple[str, dict[str, Any]], overrides: dict[str, 
     """
     import torch
 
-    from groc_base.fileio import atomic_write_bytes, dumps_json
+    from groc_base.fileio import dumps_json
     from polyglot_groc.config import load_config, merge_overrides
     from polyglot_groc.model.bundle import load_bundle
     from polyglot_groc.model.scoring import pooled_nll
@@ -256,16 +257,11 @@ def plot(models: dict[str, dict[str, Any]], path: Path) -> None:
     ax.set_yscale("log")
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp)
+    atomic_write(path, functools.partial(fig.savefig, format="png"))
     plt.close(fig)
-    tmp.replace(path)
 
 
-def main(argv: list[str] | None = None, *,
-         progress: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """The protocol; ``progress(model, result)`` is called as each model finishes (in finishing order
-    with ``--jobs``), so a caller can keep what is done if the rest is stopped."""
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, default=Path("bench_out/ptb_convergence"))
     ap.add_argument("--models", default="tied,untied,groc,groc-lex")
@@ -307,7 +303,13 @@ def main(argv: list[str] | None = None, *,
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=KIND;key=value;...",
                     help="an extra model (ablation): a kind plus its own overrides; repeatable")
     add_output_args(ap)
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace, *,
+        progress: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The protocol, as the JSON object it reports; ``progress(model, result)`` is called as each model
+    finishes (in finishing order with ``--jobs``), so a caller can keep what is done if the rest is stopped."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(process)d %(message)s")
     log = logging.getLogger("ptb_convergence")
 
@@ -368,11 +370,19 @@ def main(argv: list[str] | None = None, *,
         "peak_rss_mib": round(peak_rss_mib(), 1),
     }
     out["orderings"] = seed_orderings(results)
+    return out
+
+
+def main(argv: Sequence[str] | None = None, *,
+         progress: Callable[[str, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """The script: :func:`run`, its JSON printed and saved, and its curves drawn beside it (or under --work)."""
+    args = parse_args(argv)
+    out = run(args, progress=progress)
     name = args.name or "ptb_convergence"
     path = emit(out, name, not args.no_save)
     png = path.with_suffix(".png") if path is not None else args.work / f"{name}.png"
-    if results:
-        plot(results, png)
+    if out["models"]:
+        plot(out["models"], png)
     return out
 
 

@@ -19,6 +19,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from benchmarks.common import (  # noqa: E402
+    FULL_SOFTMAX,
     add_output_args,
     add_ptb_training_args,
     emit,
@@ -42,7 +43,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     corpus = prepare_ptb(shared_data(), args.work / "corpus")
     common = merge_overrides({
-        "data.root": corpus, "data.langs": ["en"], "model.d": args.d, "model.prefix.hidden": args.hidden,
+        **FULL_SOFTMAX, "data.root": corpus, "data.langs": ["en"], "model.d": args.d,
+        "model.prefix.hidden": args.hidden,
         "model.prefix.dropout": args.dropout, "model.output.dropout": args.dropout,
         "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.lr": args.lr,
         "train.max_steps": args.steps, "train.eval_every": args.eval_every, "train.threads": args.threads,

@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 from benchmarks.common import (  # noqa: E402
     DEFAULT_FILTERS,
+    FULL_SOFTMAX,
     BadInput,
     add_output_args,
     add_ptb_training_args,
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     filters = parse_filters(args.filters)
     corpus_root = prepare_ptb(shared_data(), args.work / "corpus")
     common = merge_overrides({
-        "data.root": corpus_root, "data.langs": ["en"], "model.d": args.d,
+        **FULL_SOFTMAX, "data.root": corpus_root, "data.langs": ["en"], "model.d": args.d,
         "model.prefix.hidden": args.hidden, "model.prefix.dropout": args.dropout,
         "model.output.dropout": args.dropout, "model.surface.filters": filters,
         "train.batch_size": args.batch_size, "train.bptt": args.bptt, "train.lr": args.lr,

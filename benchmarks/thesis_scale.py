@@ -68,6 +68,7 @@ from benchmarks.common import (  # noqa: E402
     add_output_args,
     emit,
     parse_filters,
+    result_path,
     script_main,
 )
 
@@ -194,6 +195,18 @@ def _what_it_computes(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(dataclasses.replace(cfg, train=train, parent=type(cfg.parent)()))
 
 
+def _as_requested(stored: Any, requested: Any) -> Any:
+    """``stored`` (a run's recorded config) with the lexicon fields ``requested`` leaves to the run
+    put back as requested: a run records its lexicon resolved (the gloss wordnets it chose, its data
+    folder made absolute: ``lexforms.resolved_config``), which a request that leaves them empty
+    does not repeat; without this a groc-lex model could never be continued."""
+    lex, want = stored.model.lexicon, requested.model.lexicon
+    left = {f: getattr(want, f) for f in ("specs", "gloss_specs", "wn_dir", "nltk_data", "tsv_path")
+            if hasattr(want, f) and not getattr(want, f)}
+    model = dataclasses.replace(stored.model, lexicon=dataclasses.replace(lex, **left))
+    return dataclasses.replace(stored, model=model)
+
+
 def converged(curve: Sequence[float]) -> bool:
     """The issue's test: the last two validations within 1% of each other."""
     return len(curve) >= 2 and abs(curve[-1] / curve[-2] - 1.0) <= 0.01
@@ -234,7 +247,9 @@ def model_report(spec: ModelSpec, run_dir: Path, res: Any, cap_s: float, commit:
         "cpu_seconds": round(cpu, 1), "cpu_cap_seconds": cap_s, "n_params": res.n_params,
         "tokens_per_s": round(float(res.tokens_per_s), 1),
         "best_step": best.get("step"), "best_epoch": best.get("epoch"),
+        # The validation early stopping read (--valid-tokens: a sample of the valid split), at the best step.
         "valid_perplexity": {k: round(float(v), 2) for k, v in (best.get("valid_perplexity") or {}).items()},
+        "valid_tokens": best.get("valid_tokens"),
         "test_perplexity": {k: round(float(v), 2) for k, v in (test or {}).items()},
         "converged": converged([p for p in tgt_curve if p is not None]),
         "curve": {"step": [int(r["step"]) for r in sched], "epoch": [r["epoch"] for r in sched],
@@ -282,12 +297,13 @@ def train_model(spec_dict: dict[str, Any], overrides: dict[str, Any], work: str,
         cfg = load_config(None, merge_overrides(overrides, {"model.kind": spec.kind, "data.langs": list(spec.langs)}))
     if protocol.is_file():
         done = json.loads(protocol.read_text(encoding="utf-8"))
-        capped_again = done["stop_reason"] == "cpu_cap" and cap_s > float(done["cpu_cap_seconds"])
+        # A model its cap stopped goes on under a larger cap, or none (0).
+        capped_again = done["stop_reason"] == "cpu_cap" and (not cap_s or cap_s > float(done["cpu_cap_seconds"]))
         if collect or not capped_again:
             return dict(done)
     if (run_dir / "last.pt").is_file():
         stored = load_config(run_dir / "config.toml")
-        if cfg is not None and _what_it_computes(stored) != _what_it_computes(cfg):
+        if cfg is not None and _what_it_computes(_as_requested(stored, cfg)) != _what_it_computes(cfg):
             raise BadInput(f"{run_dir} was trained with another configuration; use the flags of the first "
                            "invocation, or a new --work")
         res = pg.load_result(run=run_dir)
@@ -325,6 +341,271 @@ def train_model(spec_dict: dict[str, Any], overrides: dict[str, Any], work: str,
 def _worker_init(threads: int) -> None:
     os.environ["OMP_NUM_THREADS"] = str(threads)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(process)d %(name)s %(message)s")
+
+
+# -- corpora: the validation sample early stopping reads ----------------------------------------
+def early_stop_corpora(corpora: Path, out: Path, langs: Sequence[str], valid_tokens: int) -> Path:
+    """``out/<lang>/{train,valid,test}.txt``: train and test as prepared, valid an evenly spaced sample of
+    the prepared valid lines with about ``valid_tokens`` tokens (0: all of them).
+
+    Early stopping validates every epoch with the exact softmax over the language's vocabulary, which
+    at ~80k words and 100k tokens costs about a third of an epoch's training CPU; a 20k-token sample
+    decides when to stop as well for a fifth of that. Every k-th line keeps the source groups'
+    proportions (valid.txt holds each group's part in turn). Test perplexity stays the full test split.
+    """
+    from groc_base.fileio import atomic_write_bytes
+
+    for lang in langs:
+        for split in ("train", "valid", "test"):
+            data = (corpora / lang / f"{split}.txt").read_bytes()
+            if split == "valid" and valid_tokens:
+                lines = data.decode("utf-8").splitlines()
+                total = sum(len(line.split()) for line in lines)
+                every = max(1, math.ceil(total / valid_tokens))
+                data = ("\n".join(lines[::every]) + "\n").encode("utf-8")
+            target = out / lang / f"{split}.txt"
+            if not target.is_file() or target.read_bytes() != data:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(target, data)
+    return out
+
+
+# -- report: the thesis' tables beside ours -------------------------------------------------------
+def _get(models: Mapping[str, Any], kind: str, langs: Sequence[str]) -> dict[str, Any]:
+    m = models.get(model_name(kind, langs)) or {}
+    return m if m.get("test_perplexity") else {}
+
+
+def _status(m: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: m.get(k) for k in ("steps", "epochs", "cpu_seconds", "stop_reason", "converged", "best_epoch")}
+
+
+def table_5_2(models: Mapping[str, Any], target: str) -> dict[str, Any]:
+    """Test perplexity of the target for every row of Table 5.2 we trained, beside the thesis'."""
+    pair = tuple(sorted({"en", target}))
+    thesis = THESIS_TABLE_5_2.get(target, {})
+    rows: dict[str, Any] = {}
+    for kind in ("lookup", "elmo", "groc", "groc-lex"):
+        for setting, langs in (("mono", (target,)), ("en", pair)):
+            if kind == "groc-lex" and setting == "mono":
+                continue
+            m = _get(models, kind, langs)
+            rows[f"{kind}_{setting}"] = {"ours": m.get("test_perplexity", {}).get(target),
+                                         "thesis": thesis.get(f"{kind}_{setting}"), **_status(m)}
+    return rows
+
+
+def _interp_step(curve: Sequence[tuple[float, float, float | None]], target_nll: float) -> tuple[float, float] | None:
+    """(step, CPU seconds) where a curve of (step, nll, cpu) first reaches ``target_nll`` (linear in NLL)."""
+    prev = None
+    for step, nll, cpu in curve:
+        if nll <= target_nll:
+            if prev is None:
+                return float(step), float(cpu or 0.0)
+            frac = (prev[1] - target_nll) / (prev[1] - nll)
+            c0, c1 = prev[2] or 0.0, cpu or 0.0
+            return prev[0] + frac * (step - prev[0]), c0 + frac * (c1 - c0)
+        prev = (step, nll, cpu)
+    return None
+
+
+def table_5_6(models: Mapping[str, Any], target: str, random_valid: float | None) -> dict[str, Any]:
+    """ELMo -> GroC: the converted model before and during finetuning, and what it costs to reach the
+    from-scratch GroC's best validation (pooled NLL of both languages, the stopping criterion)."""
+    pair = tuple(sorted({"en", target}))
+    elmo, scratch, ft = (_get(models, k, pair) for k in ("elmo", "groc", "elmo2groc"))
+    out: dict[str, Any] = {"thesis": THESIS_TABLE_5_6.get(target), "random_no_train_valid": random_valid}
+    if not (elmo and scratch and ft):
+        out["missing"] = [n for n, m in (("elmo", elmo), ("groc", scratch), ("elmo2groc", ft)) if not m]
+        return out
+    curve = ft["curve"]
+    by_epoch = dict(zip(curve["epoch"], curve[f"valid_{target}"], strict=True))
+    first_epoch = lambda e: next((v for ep, v in by_epoch.items() if ep >= e), None)  # noqa: E731
+    out.update({
+        "starter_elmo_test": elmo["test_perplexity"][target], "equiv_groc_test": scratch["test_perplexity"][target],
+        "no_ft_valid": (ft.get("no_finetune") or {}).get("valid_perplexity", {}).get(target),
+        "ft_1_epoch_valid": first_epoch(1.0), "ft_5_epochs_valid": first_epoch(5.0),
+        "ft_final_test": ft["test_perplexity"][target], "ft": _status(ft), "scratch": _status(scratch),
+        "elmo": _status(elmo)})
+    # Scratch's best pooled validation, and where each curve first reaches it.
+    s_curve = scratch["curve"]
+    s_nll = [math.log(p) for p in s_curve["valid_pooled"]]
+    best = min(range(len(s_nll)), key=s_nll.__getitem__)
+    scratch_at = (float(s_curve["step"][best]), float(s_curve["cpu_s"][best] or 0.0))
+    no_ft = ft.get("no_finetune") or {}
+    ft_points = [(0.0, float(no_ft.get("valid_nll", math.inf)), 0.0)] if no_ft else []
+    ft_points += [(float(s), math.log(p), c) for s, p, c in zip(curve["step"], curve["valid_pooled"], curve["cpu_s"],
+                                                                strict=True)]
+    reached = _interp_step(ft_points, s_nll[best])
+    out["scratch_best"] = {"step": scratch_at[0], "cpu_s": scratch_at[1], "valid_pooled": s_curve["valid_pooled"][best]}
+    if reached is None:
+        out["finetune_to_scratch"] = "not reached"
+    else:
+        elmo_cpu = float(elmo.get("cpu_seconds") or 0.0)
+        out["finetune_to_scratch"] = {
+            "steps": round(reached[0], 1), "cpu_s": round(reached[1], 1),
+            "step_ratio": round(reached[0] / scratch_at[0], 4), "cpu_ratio": round(reached[1] / scratch_at[1], 4),
+            "cpu_ratio_incl_elmo_training": round((reached[1] + elmo_cpu) / scratch_at[1], 4)}
+    return out
+
+
+def random_groc_valid(work: Path, target: str) -> float | None:
+    """Valid perplexity of the target under an untrained GroC of the EN+tgt model's config ("random (no train)")."""
+    from polyglot_groc.config import load_config
+    from polyglot_groc.elmo.convert import converted_record
+    from polyglot_groc.training.data import load_corpus
+    from polyglot_groc.training.trainer import build_bundle, seed_everything
+
+    run = work / "runs" / model_name("groc", sorted({"en", target}))
+    if not (run / "config.toml").is_file():
+        return None
+    cfg = load_config(run / "config.toml")
+    corpus = load_corpus(cfg.data, ("train", "valid", "test"), cfg.languages)
+    seed_everything(cfg.train.seed)
+    return float(converted_record(build_bundle(cfg, corpus), corpus, cfg)["valid_perplexity"][target])
+
+
+def tables_5_4_5_5(work: Path, target: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Supervised MUSE (Procrustes, 10 refinements, CSLS) on the EN+tgt models' output embeddings, with the
+    identical-string, char 3-gram and no-mapping baselines and word similarity: benchmarks/align_polyglot."""
+    from benchmarks import align_polyglot
+
+    pair = "+".join(sorted({"en", target}))
+    argv = ["--src", "en", "--tgt", target, "--refine", "10", "--threads", str(args.threads), "--no-save"]
+    found = False
+    for kind in ("groc", "lookup", "elmo", "groc-lex"):
+        run = work / "runs" / f"{kind}_{pair}"
+        if (run / "best.pt").is_file():
+            argv += [f"--{kind}", str(run)]
+            found = True
+    if not found:
+        return {"missing": f"no EN+{target} run"}
+    if args.data_root is not None:
+        argv += ["--data-root", str(args.data_root)]
+    return align_polyglot.run(align_polyglot.parse_args(argv))
+
+
+def _p(block: Mapping[str, Any], label: str, row: tuple[str, str], k: int, part: str = "") -> float | None:
+    for r in block.get("table", {}).get("rows", []):
+        if r["words_of"] == label and (r["model"], r["retrieval"]) == row:
+            return r.get(f"{part}p_at_{k}")
+    return None
+
+
+def alignment_rows(block: Mapping[str, Any]) -> dict[str, Any]:
+    """P@1/P@5 (CSLS) per model, with the baselines on each model's scored words and the identical split."""
+    out: dict[str, Any] = {}
+    for label, rec in (block.get("models") or {}).items():
+        ali = rec.get("alignment") or {}
+        muse_base = ((ali.get("protocols") or {}).get("muse") or {}).get("baselines") or {}
+        row: dict[str, Any] = {"n_queries": (ali.get("eval_dictionary") or {}).get("found")}
+        for k in (1, 5):
+            row[f"csls_p{k}"] = _p(block, label, (label, "csls"), k)
+            row[f"csls_p{k}_non_identical"] = _p(block, label, (label, "csls"), k, "non_identical_")
+            row[f"identical_string_p{k}"] = _p(block, label, ("identical string", "-"), k)
+            row[f"char3gram_p{k}"] = _p(block, label, ("char 3-gram", "-"), k)
+            row[f"char3gram_p{k}_non_identical"] = _p(block, label, ("char 3-gram", "-"), k, "non_identical_")
+            for method, res in (muse_base.get("no_mapping") or {}).items():  # the spaces before the mapping
+                if res.get(f"precision_at_{k}") is not None:
+                    row[f"no_mapping_{method}_p{k}"] = round(float(res[f"precision_at_{k}"]), 2)
+        row["similarity"] = {key: (v.get("in_vocabulary") or {}).get("rho") for key, v in
+                             (rec.get("similarity") or {}).items()}
+        out[label] = row
+    return out
+
+
+def claims(t52: Mapping[str, Any], ali: Mapping[str, Any], t56: Mapping[str, Any], target: str) -> list[dict[str, str]]:
+    """One line per thesis claim: reproduced, reversed, partly, or not measurable here (and why)."""
+    out: list[dict[str, str]] = []
+
+    def ours(row: str) -> float | None:
+        return t52.get(row, {}).get("ours")
+
+    def verdict(pairs: Sequence[tuple[str, str]], claim: str) -> None:
+        known = [(a, b, ours(a), ours(b)) for a, b in pairs]
+        measured = [(a, b, x, y) for a, b, x, y in known if x is not None and y is not None]
+        if not measured:
+            out.append({"claim": claim, "verdict": "not measurable", "why": "models missing"})
+            return
+        held = [x < y for _, _, x, y in measured]
+        v = "reproduced" if all(held) else "reversed" if not any(held) else "partly"
+        why = "; ".join(f"{a} {x:.1f} {'<' if x < y else '>='} {b} {y:.1f}" for a, b, x, y in measured)
+        out.append({"claim": claim, "verdict": v, "why": why})
+
+    verdict([("groc_mono", "elmo_mono"), ("elmo_mono", "lookup_mono"), ("groc_en", "elmo_en"),
+             ("elmo_en", "lookup_en")], f"{target}: GroC < ELMo-like < lookup (test perplexity)")
+    verdict([("lookup_en", "lookup_mono"), ("elmo_en", "elmo_mono"), ("groc_en", "groc_mono")],
+            f"{target}: polyglot EN+{target} < mono, per kind")
+    verdict([("groc-lex_en", "groc_en")], f"{target}: GroC+lex < GroC (EN+{target})")
+    g, lk = ali.get("groc", {}), ali.get("lookup", {})
+    if g.get("csls_p5") is not None and lk.get("csls_p5") is not None:
+        above_lookup, above_ngram = g["csls_p5"] > lk["csls_p5"], g["csls_p5"] > (g.get("char3gram_p5") or 0.0)
+        v = "reproduced" if above_lookup and above_ngram else "reversed" if not above_lookup else "partly"
+        out.append({"claim": f"en-{target}: GroC p@5 above lookup's and above the char 3-gram baseline",
+                    "verdict": v, "why": f"GroC {g['csls_p5']}, lookup {lk['csls_p5']}, char 3-gram on GroC's "
+                                         f"words {g.get('char3gram_p5')}"})
+    else:
+        out.append({"claim": f"en-{target}: GroC p@5 above lookup's and the char 3-gram baseline",
+                    "verdict": "not measurable", "why": "alignment missing"})
+    reach = t56.get("finetune_to_scratch")
+    if isinstance(reach, dict):
+        v = "reproduced" if reach["step_ratio"] < 1 else "reversed"
+        out.append({"claim": f"EN+{target}: ELMo-init reaches scratch GroC in fewer steps", "verdict": v,
+                    "why": f"finetuning needs {reach['step_ratio']:.2f}x scratch's steps ({reach['cpu_ratio']:.2f}x "
+                           f"its CPU; {reach['cpu_ratio_incl_elmo_training']:.2f}x with the ELMo training)"})
+    else:
+        out.append({"claim": f"EN+{target}: ELMo-init reaches scratch GroC in fewer steps",
+                    "verdict": "reversed" if reach == "not reached" else "not measurable",
+                    "why": "the finetuned model never reached scratch GroC's best validation" if reach == "not reached"
+                    else f"missing: {t56.get('missing')}"})
+    return out
+
+
+def plot_curves(models: Mapping[str, Any], target: str, path: Path) -> None:
+    """Validation perplexity of the target by epoch and by CPU hour, one line a model."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), dpi=90)
+    for name, m in models.items():
+        curve = m.get("curve") or {}
+        ys = curve.get(f"valid_{target}") or []
+        if not ys:
+            continue
+        axes[0].plot(curve["epoch"], ys, marker="o", ms=2, label=name)
+        cpu = [c / 3600 if c is not None else math.nan for c in curve["cpu_s"]]
+        axes[1].plot(cpu, ys, marker="o", ms=2, label=name)
+    for ax, xlabel in zip(axes, ("epoch", "CPU hours (training + validation)"), strict=True):
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(f"valid perplexity ({target})")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"thesis scale, target {target}: validation curves (exact softmax)")
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def report(models: Mapping[str, Any], targets: Sequence[str], args: argparse.Namespace,
+           out_png: Path | None) -> dict[str, Any]:
+    """Tables 5.2, 5.4/5.5, 5.6 and the claims, per target; a PNG of the curves beside the JSON."""
+    per_target: dict[str, Any] = {}
+    for tgt in targets:
+        t52 = table_5_2(models, tgt)
+        ali_block = tables_5_4_5_5(args.work, tgt, args) if not args.skip_alignment else {"skipped": True}
+        ali = alignment_rows(ali_block)
+        t56 = table_5_6(models, tgt, None if args.skip_random else random_groc_valid(args.work, tgt))
+        per_target[tgt] = {"table_5_2": t52, "table_5_4_5_5": ali, "table_5_6": t56,
+                           "claims": claims(t52, ali, t56, tgt), "alignment_detail": ali_block}
+        if out_png is not None:
+            plot_curves({n: m for n, m in models.items() if tgt in (m.get("langs") or [])}, tgt,
+                        out_png.with_name(f"{out_png.stem}_{tgt}.png"))
+    return per_target
 
 
 # -- driver --------------------------------------------------------------------------------------
@@ -378,7 +659,9 @@ def train_all(plan: Sequence[ModelSpec], overrides: dict[str, Any], args: argpar
                 name = running.pop(future)
                 try:
                     done[name] = future.result()
-                except Exception as exc:  # one failing model must not lose the others
+                except (Exception, BadInput) as exc:  # one failing model must not lose the others
+                    # (BadInput is a SystemExit: uncaught, it would stop this loop and leave the
+                    # pool's shutdown waiting on the other model's whole training)
                     log.exception("[%s] failed", name)
                     done[name] = {"name": name, "error": f"{type(exc).__name__}: {exc}"}
     return {m.name: done[m.name] for m in plan}
@@ -387,13 +670,20 @@ def train_all(plan: Sequence[ModelSpec], overrides: dict[str, Any], args: argpar
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", type=Path, required=True, help="work folder (outside the clone): corpora/, runs/")
-    ap.add_argument("--stage", choices=("train", "collect"), default="train")
+    ap.add_argument("--stage", choices=("train", "collect", "report"), default="train",
+                    help="train (and continue) the models; collect: report them as they stand, training "
+                         "nothing; report: collect, then align (Tables 5.4/5.5) and write the tables")
+    ap.add_argument("--skip-alignment", action="store_true", help="report: leave out Tables 5.4/5.5")
+    ap.add_argument("--skip-random", action="store_true", help="report: leave out the untrained GroC's perplexity")
     ap.add_argument("--targets", default="fr", help="target languages, comma-separated (each also with en)")
     ap.add_argument("--models", default="", help="a subset of the plan's model names (default: all)")
     ap.add_argument("--data-root", type=Path, default=None, help=f"shared data folder (default ${DATA_ENV})")
     ap.add_argument("--train-tokens", type=int, default=1_000_000)
     ap.add_argument("--eval-tokens", type=int, default=100_000)
-    ap.add_argument("--cpu-minutes", type=float, default=60.0, help="CPU cap per model (training + validation)")
+    ap.add_argument("--valid-tokens", type=int, default=20_000,
+                    help="validate (early stopping) on an evenly spaced sample of about N valid tokens a language "
+                         "(0: the whole valid split); test perplexity is always the whole test split")
+    ap.add_argument("--cpu-minutes", type=float, default=90.0, help="CPU cap per model (training + validation)")
     ap.add_argument("--lr-patience", type=int, default=2, help="epochs without improvement before lr /10")
     ap.add_argument("--stop-patience", type=int, default=3, help="epochs without improvement before stopping")
     ap.add_argument("--jobs", type=int, default=2)
@@ -440,15 +730,24 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.stage == "train":
         assert root is not None
         manifest = prepare(root, corpora, langs, args.train_tokens, args.eval_tokens, "auto")
-    overrides = common_overrides(args, corpora)
+    training_root = args.work / f"corpora-valid{args.valid_tokens}" if args.valid_tokens else corpora
+    if args.stage == "train" and args.valid_tokens:
+        early_stop_corpora(corpora, training_root, langs, args.valid_tokens)
+    overrides = common_overrides(args, training_root)
     started = time.time()
-    models = train_all(plan, overrides, args, collect=args.stage == "collect")
+    models = train_all(plan, overrides, args, collect=args.stage != "train")
+    tables = None
+    if args.stage == "report":
+        png = None if args.no_save else result_path(args.name or "thesis_scale").with_suffix(".png")
+        if png is not None:
+            png.parent.mkdir(parents=True, exist_ok=True)
+        tables = report(models, targets, args, png)
     return {
         "benchmark": "thesis_scale", "stage": args.stage, "driver_commit": _commit(), "work": str(args.work),
         "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "corpora": {lang: {"short": e["short"], **{s: v["tokens"] for s, v in e["splits"].items()}}
                     for lang, e in manifest.items()},
-        "models": models, "wall_seconds": round(time.time() - started, 1),
+        "models": models, "tables": tables, "wall_seconds": round(time.time() - started, 1),
     }
 
 

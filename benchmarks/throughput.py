@@ -23,6 +23,7 @@ import logging
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 import torch  # noqa: E402
 
 from benchmarks.common import (  # noqa: E402
+    FULL_SOFTMAX,
     BadInput,
     add_output_args,
     check_models,
@@ -97,7 +99,7 @@ def time_impls(bundle: ModelBundle, device: torch.device, reps: int = 3) -> dict
     return out
 
 
-def main() -> None:
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--size", choices=tuple(SIZES), default="cpu")
@@ -114,7 +116,11 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("bench_out/throughput"))
     ap.add_argument("--set", action="append", default=[])
     add_output_args(ap)
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The measurement, as the JSON object it reports."""
     logging.basicConfig(level=logging.WARNING)
     device = resolve_device(args.device)
     names = args.models.split(",")
@@ -123,7 +129,7 @@ def main() -> None:
         raise BadInput("--repeats and --steps must be at least 1")
     corpus = slice_corpus(prepare_ptb(shared_data(), args.work / "ptb"), args.work / "corpus", args.eval_lines)
     common = merge_overrides(
-        {"data.root": corpus, "data.langs": ["en"], **SIZES[args.size], "train.max_steps": args.steps,
+        {**FULL_SOFTMAX, "data.root": corpus, "data.langs": ["en"], **SIZES[args.size], "train.max_steps": args.steps,
          "train.eval_every": args.steps, "train.threads": args.threads, "train.device": args.device,
          "train.precision": args.precision, "train.compile": bool(args.compile),
          "model.surface.impl": args.impl, "train.eval_batch_size": 10, "train.lr": 0.002},
@@ -189,7 +195,14 @@ def main() -> None:
         "models": results,
         "peak_rss_mib": peak_rss_mib(),
     }
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    out = run(args)
     emit(out, args.name, not args.no_save)
+    return out
 
 
 if __name__ == "__main__":

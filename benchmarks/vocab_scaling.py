@@ -103,27 +103,34 @@ class _Timer:
     def __init__(self, clock: Any, deadline: float | None = None) -> None:
         self.clock = clock
         self.deadline = deadline  # absolute (time.time()); a step boundary past it ends the run
-        self.step_ends: list[float] = []
+        self.step_s: list[float] = []  # each step's own seconds, validations excluded
         self.eval_record: dict[str, Any] = {}
         self.eval_s = 0.0
         self.info: dict[str, Any] = {}
-        self.started = 0.0
+        self.mark = 0.0  # where the next step's time starts: the last step's end, or the last validation's
 
     def on_start(self, total_steps: int | None, info: Mapping[str, Any]) -> None:
         self.info = {"vocab": info["vocab"], "softmax": info.get("softmax")}
-        self.started = self.clock()
+        self.mark = self.clock()
 
     def on_step(self, info: Any) -> None:
-        self.step_ends.append(self.clock())
+        now = self.clock()
+        self.step_s.append(now - self.mark)
+        self.mark = now
         if self.deadline is not None and time.time() >= self.deadline:
             import polyglot_groc as pg
 
             raise pg.StopTraining("the --deadline passed")
 
     def on_eval(self, record: Mapping[str, Any]) -> None:
-        # The validation ran between the last step's end and this call (nothing else does).
-        self.eval_s = self.clock() - self.step_ends[-1]
+        # A validation runs between one step's end and this call. Any of them (the final one, or a
+        # wall-clock checkpoint's, train.checkpoint_minutes: the "third-step spike" of issue 43 was the
+        # first such checkpoint, due one minute in, counted inside the next timed step) is left out of
+        # the steps' times; the last one is the run's measured evaluation.
+        now = self.clock()
+        self.eval_s = now - self.mark
         self.eval_record = dict(record)
+        self.mark = now
 
 
 def child(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -145,11 +152,10 @@ def child(spec: Mapping[str, Any]) -> dict[str, Any]:
                               # no wall-clock validations between the timed steps
                               "train.checkpoint_minutes": 0},
                    overwrite=True, hooks=timer)
-    if len(timer.step_ends) < 2:
-        raise RuntimeError(f"{spec.get('name')}: {len(timer.step_ends)} step(s) before its time ran out; "
+    if len(timer.step_s) < 2:
+        raise RuntimeError(f"{spec.get('name')}: {len(timer.step_s)} step(s) before its time ran out; "
                            "a median needs at least 2 (give it more time)")
-    ends = [timer.started, *timer.step_ends]
-    step_s = [b - a for a, b in zip(ends, ends[1:], strict=False)]
+    step_s = timer.step_s
     measured = step_s[1:] or step_s  # the first step warms up (allocations, first encodes)
     tokens_per_step = res.tokens_per_s * res.train_seconds / max(res.steps, 1)
     median = statistics.median(measured)
@@ -208,28 +214,69 @@ def ratio(a: dict[str, Any] | None, b: dict[str, Any] | None, key: str) -> float
     return round(float(a[key]) / float(b[key]), 4)
 
 
+#: The figures of a child that repeats combine: each model's median over its repeats, with the spread.
+REPEATED = ("median_step_s", "train_tokens_per_s", "eval_tokens_per_s", "peak_memory_mib")
+
+
+def combine(repeats: list[dict[str, Any]]) -> dict[str, Any]:
+    """One model's row from its repeated children: the median of each figure over the repeats, its
+    spread (min, max), and every repeat's own row. One repeat is returned as it is."""
+    done = [r for r in repeats if "skipped" not in r and "error" not in r]
+    if len(repeats) == 1 or not done:
+        return repeats[0]
+    row = dict(done[0])
+    row["repeats"] = repeats
+    for key in REPEATED:
+        values = [float(r[key]) for r in done if r.get(key) is not None]
+        if values:
+            row[key] = statistics.median(values)
+            row[f"{key}_spread"] = [round(min(values), 4), round(max(values), 4)]
+    return row
+
+
+#: Ratios of the summary: (key, numerator model, denominator model(s), figure).
+RATIOS: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str], ...] = (
+    ("groc_sampled_over_tied_sampled_train", ("groc_sampled",), ("tied_sampled",), "train_tokens_per_s"),
+    ("groc_sampled_over_tied_full_train", ("groc_sampled",), ("tied_full",), "train_tokens_per_s"),
+    ("groc_sampled_over_groc_full_train", ("groc_sampled",), ("groc_full",), "train_tokens_per_s"),
+    ("groc_sparse_over_tied_sampled_train", ("groc_sampled_sparse",), ("tied_sampled",), "train_tokens_per_s"),
+    ("groc_full_over_tied_full_train", ("groc_full",), ("tied_full",), "train_tokens_per_s"),
+    ("groc_over_tied_eval", ("groc_full", "groc_sampled"), ("tied_full", "tied_sampled"), "eval_tokens_per_s"),
+    ("groc_sampled_memory_over_tied_full", ("groc_sampled",), ("tied_full",), "peak_memory_mib"),
+)
+
+
 def summarise(corpus: str, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """One corpus's entry: its rows and the ratios between them (rows skipped for time are kept, unused)."""
+    """One corpus's entry: its rows and the ratios between them (rows skipped for time are kept, unused).
+
+    Rows with ``repeats`` (:func:`combine`) give each ratio from the medians and, beside it, the
+    spread of the ratios taken repeat by repeat (the repeats ran interleaved: repeat i of every model
+    ran close in time, so their ratio sees the same machine)."""
     done = {m: r for m, r in rows.items() if "skipped" not in r and "error" not in r}
-    summary = {
-        "groc_sampled_over_tied_sampled_train": ratio(done.get("groc_sampled"), done.get("tied_sampled"),
-                                                      "train_tokens_per_s"),
-        "groc_sampled_over_tied_full_train": ratio(done.get("groc_sampled"), done.get("tied_full"),
-                                                   "train_tokens_per_s"),
-        "groc_sampled_over_groc_full_train": ratio(done.get("groc_sampled"), done.get("groc_full"),
-                                                   "train_tokens_per_s"),
-        "groc_sparse_over_tied_sampled_train": ratio(done.get("groc_sampled_sparse"), done.get("tied_sampled"),
-                                                     "train_tokens_per_s"),
-        "groc_full_over_tied_full_train": ratio(done.get("groc_full"), done.get("tied_full"), "train_tokens_per_s"),
-        "groc_over_tied_eval": ratio(done.get("groc_full") or done.get("groc_sampled"),
-                                     done.get("tied_full") or done.get("tied_sampled"), "eval_tokens_per_s"),
-        "groc_sampled_memory_over_tied_full": ratio(done.get("groc_sampled"), done.get("tied_full"),
-                                                    "peak_memory_mib"),
-    }
+    summary: dict[str, Any] = {}
+    for key, tops, bottoms, figure in RATIOS:
+        top = next((done[m] for m in tops if m in done), None)
+        bottom = next((done[m] for m in bottoms if m in done), None)
+        summary[key] = ratio(top, bottom, figure)
+        if top is not None and bottom is not None and "repeats" in top and "repeats" in bottom:
+            pairs = [ratio(a, b, figure) for a, b in zip(top["repeats"], bottom["repeats"], strict=False)]
+            per = [x for x in pairs if x is not None]
+            if per:
+                summary[f"{key}_per_repeat"] = per
     first = next(iter(done.values()), None)
     return {"langs": ",".join(CORPORA[corpus][0]), "vocab": first["vocab"] if first else None,
             "largest_screened_vocab": first["softmax"]["largest_vocab"] if first else None,
             "models": rows, "summary": summary}
+
+
+def interleaved(names: list[str], repeats: int) -> list[tuple[int, str]]:
+    """(repeat, model) in the order the children run: every model once per repeat, the order rotated
+    each repeat, so no model always runs first (or last) on a machine whose load drifts."""
+    order: list[tuple[int, str]] = []
+    for r in range(repeats):
+        k = r % len(names)
+        order += [(r, m) for m in names[k:] + names[:k]]
+    return order
 
 
 def main() -> None:
@@ -245,6 +292,8 @@ def main() -> None:
     ap.add_argument("--proposal", default="log-uniform")
     ap.add_argument("--precision", default="auto")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="children per model, run interleaved (ratios from medians, spreads reported)")
     ap.add_argument("--work", type=Path, default=Path("bench_out/vocab_scaling"))
     ap.add_argument("--deadline", type=float, default=None,
                     help="absolute end (seconds since the epoch, `date +%%s`): children that cannot start "
@@ -259,29 +308,33 @@ def main() -> None:
     check_models(names, MODELS)
     corpora = args.corpora.split(",")
     check_models(corpora, CORPORA)
+    if args.repeats < 1:
+        raise BadInput("--repeats must be at least 1")
     if args.steps < 2 or args.full_steps < 2:
         raise BadInput("--steps and --full-steps must be at least 2 (the first step is not timed)")
     data = shared_data()
     started = time.time()
     out: dict[str, Any] = {"benchmark": "vocab_scaling", "size": args.size, "device": args.device,
-                           "threads": args.threads, "sampled_k": args.sampled_k, "proposal": args.proposal,
+                           "threads": args.threads, "repeats": args.repeats, "sampled_k": args.sampled_k,
+                           "proposal": args.proposal,
                            "precision": args.precision, "corpora": {}}
     for name in corpora:
         root = corpus_root(name, data, args.work)
-        rows: dict[str, dict[str, Any]] = {}
-        for model in names:
+        runs: dict[str, list[dict[str, Any]]] = {m: [] for m in names}
+        for r, model in interleaved(names, args.repeats):
             steps = args.full_steps if name == corpora[-1] and MODELS[model]["train.softmax"] == "full" \
                 else args.steps
             spec = child_spec(name, model, root, size=args.size, steps=steps, device=args.device,
                               threads=args.threads, precision=args.precision, sampled_k=args.sampled_k,
-                              proposal=args.proposal, work=args.work, deadline=args.deadline)
-            rows[model] = run_child(spec, args.threads)
-            if "skipped" in rows[model]:
-                print(f"{name} {model}: {rows[model]['skipped']}", file=sys.stderr)
+                              proposal=args.proposal, work=args.work / f"repeat{r}", deadline=args.deadline)
+            row = run_child(spec, args.threads)
+            runs[model].append(row)
+            if "skipped" in row:
+                print(f"{name} {model} #{r}: {row['skipped']}", file=sys.stderr)
                 continue
-            print(f"{name} {model}: {rows[model]['median_step_s']} s/step, "
-                  f"{rows[model]['train_tokens_per_s']:.0f} tok/s", file=sys.stderr)
-        out["corpora"][name] = summarise(name, rows)
+            print(f"{name} {model} #{r}: {row['median_step_s']} s/step, "
+                  f"{row['train_tokens_per_s']:.0f} tok/s, steps {row['step_seconds']}", file=sys.stderr)
+        out["corpora"][name] = summarise(name, {m: combine(rs) for m, rs in runs.items()})
     out["wall_seconds"] = round(time.time() - started, 1)
     emit(out, args.name, not args.no_save)
 

@@ -30,7 +30,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -55,6 +55,7 @@ from eval.knn import (  # the k-NN engine; its public names stay importable from
     nn_topk,
     sweep,
 )
+from eval.methods.procrustes import BUILDS, SELECT_ON, Build, SelectOn  # declared with the method's knobs
 from eval.normalize import normalize_embeddings, safe_row_norms
 from eval.vectors import vocabulary_index
 from groc_base.errors import InputError
@@ -85,13 +86,7 @@ __all__ = [
 ]
 
 Method = Literal["csls", "nn"]
-Build = Literal["S2T", "T2S", "S2T|T2S", "S2T&T2S"]
 METHODS: tuple[str, ...] = ("csls", "nn")
-BUILDS: tuple[str, ...] = ("S2T", "T2S", "S2T|T2S", "S2T&T2S")
-SelectOn = Literal["criterion", "eval", "last"]
-#: How the refinement iteration is chosen: the unsupervised criterion (default), the evaluation
-#: pairs' P@1 (MUSE's supervised rule, explicit only) or the last iteration.
-SELECT_ON: tuple[str, ...] = ("criterion", "eval", "last")
 # A refinement reuses the previous mapping's r as bounds only when W moved at most this much
 # (spectral norm): beyond it the intervals are wider than the sampled bounds.
 PRIOR_MAX_CHANGE = 0.1
@@ -487,6 +482,10 @@ class AlignmentResult:
     W_tgt: np.ndarray | None = None
     method: str = "procrustes"
     select_on: str = "criterion"
+    #: A method that judges its own map (an unsupervised start) says whether it aligned: ``{"status":
+    #: "aligned" | "doubtful" | "failed", "reason": one sentence, "criterion": {"name", "value"},
+    #: "evidence": {...}}`` (docs/outputs.md); None: no verdict (supervised methods).
+    verdict: dict[str, Any] | None = None
 
     @property
     def best_criterion(self) -> float:

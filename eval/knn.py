@@ -32,6 +32,7 @@ import faiss
 import numpy as np
 
 from eval.normalize import safe_row_norms
+from groc_base.checks import is_int
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -134,7 +135,7 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
 
 
 def _positive(name: str, value: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if not is_int(value, numpy=True) or value < 1:
         raise InputError(f"{name}={value!r}; pass a positive integer")
     return int(value)
 

@@ -35,36 +35,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from eval.knn import _positive, _search, _two_matrices, _unit_rows
+from eval.knn import _search, _two_matrices, _unit_rows
+from eval.methods.rcsls import RcslsConfig  # the knobs, declared with the method
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["RcslsConfig", "RcslsResult", "rcsls", "rcsls_loss_and_grad", "spectral_projection"]
-
-
-@dataclass(frozen=True)
-class RcslsConfig:
-    """RCSLS settings, fastText ``align.py``'s defaults; ranges checked once, here.
-
-    ``n_iter`` counts as fastText's ``--niter``: ``n_iter + 1`` gradient updates (its loop runs
-    ``niter + 1`` times); ``lr`` is its ``--lr`` (its README's example uses ``--lr 25 --niter 10``).
-    """
-
-    knn: int = 10
-    max_neg: int = 200_000
-    n_iter: int = 10
-    lr: float = 1.0
-    spectral: bool = False
-    batch_size: int = 256  # query rows per candidate rescoring: a (batch, keep, d) float32 gather (20 MB)
-
-    def __post_init__(self) -> None:
-        for name in ("knn", "max_neg", "batch_size"):
-            _positive(name, getattr(self, name))
-        if isinstance(self.n_iter, bool) or self.n_iter < 0:
-            raise InputError(f"n_iter={self.n_iter!r}; pass 0 or more RCSLS steps")
-        if not (np.isfinite(self.lr) and self.lr > 0):
-            raise InputError(f"lr={self.lr!r}; pass a positive learning rate, e.g. 1.0")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import numpy as np
 
 from eval.vectors import vocabulary_index
 from groc_base.errors import InputError
+from groc_base.textio import read_text
 
 logger = logging.getLogger(__name__)
 
@@ -48,15 +49,7 @@ def read_word_pairs(path: str | os.PathLike[str]) -> tuple[list[tuple[str, str, 
     :class:`InputError` naming the line.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read word-similarity file {path}: {exc.strerror}; check the path") from exc
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        bad_line = data[: exc.start].count(b"\n") + 1
-        raise InputError(f"{path}: line {bad_line} is not valid utf-8; re-encode the file as utf-8") from exc
+    text = read_text(path, what="word-similarity file", error=InputError)
     triples: list[tuple[str, str, float]] = []
     multiword = 0
     # split("\n") rather than splitlines(): unicode line separators inside a word are not breaks.

@@ -19,42 +19,13 @@ linearly independent training rows per side; fewer raise :class:`~groc_base.erro
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
+from eval.methods.vecmap import DEWHITEN, Dewhiten, VecmapConfig  # the knobs, declared with the method
 from groc_base.errors import InputError
 
-__all__ = ["VecmapConfig", "VecmapResult", "vecmap"]
-
-Dewhiten = Literal["src", "tgt", "none"]
-DEWHITEN: tuple[str, ...] = ("src", "tgt", "none")
-
-
-@dataclass(frozen=True)
-class VecmapConfig:
-    """VecMap supervised settings; ranges checked once, here."""
-
-    whiten: bool = True
-    src_reweight: float = 0.5
-    tgt_reweight: float = 0.5
-    src_dewhiten: Dewhiten = "src"
-    tgt_dewhiten: Dewhiten = "tgt"
-    dim_reduction: int = 0  # 0: keep every dimension
-
-    def __post_init__(self) -> None:
-        for name in ("src_reweight", "tgt_reweight"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and 0.0 <= value <= 1.0):
-                raise InputError(f"{name}={value!r}; pass a re-weighting exponent in [0, 1], e.g. 0.5")
-        for name in ("src_dewhiten", "tgt_dewhiten"):
-            if getattr(self, name) not in DEWHITEN:
-                raise InputError(f"{name}={getattr(self, name)!r}; use src, tgt or none")
-        if isinstance(self.dim_reduction, bool) or self.dim_reduction < 0:
-            raise InputError(f"dim_reduction={self.dim_reduction!r}; pass 0 (keep all) or a positive dimension")
-        if not self.whiten and (self.src_dewhiten != "none" or self.tgt_dewhiten != "none"):
-            raise InputError("de-whitening needs whitening; pass whiten=True or src_dewhiten=tgt_dewhiten='none'")
-
+__all__ = ["DEWHITEN", "Dewhiten", "VecmapConfig", "VecmapResult", "vecmap"]
 
 @dataclass(frozen=True)
 class VecmapResult:

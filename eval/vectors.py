@@ -34,6 +34,7 @@ import numpy as np
 
 from groc_base.errors import InputError
 from groc_base.fileio import atomic_write
+from groc_base.textio import utf8_error
 
 logger = logging.getLogger(__name__)
 
@@ -304,9 +305,9 @@ def _text_chunks(path: Path, handle: IO[bytes], count: int, dim: int, rows: _Row
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             _check_rows(path, rests, pending_lines, given, dim)
-            raise InputError(
-                f"{path}: line {lineno} is not valid utf-8 (byte {exc.start}); re-encode the file as utf-8"
-            ) from exc
+            # tell() is the position after this row, in the uncompressed stream: the row starts len(raw) before.
+            raise utf8_error(raw, exc, path, what="vector file", first_line=lineno,
+                             first_offset=handle.tell() - len(raw)) from exc
         line = line.rstrip("\r\n")
         if not line.strip():
             # Blank lines are tolerated only at the end of the file (editors add them).

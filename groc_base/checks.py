@@ -11,15 +11,18 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import numbers
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
-__all__ = ["check_input_file", "check_non_negative", "check_output", "check_positive", "check_probability",
-           "check_seed", "checked_arguments", "cli_face", "either_face", "flag_name", "in_cli", "option", "setting"]
+__all__ = ["SettingFlag", "check_input_file", "check_non_negative", "check_output", "check_positive",
+           "check_probability", "check_seed", "checked_arguments", "cli_face", "either_face", "flag_name", "in_cli",
+           "is_int", "option", "override", "register_setting_flags", "renamed_argument", "setting"]
 
 #: Which face is calling: "python" (the default: a library call) or "cli" (inside :func:`cli_face`).
 _FACE: contextvars.ContextVar[str] = contextvars.ContextVar("polyglot_groc_face", default="python")
@@ -30,6 +33,7 @@ CLI_SPELLING: dict[str, str] = {
     "dictionary_mode": "--dictionary-mode", "train_dicts": "--train-dict", "eval_dicts": "--eval-dict",
     "datasets": "--dataset", "inputs": "--input", "specs": "--specs", "data_root": "--data",
     "size": "--size", "run_dir": "--run", "rcsls_n_iter": "--rcsls-niter",
+    "allow_overlap": "--allow-dictionary-overlap",
 }
 
 _UNSET: Any = object()
@@ -43,6 +47,35 @@ def cli_face() -> Iterator[None]:
         yield
     finally:
         _FACE.reset(token)
+
+
+_T = TypeVar("_T")
+#: The toolkit's own packages: a deprecation warning points at the first caller outside them.
+_OWN_CODE = tuple(str(Path(__file__).resolve().parent.parent / name) + os.sep
+                  for name in ("groc_base", "polyglot_groc", "langpairs", "lexicons", "eval"))
+
+
+def renamed_argument(new: str, old: str, new_value: _T, old_value: _T | None, default: _T) -> _T:
+    """The value of a keyword renamed from ``old`` to ``new`` (``new_value``, whose default is ``default``).
+
+    The old name still works, with a ``FutureWarning`` pointing at the caller's line (the Python face of
+    the command line's hidden old spellings, ``commands._common.deprecated_alias``); both names with
+    different values is an :class:`InputError`.
+    """
+    import sys
+    import warnings
+
+    if old_value is None:
+        return new_value
+    if new_value != default and new_value != old_value:
+        raise InputError(f"{old}={old_value!r} and {new}={new_value!r} disagree; {old} is the old name of {new}: "
+                         f"pass {new} alone")
+    frame, level = sys._getframe(0), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_OWN_CODE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"{old}= is deprecated and will be removed in the next release; use {new}=", FutureWarning,
+                  stacklevel=level)
+    return old_value
 
 
 def in_cli() -> bool:
@@ -72,13 +105,62 @@ def option(name: str, value: Any = _UNSET) -> str:
     return f"{name}={value!r}"
 
 
-#: Config keys with a command-line flag of their own (the others are set with ``--set key=value``).
-SETTING_FLAGS: dict[str, str] = {
-    "data.vocab_mode": "--vocab-mode", "data.tokenize": "--tokenize", "data.schedule": "--schedule",
-    "train.max_steps": "--max-steps", "train.max_minutes": "--max-minutes", "train.max_epochs": "--max-epochs",
-    "train.seed": "--seed", "train.threads": "--threads", "train.device": "--device", "train.log_every": "--log-every",
-    "model.kind": "--model", "model.lexicon.wn_dir": "--wn-dir",
-}
+@dataclass(frozen=True)
+class SettingFlag:
+    """How the command line sets one config key: a flag taking the value (``--seed 3``), a switch that
+    sets one value (``--no-screen``: ``data.screen = false``), an on/off pair (``--compile``/``--no-compile``)
+    or a repeated flag taking a list (``--lexicon A --lexicon B``). Declared by the commands' options
+    (``polyglot_groc.commands._options.config_option``), which register it here, so that the library
+    names the flag the command line has (:func:`setting`) without importing the command line."""
+
+    flag: str
+    #: The pair's off spelling (``--no-compile``); None: not a pair.
+    off: str | None = None
+    #: A switch: the config value it sets when given (``--no-screen``: False); unset: the flag takes a value.
+    sets: Any = _UNSET
+    #: A list given as the flag repeated.
+    repeat: bool = False
+
+    @property
+    def switch(self) -> bool:
+        """Whether the flag is a switch that sets one value (``--no-screen``)."""
+        return self.sets is not _UNSET
+
+    def spell(self, value: Any) -> str | None:
+        """``value`` as this flag (``--seed 3``, ``--no-screen``, ``--lexicon A --lexicon B``); None when the
+        flag cannot say it (a switch asked for the value it does not set, an empty list)."""
+        if self.off is not None:
+            return (self.flag if value else self.off) if isinstance(value, bool) else None
+        if self.switch:
+            return self.flag if type(value) is type(self.sets) and value == self.sets else None
+        if self.repeat and isinstance(value, (list, tuple)):
+            return " ".join(f"{self.flag} {v}" for v in value) or None
+        return f"{self.flag} {value}"
+
+    def to_config(self, value: Any) -> Any:
+        """The parsed flag's value as the config value it stands for; None: the flag was not given."""
+        if self.switch:
+            return self.sets if value else None
+        if self.repeat:
+            return list(value) if value else None
+        return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+#: Config keys with a command-line flag of their own (the others are set with ``--set key=value``):
+#: registered by the commands' option declarations (:func:`register_setting_flags`), never written here.
+SETTING_FLAGS: dict[str, SettingFlag] = {}
+
+
+def register_setting_flags(flags: Mapping[str, SettingFlag]) -> None:
+    """Record which flag sets each config key (the command line calls this as it declares its options).
+
+    Raises:
+        ValueError: a key is already registered with another flag (two options would claim it).
+    """
+    for key, flag in flags.items():
+        known = SETTING_FLAGS.setdefault(key, flag)
+        if known != flag:
+            raise ValueError(f"config key {key} is set by {known.flag} and by {flag.flag}; declare one flag per key")
 
 
 def setting(key: str, value: Any) -> str:
@@ -86,8 +168,16 @@ def setting(key: str, value: Any) -> str:
     ``--set train.lr=0.001`` on the command line, ``overrides={'data.vocab_mode': 'open'}`` from Python."""
     if _FACE.get() == "cli":
         flag = SETTING_FLAGS.get(key)
-        return f"{flag} {value}" if flag else f"--set {key}={value}"
+        spelled = flag.spell(value) if flag is not None else None
+        return spelled or f"--set {key}={value}"
     return f"overrides={{{key!r}: {value!r}}}"
+
+
+def override(key: str, value: Any) -> str:
+    """A config setting given as an override whatever flag sets it: ``--set key=value`` on the command line,
+    ``overrides={key: value}`` from Python. For a message about a key that arrived through ``overrides``
+    (finetune's and init-from-elmo's ``--set``), where :func:`setting` would name train's flag."""
+    return f"--set {key}={value}" if _FACE.get() == "cli" else f"overrides={{{key!r}: {value!r}}}"
 
 
 def _label(flag: str) -> str:
@@ -118,6 +208,14 @@ def either_face(name: str, value: Any = _UNSET, *, key: str | None = None) -> st
 def flag_name(name: str) -> str:
     """How the keyword ``name`` is given in the current face: ``--max-vocab`` (CLI) or ``max_vocab`` (Python)."""
     return option(name)
+
+
+def is_int(value: object, *, numpy: bool = False) -> bool:
+    """Whether ``value`` is an integer and not a bool (``True`` is an ``int`` in Python, and
+    ``max_steps=True`` is a mistake, not 1). ``numpy=True`` accepts numpy's integer scalars too
+    (``np.int64`` from an array); without it only Python ints pass (values stored in a config or a
+    seed handed to ``random``). The one such check of the repository: use it, not an inline pair."""
+    return isinstance(value, numbers.Integral if numpy else int) and not isinstance(value, bool)
 
 
 def check_positive(**values: int | float | None) -> None:
@@ -254,7 +352,6 @@ def _matches(value: Any, hint: Any) -> bool:
     items, callables, ABCs and classes; numbers by the numeric tower, a bool is not an int). What
     cannot be checked at run time (a protocol, a type variable) fits."""
     import collections.abc as abc
-    import numbers
     import types
     import typing
 
@@ -272,7 +369,7 @@ def _matches(value: Any, hint: Any) -> bool:
     if hint is bool:
         return isinstance(value, bool) or type(value).__name__ == "bool_"
     if hint is int:
-        return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        return is_int(value, numpy=True)
     if hint is float:
         return isinstance(value, numbers.Real) and not isinstance(value, bool)
     if origin in (abc.Callable,) or hint is abc.Callable:

@@ -1,4 +1,4 @@
-"""File I/O shared by every package: atomic writes, (optionally gzipped) reads and JSON output.
+"""File I/O shared by every package: atomic writes and JSON output (reading text: :mod:`groc_base.textio`).
 
 It lives in ``groc_base``, under every other package, so there is one implementation.
 
@@ -12,7 +12,6 @@ untouched for a day (a pid means nothing there). A running writer's temporaries 
 from __future__ import annotations
 
 import errno
-import gzip
 import hashlib
 import os
 import re
@@ -23,9 +22,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from groc_base.errors import GrocError, InputError
+from groc_base.errors import InputError
+from groc_base.textio import read_bytes  # noqa: F401 - the one reader, where callers used to find it
+
+if TYPE_CHECKING:
+    from _hashlib import HASH
 
 #: Temporaries of writers on another machine (shared file system) are removed after this long unchanged.
 FOREIGN_TEMP_MAX_AGE_S = 24 * 3600
@@ -54,7 +57,7 @@ def _writer_gone(entry: Path, match: re.Match[str]) -> bool:
             return time.time() - entry.lstat().st_mtime > FOREIGN_TEMP_MAX_AGE_S
         except OSError:
             return False
-    return not _pid_alive(pid)
+    return not pid_alive(pid)
 
 
 def write_then_rename(directory: Path, prefix: str, fill: Callable[[Path], Path], mode: int | None = None) -> Path:
@@ -189,6 +192,51 @@ def dumps_json(obj: object, **kwargs: object) -> str:
     return json.dumps(json_safe(obj), allow_nan=False, **kwargs)  # type: ignore[arg-type]
 
 
+def nonfinite_as_text(obj: object) -> object:
+    """``obj`` with every NaN/Infinity float as the string ``"nan"``, ``"inf"`` or ``"-inf"``.
+
+    The policy of the result files (:func:`write_json`: the benchmarks' results, the GPU campaign's
+    stage files and ledger): the JSON stays strict (it has no such numbers) and nothing is lost, since
+    a diverged run's ``inf`` stays apart from a ``nan`` and from a figure that is missing (null).
+    The library's own formats (a run's result.json, metrics.jsonl) keep :func:`json_safe`'s null,
+    which their readers take as "no figure".
+    """
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else str(obj)
+    if isinstance(obj, dict):
+        return {k: nonfinite_as_text(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [nonfinite_as_text(v) for v in obj]
+    return obj
+
+
+def json_text(obj: object) -> str:
+    """``obj`` as the text :func:`write_json` writes (without its final newline): strict JSON,
+    indented by 2, non-ASCII as written, non-finite floats as :func:`nonfinite_as_text` says."""
+    import json
+
+    return json.dumps(nonfinite_as_text(obj), indent=2, ensure_ascii=False, allow_nan=False)
+
+
+def write_json(path: Path, obj: object) -> None:
+    """``obj`` as :func:`json_text` plus a newline at ``path``, atomically (:func:`write_then_rename`:
+    a temporary named for this writer, fsynced, renamed into place; its folder is made if missing),
+    so a reader, a concurrent writer or a kill sees the old file or the new one, never half of one."""
+    atomic_write_bytes(Path(path), (json_text(obj) + "\n").encode("utf-8"))
+
+
+def file_digest(path: Path, into: HASH | None = None) -> HASH:
+    """The sha256 of ``path``'s bytes, read in chunks (``hashlib.file_digest``), as a hash object;
+    ``into``: a hash to extend instead (one digest over several files, or over a prefix and a file)."""
+    with Path(path).open("rb") as fh:
+        if into is None:
+            return hashlib.file_digest(fh, "sha256")
+        extended = into
+        return hashlib.file_digest(fh, lambda: extended)
+
+
 def _umask() -> int:
     """The process umask (reading it means setting it; it is put straight back)."""
     current = os.umask(0o022)
@@ -236,19 +284,6 @@ def atomic_write_all(contents: Mapping[Path, bytes]) -> None:
             tmp.unlink(missing_ok=True)
 
 
-def read_bytes(path: Path, what: str, error: type[GrocError]) -> bytes:
-    """The bytes of ``path`` (gunzipped for ``.gz``); a missing or unreadable file raises ``error``."""
-    try:
-        if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as fh:
-                return fh.read()
-        return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise error(f"{what} {path} does not exist; check the path") from exc
-    except (OSError, EOFError) as exc:
-        raise error(f"cannot read {what} {path} ({exc}); check the file and its permissions") from exc
-
-
 def unique_labels(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     """One distinct, short label per path, in order: to key results or legends by input file.
 
@@ -289,7 +324,8 @@ def named_for_user(exc: OSError, tmp: Path, final: Path) -> OSError:
     return _renamed(exc, {tmp: final})
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host is alive (one owned by another user counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

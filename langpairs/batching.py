@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from groc_base.checks import is_int
 from groc_base.errors import CheckpointError, ConfigError, CorpusError
+from groc_base.wording import agree, counted
 
 __all__ = [
     "SCHEDULE_MODES",
@@ -45,12 +47,13 @@ def batchify(ids: np.ndarray, n_streams: int) -> np.ndarray:
         raise CorpusError(f"batchify needs a 1-d array of token ids, got shape {ids.shape}; flatten it first")
     if not np.issubdtype(ids.dtype, np.integer):
         raise CorpusError(f"batchify needs integer token ids, got dtype {ids.dtype}; map tokens to ids first")
-    if isinstance(n_streams, bool) or not isinstance(n_streams, (int, np.integer)) or n_streams < 1:
+    if not is_int(n_streams, numpy=True) or n_streams < 1:
         raise ConfigError(f"n_streams must be a positive integer, got {n_streams!r}")
     length = ids.shape[0] // n_streams
     if length < 2:  # one input and one target per stream at the very least
         raise CorpusError(
-            f"{ids.shape[0]} tokens are too few for {n_streams} streams (each needs >= 2); "
+            f"{counted(ids.shape[0], 'token')} {agree(ids.shape[0], 'is', 'are')} too few for "
+            f"{counted(n_streams, 'stream')} (each needs >= 2); "
             f"use a smaller batch size or more text"
         )
     return np.ascontiguousarray(ids[: length * n_streams].reshape(n_streams, length), dtype=np.int64)
@@ -62,7 +65,7 @@ def bptt_windows(n_positions: int, bptt: int) -> list[tuple[int, int]]:
     A window's inputs are ``ids[:, s:s+l]`` and its targets ``ids[:, s+1:s+l+1]``, so targets
     ``1 .. n_positions-1`` are covered once; the last window may be shorter than ``bptt``.
     """
-    if isinstance(bptt, bool) or not isinstance(bptt, (int, np.integer)) or bptt < 1:
+    if not is_int(bptt, numpy=True) or bptt < 1:
         raise ConfigError(f"bptt must be a positive integer, got {bptt!r}")
     if n_positions < 2:
         raise CorpusError(f"a stream of {n_positions} positions has no targets; it needs at least 2")
@@ -120,7 +123,7 @@ class LanguageSchedule:
         if not sizes:
             raise ConfigError("a language schedule needs at least one language with a size")
         for lang, size in sizes.items():
-            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            if not is_int(size, numpy=True) or size < 1:
                 raise ConfigError(f"schedule size for {lang!r} must be a positive integer, got {size!r}")
         if mode == "temperature" and not (np.isfinite(temperature) and temperature > 0):
             raise ConfigError(f"temperature must be a positive number, got {temperature!r}")

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from groc_base.checks import in_cli, option
-from groc_base.errors import CorpusError, UnknownLanguageError
-from groc_base.fileio import read_bytes
+from groc_base.errors import CorpusError, GrocError, UnknownLanguageError
+from groc_base.textio import decode_text, read_text
 
 from .registry import LanguageRegistry, default_registry
 from .tokenize import Tokenizer, make_tokenizer
@@ -67,17 +67,11 @@ def check_token_lengths(text: str, source: object) -> None:
                       "without spaces, a URL list, base64 or binary data); remove or split that line")
 
 
-def decode_utf8(data: bytes, path: Path | str, error: type[Exception] = CorpusError) -> str:
-    """Strictly decode ``data`` read from ``path`` as UTF-8 (a leading BOM is dropped), NFC-normalised."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise error(
-            f"{path} is not valid utf-8 (byte offset {exc.start}: {data[exc.start:exc.start + 4]!r}); "
-            f"re-encode it as utf-8, e.g. `iconv -f latin1 -t utf-8`"
-        ) from exc
-    text = text.removeprefix("\ufeff")
-    return unicodedata.normalize("NFC", text)
+def decode_utf8(data: bytes, path: Path | str, error: type[GrocError] = CorpusError) -> str:
+    """Strictly decode ``data`` read from ``path`` as UTF-8 (a leading BOM is dropped), NFC-normalised:
+    :func:`groc_base.textio.decode_text` with ``nfc=True``, the corpora's reading (its error names
+    the file, the line, the byte offset and the ``iconv`` that fixes it)."""
+    return decode_text(data, path, error=error, nfc=True)
 
 
 def _space_free(form: str) -> str:
@@ -136,7 +130,7 @@ def read_split(path: Path, tokenizer: Tokenizer | None = None) -> list[list[str]
     raise :class:`CorpusError`.
     """
     path = Path(path)
-    text = decode_utf8(read_bytes(path, "corpus file", CorpusError), path)
+    text = read_text(path, what="corpus file", error=CorpusError, nfc=True)
     check_token_lengths(text, path)
     is_conllu = path.name.endswith((".conllu", ".conllu.gz"))
     sentences = [[*tokens, EOS] for tokens in _conllu_sentences(text, path)] if is_conllu \

@@ -14,7 +14,6 @@ against the source training vocabulary (Table 6).
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import re
@@ -27,6 +26,7 @@ from typing import Any
 from groc_base.checks import check_output, option
 from groc_base.errors import ConfigError, CorpusError
 from groc_base.fileio import atomic_output_dir, atomic_write_bytes
+from groc_base.textio import decode_text, iter_lines, read_text
 
 __all__ = ["CROSSDOMAIN_DOMAINS", "prepare_crossdomain_en"]
 
@@ -46,10 +46,13 @@ def _brown(text_root: Path) -> dict[str, list[tuple[str, Doc]]]:
         raise CorpusError(f"{path} is missing; set POLYGLOT_GROC_DATA to the shared data folder")
     out: dict[str, list[tuple[str, Doc]]] = {"nonfiction": [], "fiction": []}
     with zipfile.ZipFile(path) as z:
-        cats = dict(line.split()[:2] for line in z.read("brown/cats.txt").decode().splitlines() if line.strip())
+        def member(name: str) -> str:
+            return decode_text(z.read(name), f"{path}:{name}", error=CorpusError)
+
+        cats = dict(line.split()[:2] for line in member("brown/cats.txt").splitlines() if line.strip())
         for fid, cat in sorted(cats.items()):
             sents = []
-            for line in z.read(f"brown/{fid}").decode("utf-8").splitlines():
+            for line in member(f"brown/{fid}").splitlines():
                 toks = [t.rsplit("/", 1)[0] for t in line.split()]
                 if toks:
                     sents.append(toks)
@@ -68,7 +71,7 @@ def _leipzig_wiki(text_root: Path) -> list[tuple[str, Doc]]:
         path = text_root / "leipzig" / name
         if not path.is_file():
             raise CorpusError(f"{path} is missing; set POLYGLOT_GROC_DATA to the shared data folder")
-        for line in path.read_text(encoding="utf-8").splitlines():
+        for line in read_text(path, what="corpus file", error=CorpusError).splitlines():
             sent = line.split("\t", 1)[-1].strip()
             if sent and sent not in seen:
                 seen.add(sent)
@@ -86,7 +89,7 @@ def _ewt(text_root: Path) -> list[tuple[str, Doc]]:
         doc_id = f"{split}-0"
         sents: Doc = []
         cur: list[str] = []
-        for line in gzip.open(path, "rt", encoding="utf-8"):
+        for line in iter_lines(path, what="treebank", error=CorpusError):
             if line.startswith("# newdoc id"):
                 if sents:
                     docs.append((doc_id, sents))

@@ -11,9 +11,7 @@ import logging
 from pathlib import Path
 
 from groc_base.errors import DictionaryError
-from groc_base.fileio import read_bytes
-
-from .corpus import decode_utf8
+from groc_base.textio import read_text
 
 __all__ = ["group_by_source", "read_dictionary"]
 
@@ -36,7 +34,7 @@ def read_dictionary(path: Path, lower: bool = True, lenient: bool = False) -> li
     ``lenient=True``, is skipped (one warning with the count). ``.gz`` files are read directly.
     """
     path = Path(path)
-    text = decode_utf8(read_bytes(path, "dictionary file", DictionaryError), path, error=DictionaryError)
+    text = read_text(path, what="dictionary file", error=DictionaryError, nfc=True)
     pairs: list[tuple[str, str]] = []
     skipped: list[int] = []
     for lineno, line in enumerate(text.splitlines(), start=1):

@@ -19,10 +19,12 @@ which Stanza models are installed.
 
 Plain text is inspected before it is tokenised, because scraped and downloaded text carries more
 than words: Leipzig's ``id<TAB>sentence`` lines (the shared data's own format), HTML/XML markup
-(``<b>12</b>`` verse numbers, ``&amp;``), and metadata header lines at the top of a file or block
-(``Title: ...``, ``Author: ...``). ``clean`` chooses what is removed: by default only Leipzig ids
-(unambiguous); ``markup`` and ``headers`` on request. Whatever is found and kept is logged as a
-warning with its count and the option that removes it, and the manifest records both.
+(``<b>12</b>`` verse numbers, ``&amp;``, whole web pages: read by a parser, :mod:`langpairs.markup`,
+which keeps corpus placeholders such as ``<unk>``), and metadata header lines at the top of a file
+or block (``Title: ...``, ``Author: ...``). ``clean`` chooses what is removed: by default only
+Leipzig ids (unambiguous); ``markup`` and ``headers`` on request. Whatever is found and kept is
+logged as a warning with its count and the option that removes it, markup-like text left after
+markup was removed is a warning with its count, and the manifest records both.
 
 Splits are deterministic: units (sentences with ``split_by="line"``, documents with
 ``"document"``) keep their order, or are put in a seeded hash order with ``shuffle``; train comes
@@ -45,7 +47,6 @@ import contextlib
 import fcntl
 import gzip
 import hashlib
-import html
 import json
 import logging
 import os
@@ -60,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from groc_base.checks import option
+from groc_base.checks import is_int, option
 from groc_base.errors import ConfigError, CorpusError
 from groc_base.fileio import (
     atomic_write_bytes,
@@ -72,8 +73,11 @@ from groc_base.fileio import (
     sweep_stale_temporaries,
     write_then_rename,
 )
+from groc_base.textio import decode_text
+from groc_base.wording import counted
 
-from .corpus import SPLITS, check_token_lengths, decode_utf8
+from .corpus import SPLITS, check_token_lengths
+from .markup import count_markup, strip_markup
 from .registry import Language, LanguageRegistry, load_registry
 from .tokenize import SentenceTokenizer, make_tokenizer
 
@@ -81,6 +85,7 @@ __all__ = [
     "CLEANING",
     "SPLIT_BY",
     "TEXT_FORMATS",
+    "CleanedText",
     "clean_text",
     "PreparedLanguage",
     "SplitStats",
@@ -109,8 +114,6 @@ CLEANING: tuple[str, ...] = ("ids", "markup", "headers")
 DEFAULT_CLEANING: tuple[str, ...] = ("ids",)
 
 _LEIPZIG_LINE = re.compile(r"^\d+\t")
-_TAG = re.compile(r"</?[A-Za-z][\w:.-]*(?:\s[^<>]*)?/?>|<!--.*?-->", re.DOTALL)
-_ENTITY = re.compile(r"&(?:[A-Za-z][A-Za-z0-9]{1,30}|#\d{1,7}|#[xX][0-9A-Fa-f]{1,6});")
 #: A metadata header line: a short capitalised key, a colon, a value ("Title: ...", "Release Date: ...").
 _HEADER = re.compile(r"^[^\W\d_][\w'/-]*(?: [\w'/-]+){0,3}:[ \t]+\S")
 
@@ -216,7 +219,7 @@ def _read_input(path: Path, text_format: str) -> _Input:
     if b"\x00" in data[:_BINARY_PROBE] or b"\x00" in data:
         raise CorpusError(f"input {path} looks binary (it holds NUL bytes), not text; give UTF-8 text, "
                           f".conllu or .gz files")
-    text = decode_utf8(data, path)
+    text = decode_text(data, path, what="input", error=CorpusError, nfc=True)
     if not text.strip():
         raise CorpusError(f"input {path} is empty; give a file with text in it")
     check_token_lengths(text, f"input {path}")
@@ -242,14 +245,35 @@ def parse_cleaning(clean: str | Sequence[str] | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def clean_text(text: str, clean: Sequence[str] = DEFAULT_CLEANING) -> tuple[str, dict[str, int], dict[str, str]]:
-    """``(text with the ``clean`` kinds removed, what was found of each kind, an example of each)``.
+@dataclass(frozen=True)
+class CleanedText:
+    """What :func:`clean_text` made of a text, and what it found (counts per :data:`CLEANING` kind)."""
+
+    #: The text with the asked-for kinds removed.
+    text: str
+    #: What was found of each kind, removed or not (kinds not found are absent).
+    found: dict[str, int]
+    #: The first piece found of each kind, as written (at most 60 characters).
+    examples: dict[str, str]
+    #: Markup-like pieces still in ``text`` after markup was removed (escaped markup such as
+    #: ``&lt;b&gt;``, now ``<b>``, or broken tags); empty unless ``markup`` was cleaned.
+    remaining: dict[str, int] = field(default_factory=dict)
+    #: The first remaining piece of each kind.
+    remaining_examples: dict[str, str] = field(default_factory=dict)
+    #: Corpus placeholders (``<unk>``, ``<eos>``, ...) recognised as words, never as markup.
+    placeholders: int = 0
+
+
+def clean_text(text: str, clean: Sequence[str] = DEFAULT_CLEANING) -> CleanedText:
+    """``text`` with the ``clean`` kinds removed, and what was found of each kind (:class:`CleanedText`).
 
     ``ids``: Leipzig's leading ``<number><TAB>`` when EVERY non-blank line has one (counted in
-    lines); ``markup``: HTML/XML tags and comments (each replaced by a space) and character
-    entities (decoded), counted in tags and entities; ``headers``: metadata lines (``Key: value``)
-    heading the text or a blank-line block, counted in lines. Kinds not in ``clean`` are counted
-    and left in place.
+    lines); ``markup``: HTML/XML markup, read by a parser (:func:`langpairs.markup.strip_markup`:
+    script and style with their content, comments, CDATA, doctype and tags removed, character
+    references decoded, block elements ending paragraphs; corpus placeholders such as ``<unk>``
+    kept and never counted), counted in tags, comments, declarations and references; ``headers``:
+    metadata lines (``Key: value``) heading the text or a blank-line block, counted in lines. Kinds
+    not in ``clean`` are counted and left in place.
     """
     found: dict[str, int] = {}
     examples: dict[str, str] = {}
@@ -282,17 +306,48 @@ def clean_text(text: str, clean: Sequence[str] = DEFAULT_CLEANING) -> tuple[str,
             drop = set(heads)
             lines = [line for i, line in enumerate(lines) if i not in drop]
     text = "\n".join(lines)
-    tags = _TAG.findall(text)
-    entities = _ENTITY.findall(text)
-    if tags or entities:
-        found["markup"] = len(tags) + len(entities)
-        examples["markup"] = (tags or entities)[0][:60]
-        if "markup" in clean:
-            text = html.unescape(_TAG.sub(" ", text))
-    return text, found, examples
+    remaining: dict[str, int] = {}
+    remaining_examples: dict[str, str] = {}
+    if "markup" in clean:
+        markup = strip_markup(text)
+        text, n, example, placeholders = markup.text, markup.found, markup.example, markup.placeholders
+        if markup.remaining:
+            remaining["markup"] = markup.remaining
+            remaining_examples["markup"] = markup.remaining_example
+    else:
+        n, example, placeholders = count_markup(text)
+    if n:
+        found["markup"] = n
+        examples["markup"] = example
+    return CleanedText(text, found, examples, remaining, remaining_examples, placeholders)
 
 
 _WHAT = {"ids": "Leipzig sentence ids", "markup": "HTML/XML tags or entities", "headers": "metadata header lines"}
+
+
+def _report_cleaning(path: Path, result: CleanedText, cleaning: Sequence[str]) -> dict[str, dict[str, int]]:
+    """Log what cleaning ``path`` removed and kept; its manifest entry ``{"removed": ..., "kept": ...}``.
+
+    ``kept`` holds the kinds found but not asked to be removed, and markup-like text that is left
+    after markup was removed (escaped markup, broken tags): each is warned about with its count.
+    """
+    removed = {k: n for k, n in result.found.items() if k in cleaning}
+    left = {k: n for k, n in result.found.items() if k not in cleaning}
+    if removed:
+        logger.info("input %s: removed %s", path, ", ".join(f"{n} {_WHAT[k]}" for k, n in removed.items()))
+    if result.placeholders:
+        logger.info("input %s: %d corpus placeholders (such as <unk>) are words, not markup: kept", path,
+                    result.placeholders)
+    if left:
+        logger.warning("input %s holds %s, kept as text; remove them with %s", path,
+                       "; ".join(f"{n} {_WHAT[k]} (e.g. {result.examples[k]!r})" for k, n in left.items()),
+                       option("clean", ",".join(k for k in CLEANING if k in left or k in cleaning)))
+    for kind, n in result.remaining.items():
+        logger.warning("input %s: %d markup-like pieces remain after removing markup (e.g. %r), kept as text: "
+                       "escaped markup in the source (&lt;b&gt; is text that reads <b>) or broken tags; edit the "
+                       "input if they are not text", path, n, result.remaining_examples[kind])
+        left[kind] = left.get(kind, 0) + n
+    return {"removed": removed, "kept": left}
 
 
 def _blocks(text: str) -> Iterator[list[str]]:
@@ -549,9 +604,10 @@ def prepare_language(
         dedupe: drop repeated sentences (the first is kept).
         clean: what to remove from plain text before tokenising (:func:`clean_text`): a list (or
             comma-separated string) of ``ids`` (Leipzig's leading sentence ids), ``markup`` (HTML/XML
-            tags and entities), ``headers`` (``Key: value`` metadata lines heading the text or a
-            block); ``all`` or ``none``. Default: ``ids`` only; markup and headers found and kept are
-            warned about with their counts.
+            read by a parser, :mod:`langpairs.markup`; placeholders such as ``<unk>`` kept), ``headers``
+            (``Key: value`` metadata lines heading the text or a block); ``all`` or ``none``. Default:
+            ``ids`` only; markup and headers found and kept, and markup-like text left after removing
+            markup, are warned about with their counts.
         overwrite: replace ``out/<lang>`` if it exists.
 
     Returns:
@@ -582,7 +638,7 @@ def prepare_language(
         raise ConfigError(f"{option('tokenizer', mode)} is unknown; use {', '.join(PREPARE_TOKENIZERS)}")
     valid_size, test_size = parse_split_size(valid, "valid"), parse_split_size(test, "test")
     cleaning = parse_cleaning(clean)
-    if isinstance(seed, bool) or not isinstance(seed, int):
+    if not is_int(seed):
         raise ConfigError(f"{option('seed', seed)} must be an integer")
     if isinstance(inputs, (str, Path)):
         inputs = [inputs]
@@ -602,16 +658,9 @@ def prepare_language(
     for item in items:
         if item.kind == "conllu":
             continue
-        item.text, found, examples = clean_text(item.text, cleaning)
-        removed = {k: n for k, n in found.items() if k in cleaning}
-        left = {k: n for k, n in found.items() if k not in cleaning}
-        cleaned[item.path] = {"removed": removed, "kept": left}
-        if removed:
-            logger.info("input %s: removed %s", item.path, ", ".join(f"{n} {_WHAT[k]}" for k, n in removed.items()))
-        if left:
-            logger.warning("input %s holds %s, kept as text; remove them with %s", item.path,
-                           "; ".join(f"{n} {_WHAT[k]} (e.g. {examples[k]!r})" for k, n in left.items()),
-                           option("clean", ",".join(k for k in CLEANING if k in left or k in cleaning)))
+        result = clean_text(item.text, cleaning)
+        item.text = result.text
+        cleaned[item.path] = _report_cleaning(item.path, result, cleaning)
     plain = [i for i in items if i.kind != "conllu"]
     tok: SentenceTokenizer | None = None
     splitter: str | None = None
@@ -674,7 +723,7 @@ def prepare_language(
             fix = (f"use {option('split_by', 'line')}, or give more documents" if split_by == "document"
                    else f"give more text, or larger {option('valid')}/{option('test')}")
             raise CorpusError(f"{code}: the {split} split came out empty ({len(units)} {unit_name}, "
-                              f"{sum(counts)} tokens); {fix}")
+                              f"{counted(sum(counts), 'token')}); {fix}")
 
     # Write the folder beside its final place, then rename it in (and the manifest under a lock). A new
     # --out this call made goes again if it fails; nothing is in place until the manifest is written.

@@ -45,11 +45,13 @@ from typing import Any
 
 import numpy as np
 
-from groc_base.checks import option
+from groc_base.checks import is_int, option
 from groc_base.errors import ConfigError, CorpusError, UnknownLanguageError
 from groc_base.fileio import atomic_write_bytes, make_temp_dir, named_for_user, removing_new_dirs, write_then_rename
+from groc_base.textio import decode_text
+from groc_base.wording import counted
 
-from .corpus import EOS, SPLITS, decode_utf8, prepare_hint
+from .corpus import EOS, SPLITS, prepare_hint
 from .files import LOCK_NAME, _sweep, _write_manifest_then, manifest_lock
 from .tokenize import SentenceTokenizer, make_tokenizer
 
@@ -130,7 +132,7 @@ def _read_text(path: Path) -> str:
         data = lzma.decompress(path.read_bytes()) if path.name.endswith(".xz") else path.read_bytes()
     except (OSError, lzma.LZMAError) as exc:
         raise CorpusError(f"cannot read source {path} ({exc}); check the shared data folder") from exc
-    return decode_utf8(data, path)  # strict UTF-8 + NFC
+    return decode_text(data, path, what="source", error=CorpusError, nfc=True)  # strict UTF-8 + NFC
 
 
 def _units(group: SourceGroup, text_root: Path) -> Iterator[str]:
@@ -289,7 +291,7 @@ def _prepare_language(
     for split in SPLITS:
         if not split_lines[split]:
             raise CorpusError(
-                f"{lang}: the {split} split came out empty ({got} tokens available); lower the budgets"
+                f"{lang}: the {split} split came out empty ({counted(got, 'token')} available); lower the budgets"
             )
         data = ("\n".join(split_lines[split]) + "\n").encode("utf-8")
         atomic_write_bytes(folder / f"{split}.txt", data)
@@ -350,7 +352,7 @@ def prepare_corpora(
             f"also needs a languages file: {option('languages', 'FILE')})"
         )
     for name, value in (("train_tokens", train_tokens), ("eval_tokens", eval_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if not is_int(value) or value < 1:
             raise ConfigError(f"{name} must be a positive integer, got {value!r}")
     text_root = _text_root(Path(data_root))
     out = Path(out)

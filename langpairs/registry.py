@@ -24,6 +24,7 @@ from typing import Any
 from groc_base.checks import check_input_file, option
 from groc_base.errors import ConfigError, UnknownLanguageError
 from groc_base.languages import to_iso3
+from groc_base.textio import decode_text
 
 logger = logging.getLogger(__name__)
 
@@ -464,9 +465,10 @@ def read_languages_file(path: str | os.PathLike[str]) -> dict[str, Any]:
                           f"${LANGUAGES_ENV}") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read languages file {path} ({exc.strerror or exc}); check the path") from exc
+    text = decode_text(data, path, what="languages file", error=ConfigError)
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         reason = " ".join(str(exc).split())
         raise ConfigError(f"languages file {path} is not valid TOML ({reason}); it should be "
                           f"{LANGUAGES_FILE_FORMAT}") from exc

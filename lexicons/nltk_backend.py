@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from groc_base.errors import InputError, LexiconError, LexiconMissingError
+from groc_base.fileio import file_digest
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang, to_iso3
 from lexicons.tokenize import tokenize_gloss
 
@@ -254,7 +255,5 @@ def _hash_files(paths: Sequence[Path]) -> str:
     h = hashlib.sha256()
     for path in paths:
         h.update(path.name.encode())
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
+        file_digest(path, into=h)
     return h.hexdigest()[:12]

@@ -44,7 +44,9 @@ from groc_base.errors import (
     LexiconFormatError,
     LexiconMissingError,
 )
-from groc_base.fileio import atomic_write
+from groc_base.fileio import atomic_write, file_digest
+from groc_base.textio import decode_text, read_text
+from groc_base.wording import agree, counted
 from lexicons.protocol import normalize_lang, to_iso3
 from lexicons.wn_backend import default_wn_dir, wn_data_dir
 from lexicons.wn_install import writing_wordnets
@@ -176,7 +178,7 @@ def _wndb_files(source: Path) -> dict[str, str]:
         for name in wanted:
             path = base / name
             if path.is_file():
-                files[name] = path.read_text(encoding="utf-8")
+                files[name] = read_text(path, what="wordnet file")
     elif source.is_file():
         try:
             with tarfile.open(source, "r:*") as tar:
@@ -185,7 +187,7 @@ def _wndb_files(source: Path) -> dict[str, str]:
                     if member.isfile() and name in wanted:
                         fh = tar.extractfile(member)
                         if fh is not None:
-                            files[name] = fh.read().decode("utf-8")
+                            files[name] = decode_text(fh.read(), f"{source}:{member.name}", what="wordnet file")
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise InputError(f"cannot read wordnet archive {str(source)!r}: {exc}; re-fetch it") from exc
     missing = sorted(n for n in wanted if n.startswith(("data.", "index.")) and n not in files)
@@ -252,10 +254,7 @@ class TabData:
 def read_tab(path: Path, iso3: str) -> TabData:
     """Read an OMW tab file (``offset-pos<TAB>[lang:]lemma|def<TAB>[index<TAB>]text``)."""
     data = TabData()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"omw tab file {str(path)!r} is not utf-8: {exc}") from exc
+    text = read_text(path, what="omw tab file")
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -282,10 +281,7 @@ def read_tab(path: Path, iso3: str) -> TabData:
 def read_ili_map(path: Path) -> dict[str, str]:
     """``ili-map-pwn30.tab`` (``iNNN<TAB>offset-pos``) as PWN synset key -> ILI id."""
     out: dict[str, str] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise LexiconMissingError(f"cannot read the ili map {str(path)!r}: {exc}") from exc
+    lines = read_text(path, what="ili map", error=LexiconMissingError).splitlines()
     for lineno, line in enumerate(lines, 1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -477,7 +473,8 @@ def _other_lexicon(
     keys = [k for k in tab.lemmas if k in pwn.synsets]
     dropped = len(tab.lemmas) - len(keys)
     if dropped:
-        logger.warning("%s: %d synset keys are not PWN 3.0 synsets; skipped", lang, dropped)
+        logger.warning("%s: %s %s not PWN 3.0 synsets; skipped", lang, counted(dropped, "synset key"),
+                       agree(dropped, "is", "are"))
     present = set(keys)
     entries: dict[tuple[str, str], list[str]] = {}
     for key in keys:
@@ -535,9 +532,7 @@ def _digest(paths: Sequence[Path]) -> str:
     h = hashlib.sha256(f"polyglot-groc-lmf/{CONVERTER_VERSION}".encode())
     for path in paths:
         h.update(path.name.encode())
-        with path.open("rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
+        file_digest(path, into=h)
     return h.hexdigest()[:10]
 
 
@@ -568,7 +563,7 @@ def _find_tab(data_root: Path, lang: str) -> tuple[Path, str]:
 
 
 def _license_of(tab: Path) -> str:
-    for line in tab.read_text(encoding="utf-8").splitlines()[:1]:
+    for line in read_text(tab, what="omw tab file").splitlines()[:1]:
         if line.startswith("#"):
             cols = line[1:].strip().split("\t")
             if len(cols) >= 4:
@@ -577,7 +572,7 @@ def _license_of(tab: Path) -> str:
 
 
 def _label_of(tab: Path, lang: str) -> str:
-    first = tab.read_text(encoding="utf-8").split("\n", 1)[0]
+    first = read_text(tab, what="omw tab file").split("\n", 1)[0]
     name = first[1:].split("\t")[0].strip() if first.startswith("#") else ""
     return f"{name or 'OMW ' + lang} (converted by polyglot-groc)"
 
@@ -670,7 +665,7 @@ def import_omw(
 
 def _tab_languages(path: Path) -> list[str]:
     """The language labels a tab file uses (``zsm`` of ``zsm:lemma``, or the header's iso3)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, what="omw tab file")
     found: list[str] = []
     first = text.split("\n", 1)[0]
     if first.startswith("#"):

@@ -41,8 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from groc_base.checks import is_int
 from groc_base.errors import CheckpointError, ConfigError, InputError, LexiconError
 from groc_base.fileio import atomic_write
+from groc_base.wording import counted
 from lexicons.protocol import Lexicon, normalize_lang
 
 if TYPE_CHECKING:
@@ -231,9 +233,9 @@ class LexiconService:
         coverage: float = 1.0,
     ) -> None:
         for name, value in (("max_related", max_related), ("max_definition", max_definition)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if not is_int(value) or value < 0:
                 raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-        if extra_cap is not None and (isinstance(extra_cap, bool) or not isinstance(extra_cap, int) or extra_cap < 0):
+        if extra_cap is not None and (not is_int(extra_cap) or extra_cap < 0):
             raise ConfigError(f"extra_cap must be a non-negative integer or None, got {extra_cap!r}")
         if isinstance(coverage, bool) or not isinstance(coverage, int | float) or not 0.0 <= float(coverage) <= 1.0:
             raise ConfigError(f"coverage must be a fraction in [0, 1], got {coverage!r}; e.g. 0.5 keeps half")
@@ -308,7 +310,8 @@ class LexiconService:
             raise InputError("words and word_langs must be sequences (one entry per word), not strings")
         if len(words) != len(word_langs):
             raise InputError(
-                f"got {len(words)} words but {len(word_langs)} language lists; give one list of languages per word"
+                f"got {counted(len(words), 'word')} but {counted(len(word_langs), 'language list')}; give one list of "
+                "languages per word"
             )
         seen: dict[str, int] = {}
         for i, word in enumerate(words):

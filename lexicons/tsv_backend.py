@@ -26,6 +26,7 @@ from typing import Any
 from groc_base.checks import check_input_file
 from groc_base.errors import LexiconFormatError, LexiconMissingError
 from groc_base.fileio import atomic_write_bytes
+from groc_base.textio import decode_text
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
 
@@ -96,12 +97,7 @@ class TsvLexicon:
                 data = path.read_bytes()
             except FileNotFoundError as exc:
                 raise LexiconMissingError(f"tsv lexicon {str(path)!r} does not exist; check the path") from exc
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise LexiconFormatError(
-                    f"tsv lexicon {str(path)!r} is not utf-8 ({exc}); re-save it as utf-8"
-                ) from exc
+            text = decode_text(data, path, what="tsv lexicon", error=LexiconFormatError)
             related, glosses = parse_tsv_lexicon(text, source=path.name)
             for key, words in related.items():
                 self._related.setdefault(key, []).extend(words)

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from groc_base.checks import in_cli, option
+from groc_base.checks import in_cli, is_int, option
 from groc_base.errors import InputError, LexiconError, LexiconMissingError
 from lexicons.protocol import dedupe_related, display_lemma, normalize_lang
 from lexicons.tokenize import tokenize_gloss
@@ -582,9 +582,7 @@ class WnLexicon:
         with ``chien`` -- inflection mismatches a Procrustes seed is better without.  In one
         language the pairs are synonyms, without the word itself.
         """
-        if max_per_word is not None and (
-            isinstance(max_per_word, bool) or not isinstance(max_per_word, int) or max_per_word < 1
-        ):
+        if max_per_word is not None and (not is_int(max_per_word) or max_per_word < 1):
             raise InputError(f"max_per_word must be a positive integer or None, got {max_per_word!r}")
         src_lex, tgt_lex = self._lexicons_for(src_lang), self._lexicons_for(tgt_lang)
         for lang, lexes in ((src_lang, src_lex), (tgt_lang, tgt_lex)):

@@ -9,26 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from polyglot_groc.model.threads import prefer_passive_wait
+from polyglot_groc.public import PUBLIC
+
+# Before anything loads torch (and with it OpenMP, which reads this once): waiting threads sleep rather
+# than spin, so a busy machine's cores are not burnt by spinning (polyglot_groc/model/threads.py).
+prefer_passive_wait()
+
 __version__ = "0.1.0"
 
-#: The names of :mod:`polyglot_groc.api` (tests/test_python_api_facade.py keeps the two equal). Only
-#: these load the API: a submodule import such as ``from polyglot_groc import model`` never does.
-API_NAMES = frozenset({
-    "AlignManyResult",
-    "AnchorsResult", "FeaturesResult", "LayerAlignResult", "ParserConfig", "ProbeResult", "align_layers", "anchors",
-    "features", "probe",
-    "AlignResult", "ArgumentTypeError", "CheckpointError", "ConfigError", "CurvesResult", "ElmoInitResult",
-    "EvaluateResult",
-    "ExportResult", "Exported", "FreqBinsResult", "GrocError", "ImportedWordnet", "InputError",
-    "LexiconCoverageResult", "PreparedLanguage", "ProgressBar", "RunConfig",
-    "LineScore", "Model", "NeighboursResult", "ScoreResult", "TextScores", "load", "neighbours", "score",
-    "StepInfo", "StopTraining", "TrainHooks", "TrainResult", "TrainingInterrupted", "TuneCacheResult",
-    "WordSimilarityResult",
-    "align", "align_many",
-    "curves", "evaluate", "export", "finetune", "freq_bins", "import_wordnet_file", "init_from_elmo",
-    "lexicon_coverage", "load_config", "load_registry", "load_result", "parse_overrides", "prepare_language",
-    "resume", "similarity", "train", "tune_cache",
-})
+#: The names of :mod:`polyglot_groc.api` (its list, :data:`polyglot_groc.public.PUBLIC`). Only these load
+#: the API: a submodule import such as ``from polyglot_groc import model`` never does.
+API_NAMES = frozenset(PUBLIC)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,6 +1,8 @@
 """The ``polyglot-groc`` command line: a thin typer layer over the library.
 
-Every command wraps its body in ``cli_errors``: user errors print one line and exit with code 2.
+Every module of :mod:`polyglot_groc.commands` mounts itself (its ``app``): adding a command is adding it
+to a module there. Every command is decorated with ``cli_errors``: user errors print one line and exit
+with code 2.
 """
 
 from __future__ import annotations
@@ -11,18 +13,6 @@ import typer
 from typer.core import TyperGroup
 
 from polyglot_groc.commands._common import fail, version_callback
-from polyglot_groc.commands.contextual import (
-    align_layers_command,
-    anchors_command,
-    features_command,
-    probe_command,
-)
-from polyglot_groc.commands.crossdomain import analyze_app, finetune_command, tune_cache_command
-from polyglot_groc.commands.elmo import init_from_elmo_command
-from polyglot_groc.commands.embeddings import align_command, align_many_command, export_command, similarity_command
-from polyglot_groc.commands.model import neighbours_command, score_command
-from polyglot_groc.commands.pretrain import pretrain_vectors_command
-from polyglot_groc.commands.train import evaluate_command, train_command
 
 try:  # typer 0.2x vendors click as typer._click; older releases use click itself
     from typer._click import exceptions as _click_errors
@@ -86,41 +76,32 @@ def _root(
 ) -> None:
     """Multilingual word-level language models with grounded compositional output embeddings (GroC)."""
 
-app.command("train")(train_command)
-app.command("evaluate")(evaluate_command)
-app.command("init-from-elmo")(init_from_elmo_command)
-app.command("export")(export_command)
-app.command("align")(align_command)
-app.command("align-many")(align_many_command)
-app.command("similarity")(similarity_command)
-app.command("neighbours")(neighbours_command)
-app.command("score")(score_command)
-app.command("pretrain-vectors")(pretrain_vectors_command)
-app.command("tune-cache")(tune_cache_command)
-app.command("finetune")(finetune_command)
-app.command("features")(features_command)
-app.command("anchors")(anchors_command)
-app.command("align-layers")(align_layers_command)
-app.command("probe")(probe_command)
-app.add_typer(analyze_app, name="analyze")
+
+#: The order of the command modules in ``polyglot-groc --help`` (a workflow's order: train, evaluate, use the
+#: embeddings, ...); a module not named here follows them, by name.
+HELP_ORDER = ("train", "evaluate", "elmo", "embeddings", "query", "pretrain", "crossdomain", "contextual", "analyze",
+              "lexicon", "data", "runs")
 
 
-def _mount_optional() -> None:
-    """Command groups living in their own modules."""
+def command_modules() -> list[str]:
+    """Every public module of :mod:`polyglot_groc.commands`, in help order. Each holds an ``app``: unnamed,
+    its commands join the root (``train``); named, it is a command group (``lexicon``)."""
+    import pkgutil
+
+    from polyglot_groc import commands
+
+    names = [m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")]
+    return sorted(names, key=lambda n: (HELP_ORDER.index(n) if n in HELP_ORDER else len(HELP_ORDER), n))
+
+
+def _mount() -> None:
     import importlib
 
-    for module, name in (("polyglot_groc.commands.lexicon", "lexicon"), ("polyglot_groc.commands.data", "data"),
-                         ("polyglot_groc.commands.runs", "runs")):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        app.add_typer(mod.app, name=name)
+    for name in command_modules():
+        app.add_typer(importlib.import_module(f"polyglot_groc.commands.{name}").app)
 
 
-_mount_optional()
+_mount()
 
 
 def main() -> None:

@@ -16,8 +16,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from groc_base.checks import check_input_file
+import tomli_w
+
+from groc_base.checks import check_input_file, is_int
 from groc_base.errors import ConfigError
+
+# The kinds' lists are derived from their traits (kind_traits.py) and re-exported here, where the
+# config's readers have always found them.
+from polyglot_groc.kind_traits import FULL_SOFTMAX_KINDS as FULL_SOFTMAX_KINDS
+from polyglot_groc.kind_traits import KIND_DEFAULTS as KIND_DEFAULTS
+from polyglot_groc.kind_traits import MODEL_KINDS as MODEL_KINDS
+from polyglot_groc.kind_traits import kind_help as kind_help
+from polyglot_groc.kind_traits import kind_traits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,47 +135,16 @@ CONFIGS_DIR = Path(__file__).resolve().parent / "configs"
 #: default); paper is the thesis model (d 256, 2x1024 LSTM).
 PRESETS: dict[str, Path] = {"small": CONFIGS_DIR / "quickstart.toml", "paper": CONFIGS_DIR / "paper.toml"}
 
-#: Must match polyglot_groc.model.kinds.REGISTRY (a test checks); "lookup" is the old name of "tied".
-MODEL_KINDS = ("untied", "tied", "lookup", "bilinear", "deep-residual", "adaptive", "conv", "elmo", "bilm", "groc",
-               "groc-lex")
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("auto", "fp32", "tf32", "bf16")
 SOFTMAXES = ("auto", "full", "sampled")
-#: ``train.softmax = "auto"`` samples when the largest screened vocabulary has more words than this.
-#: Measured (benchmarks/vocab_scaling.py, docs/results.md "GroC at a real vocabulary"): a sampled
-#: GroC step is 4x cheaper already at 10k words and 22x at 78k, at the same perplexity per step on
-#: PTB (within 1.2%). The line sits above the seeds' full-softmax benchmarks (PTB 10k, WikiText-2
-#: 33k words), so their reproductions stay exact by default, and below the thesis' per-language
-#: vocabularies (78k at 1M tokens), where a full-softmax GroC step no longer fits a GPU window.
-AUTO_SAMPLED_ABOVE = 50000
-#: Kinds that cannot train on a sampled softmax (must match the registry's ``Kind.samples``; a test checks).
-FULL_SOFTMAX_KINDS = ("adaptive",)
+#: The sampled softmax's proposals (``train.sampled_proposal``; model/sampling.py draws from them).
+PROPOSALS = ("log-uniform", "unigram")
 #: The largest embedding size model.d (and pretrain-vectors --dim) may take.
 D_MAX = 1 << 20
 #: The most CPU threads --threads or train.threads may ask for.
 THREADS_MAX = 4096
 DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
-
-#: Each kind's own defaults for ``[model.output]`` (seed 000 Table 8, PTB rows; the same values as
-#: ``configs/ptb_table8_<kind>.toml``, a test checks). They sit between the dataclass defaults and
-#: what a config file or an override sets: ``--model deep-residual`` alone gets depth 4 and selu,
-#: and ``--set model.output.depth=2`` still wins. ``adaptive`` keeps its cutoffs as fractions of |V|
-#: (0.2/0.7 = PTB's 2k/7k of 10k words) so they fit any vocabulary; ``elmo`` is not in Table 8
-#: and keeps the dataclass defaults; ``groc-lex`` is Table 8's "GroC (ours)" row, like ``groc``.
-KIND_DEFAULTS: dict[str, dict[str, Any]] = {
-    "untied": {"output": {"dropout": 0.1}},  # Table 8 "Lookup table"
-    "tied": {"output": {"dropout": 0.0}},
-    "lookup": {"output": {"dropout": 0.0}},  # the old name of tied
-    "bilinear": {"output": {"dropout": 0.5}},
-    "deep-residual": {"output": {"dropout": 0.5, "depth": 4, "activation": "selu"}},
-    "adaptive": {"output": {"dropout": 0.3, "cutoffs": [0.2, 0.7]}},
-    "conv": {"output": {"dropout": 0.1, "correction": 128}},
-    "elmo": {},
-    "bilm": {},  # not in Table 8 either: the dataclass defaults, as elmo
-    "groc": {"output": {"dropout": 0.2, "depth": 0}},
-    "groc-lex": {"output": {"dropout": 0.2, "depth": 0}},
-}
-
 
 @dataclasses.dataclass(frozen=True)
 class CharsetConfig:
@@ -339,6 +318,9 @@ class TrainConfig:
     seed: int = ranged(0, 0, 2**32 - 1)
     #: Probability of a full update of the output embedding function in a step (seed 000 B.4).
     output_update_prob: float = ranged(1.0, 0.0, 1.0, lo_open=True)
+    #: CPU threads (torch and the BLAS pools). 0: ``$OMP_NUM_THREADS`` when set, else the cores other
+    #: processes leave free (model/threads.py; re-picked when training's speed collapses); result.json
+    #: says what was picked and why.
     threads: int = ranged(0, 0, THREADS_MAX)
     #: AWD-LSTM activation regularisation on the (dropped) top prefix output [alpha] and
     #: temporal activation regularisation on its raw output [beta]; 0 disables.
@@ -367,8 +349,10 @@ class TrainConfig:
     #: vocabulary. "sampled": a step scores its own words plus the distinct words of
     #: ``sampled_k`` draws from ``sampled_proposal``, with the log-inclusion (log-Q) correction;
     #: its cost does not grow with |V|. "auto": sampled where the largest screened vocabulary has
-    #: more than :data:`AUTO_SAMPLED_ABOVE` words and the kind can sample (all but adaptive), else
-    #: full. Every perplexity (validation, evaluate, caches, freq-bins) is the full softmax.
+    #: more words than the kind's line (kind_traits.KindTraits.sampled_above: 5,000 for groc, groc-lex
+    #: and conv, whose full step composes every word; 50,000 for the others) and the kind can sample
+    #: (all but adaptive), else full. Every perplexity (validation, evaluate, caches, freq-bins) is the
+    #: full softmax.
     softmax: str = "auto"
     #: Draws per sampled step (with replacement; their distinct words are the negatives).
     sampled_k: int = ranged(4096, 1, 10**8)
@@ -407,8 +391,7 @@ class RunConfig:
         m, t, d = self.model, self.train, self.data
         _check_finite(self)
         check_ranges(self)
-        if m.kind not in MODEL_KINDS:
-            raise ConfigError(f"unknown model kind {m.kind!r}; use one of {', '.join(MODEL_KINDS)}")
+        traits = kind_traits(m.kind)  # ConfigError naming the kinds for an unknown one
         for name, act in (("surface.activation", m.surface.activation),
                           ("surface.highway_activation", m.surface.highway_activation),
                           ("output.activation", m.output.activation),
@@ -429,10 +412,11 @@ class RunConfig:
                 f"model.charset.max_word_len={m.charset.max_word_len} must be between the widest "
                 f"filter ({max_width}) and 1000"
             )
-        if m.kind == "deep-residual" and m.output.depth < 1:
-            raise ConfigError(f"model kind deep-residual needs model.output.depth >= 1, not {m.output.depth}; "
-                              "drop the setting for the kind's default 4 (seed 000 Table 8, PTB) or set e.g. "
-                              "--set model.output.depth=2")
+        if m.output.depth < traits.min_output_depth:
+            default = traits.defaults.get("output", {}).get("depth", traits.min_output_depth)
+            raise ConfigError(f"model kind {m.kind} needs model.output.depth >= {traits.min_output_depth}, not "
+                              f"{m.output.depth}; drop the setting for the kind's default {default} (seed 000 Table "
+                              f"8, PTB) or set e.g. --set model.output.depth={traits.min_output_depth + 1}")
         if d.vocab_mode not in ("closed", "open"):
             raise ConfigError(f"data.vocab_mode={d.vocab_mode!r} must be 'closed' or 'open'")
         if d.schedule not in ("proportional", "round_robin", "temperature"):
@@ -445,9 +429,9 @@ class RunConfig:
             raise ConfigError(f"train.precision={t.precision!r} must be one of {', '.join(PRECISIONS)}")
         if t.softmax not in SOFTMAXES:
             raise ConfigError(f"train.softmax={t.softmax!r} must be one of {', '.join(SOFTMAXES)}")
-        if t.sampled_proposal not in ("log-uniform", "unigram"):
-            raise ConfigError(f"train.sampled_proposal={t.sampled_proposal!r} must be log-uniform or unigram")
-        if t.softmax == "sampled" and m.kind in FULL_SOFTMAX_KINDS:
+        if t.sampled_proposal not in PROPOSALS:
+            raise ConfigError(f"train.sampled_proposal={t.sampled_proposal!r} must be {' or '.join(PROPOSALS)}")
+        if t.softmax == "sampled" and not traits.samples:
             raise ConfigError(f"train.softmax=sampled does not apply to model.kind={m.kind!r} (its softmax scores "
                               "the vocabulary in bands); use train.softmax=full or auto")
         return self
@@ -510,8 +494,8 @@ def _coerce(val: Any, default: Any, name: str, ftype: str) -> Any:
         if isinstance(val, bool):
             return val
         raise ConfigError(f"config value {name}={val!r} must be true or false")
-    if isinstance(default, int) and not isinstance(default, bool):
-        if isinstance(val, int) and not isinstance(val, bool):
+    if is_int(default):
+        if is_int(val):
             return val
         raise ConfigError(f"config value {name}={val!r} must be an integer")
     if isinstance(default, float):
@@ -639,12 +623,14 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The values of a TOML config file, as a plain nested dict (not validated)."""
     if Path(path).exists():  # a FIFO or a device would block the read: refused before it
         check_input_file(path, flag="config file", what="TOML file")
+    from groc_base.textio import read_text  # bad bytes: one line naming the file, the line and the fix
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text(Path(path), what="config file", error=ConfigError)
         return tomllib.loads(text)
     except FileNotFoundError as exc:
         raise ConfigError(f"config file {path} does not exist; check the path") from exc
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
 
 
@@ -689,7 +675,8 @@ def load_config(path: str | os.PathLike[str] | None = None, overrides: Mapping[s
 
 
 def kind_defaults(kind: Any) -> dict[str, Any]:
-    """The default config values (a plain dict) of a run of model ``kind`` (:data:`KIND_DEFAULTS`)."""
+    """The default config values (a plain dict) of a run of model ``kind``: the dataclass defaults
+    under the kind's own (:attr:`~polyglot_groc.kind_traits.KindTraits.defaults`)."""
     values = to_dict(RunConfig())
     if isinstance(kind, str) and kind in KIND_DEFAULTS:
         _deep_update(values, {"model": _deepcopy(KIND_DEFAULTS[kind])})
@@ -709,31 +696,7 @@ def _deep_update(dst: dict[str, Any], src: Mapping[str, Any]) -> None:
 
 
 def dump_toml(cfg: RunConfig) -> str:
-    """Serialise a config as TOML (only the value types our configs use)."""
-    lines: list[str] = []
-
-    def fmt(v: Any) -> str:
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, (int, float)):
-            return repr(v)
-        if isinstance(v, str):
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        if isinstance(v, (list, tuple)):
-            return "[" + ", ".join(fmt(x) for x in v) + "]"
-        raise TypeError(f"cannot serialise {v!r}")
-
-    def emit(prefix: str, table: Mapping[str, Any]) -> None:
-        scalars = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
-        subs = {k: v for k, v in table.items() if isinstance(v, Mapping)}
-        if prefix and scalars:
-            lines.append(f"[{prefix}]")
-        for k, v in scalars.items():
-            lines.append(f"{k} = {fmt(v)}")
-        if scalars:
-            lines.append("")
-        for k, v in subs.items():
-            emit(f"{prefix}.{k}" if prefix else k, v)
-
-    emit("", to_dict(cfg))
-    return "\n".join(lines)
+    """A config as TOML text (a run's config.toml), written by ``tomli-w``: any string (a newline or a
+    quote in a path), any key (``[languages."x y"]`` is quoted) and lists of tables round-trip through
+    :func:`load_config`. Compare two configs' files by their parsed values, not their text."""
+    return tomli_w.dumps(to_dict(cfg))

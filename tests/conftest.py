@@ -24,6 +24,9 @@ TESTS = Path(__file__).resolve().parent
 TINY = TESTS / "data" / "tiny"
 
 torch.set_num_threads(1)
+# A run picks its threads from $OMP_NUM_THREADS when set (train.threads = 0, model/threads.py): set, a plain
+# `pytest` on a busy machine uses the same count in every test, whatever the load (CI sets its own).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 #: Overrides that make a model small enough for CPU tests (seconds, not minutes), as the CLI's
 #: ``--set`` options (:data:`SMALL_OVERRIDES` is the same as a mapping, for the library).
@@ -93,6 +96,36 @@ def kind_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from tests.test_scoring import train_runs
 
     return train_runs(tmp_path_factory.mktemp("kinds"), MODEL_KINDS)
+
+
+#: A corpus whose test split holds words its training split lacks (a closed vocabulary keeps them).
+CLOSED_TRAIN = "the cat sees the old dog .\na dog likes the cat .\nthe old river sees a cat .\n" * 5
+CLOSED_VALID = "the old cat sees a river .\n"
+CLOSED_TEST = "the Home-Scale sees a zebra .\nour zebra likes the old dog .\n"
+#: The words only the test split has.
+TEST_ONLY = frozenset({"Home-Scale", "zebra", "our"})
+
+
+def write_closed_corpus(root: Path) -> Path:
+    """:data:`CLOSED_TRAIN`, ``CLOSED_VALID`` and ``CLOSED_TEST`` as ``root/en/{train,valid,test}.txt``."""
+    (root / "en").mkdir(parents=True)
+    for split, text in (("train", CLOSED_TRAIN), ("valid", CLOSED_VALID), ("test", CLOSED_TEST)):
+        (root / "en" / f"{split}.txt").write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="session")
+def closed_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Tied and GroC runs (2 steps) with the default closed vocabulary on :func:`write_closed_corpus`'s
+    corpus (``data``), whose test split has words training never reads; trained once per session."""
+    from polyglot_groc.training.trainer import Trainer
+
+    root = tmp_path_factory.mktemp("closed")
+    out = {"data": write_closed_corpus(root / "data")}
+    for kind in ("tied", "groc"):
+        Trainer(small_run_config(kind, "en", ["train.max_steps=2", f'data.root="{out["data"]}"']), root / kind).fit()
+        out[kind] = root / kind
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from eval.align import align, procrustes, translation_precision
-from eval.methods import fit_mapping
+from eval.methods import FitContext, ProcrustesConfig, build_config, fit_mapping
 from eval.normalize import normalize_embeddings, parse_normalize
 from eval.rcsls import RcslsConfig, rcsls, rcsls_loss_and_grad, spectral_projection
 from eval.vecmap import VecmapConfig, vecmap
 from eval.vectors import write_vec
-from groc_base.errors import InputError
+from groc_base.errors import ArgumentTypeError, InputError
+from polyglot_groc.analysis.alignment import AlignResult
 from polyglot_groc.cli import app
 from tests.conftest import one_error_line
 
@@ -219,25 +220,27 @@ def test_select_on_eval_and_last(spaces: tuple[np.ndarray, ...]) -> None:
 def test_fit_mapping_every_method_and_refusals(spaces: tuple[np.ndarray, ...]) -> None:
     src, tgt, train, test = spaces
     for method, ops in (("procrustes", "iternorm"), ("rcsls", ""), ("vecmap", "renorm,center,renorm")):
-        res = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
-                          rcsls_config=RcslsConfig(knn=5, n_iter=2), criterion=True)
+        config = RcslsConfig(knn=5, n_iter=2) if method == "rcsls" else None
+        res = fit_mapping(src, tgt, train, method=method, normalize=ops, config=config,
+                          context=FitContext(criterion=True))
         p = translation_precision(res.map_source(src), res.prepare_target(tgt), test)["precision_at_1"]
         assert p > 50.0 and np.isfinite(res.history[-1]["criterion"]) and res.method == method
         # without criterion=True only procrustes (which selects by it) pays for the criterion
-        plain = fit_mapping(src, tgt, train, method=method, normalize=ops,  # type: ignore[arg-type]
-                            rcsls_config=RcslsConfig(knn=5, n_iter=2))
+        plain = fit_mapping(src, tgt, train, method=method, normalize=ops, config=config)
         assert ("criterion" in plain.history[-1]) is (method == "procrustes")
-    assert fit_mapping(src, tgt, train, method="rcsls", rcsls_config=RcslsConfig(n_iter=0)).normalize == ("renorm",)
+    assert fit_mapping(src, tgt, train, method="rcsls", config=RcslsConfig(n_iter=0)).normalize == ("renorm",)
     # each method's reference normalisation by default: VecMap's --supervised normalises unit, center, unit
     assert fit_mapping(src, tgt, train, method="vecmap").normalize == ("renorm", "center", "renorm")
     assert fit_mapping(src, tgt, train, method="vecmap", normalize="none").normalize == ()
-    assert fit_mapping(src, tgt, train, method="procrustes", refine=0).normalize == ()
+    assert fit_mapping(src, tgt, train, method="procrustes", config=ProcrustesConfig(refine=0)).normalize == ()
     with pytest.raises(InputError, match="unknown alignment method 'muse'"):
-        fit_mapping(src, tgt, train, method="muse")  # type: ignore[arg-type]
+        fit_mapping(src, tgt, train, method="muse")
     with pytest.raises(InputError, match="refine=3 applies to procrustes only"):  # Python names keywords
-        fit_mapping(src, tgt, train, method="rcsls", refine=3)
+        build_config("rcsls", values={"refine": 3})
     with pytest.raises(InputError, match="select_on='eval' chooses"):
-        fit_mapping(src, tgt, train, method="vecmap", select_on="eval", select_pairs=test)
+        build_config("vecmap", values={"select_on": "eval"})
+    with pytest.raises(ArgumentTypeError, match="method='vecmap' takes a VecmapConfig"):
+        fit_mapping(src, tgt, train, method="vecmap", config=RcslsConfig())
     with pytest.raises(InputError, match="outside"):
         fit_mapping(src, tgt, train + 1000, method="vecmap")
 
@@ -321,10 +324,179 @@ def test_align_names_its_reference_and_flips_a_dictionary(vec_files: Path) -> No
     assert rc.history[0]["rcsls_steps"] == 3  # 2 updates (niter 1), the last one scored too
 
 
-def polyglot_groc_align(root: Path, **kwargs: object) -> object:
+def polyglot_groc_align(root: Path, **kwargs: object) -> AlignResult:
     import polyglot_groc as pg
 
     return pg.align(src=root / "s.vec", tgt=root / "t.vec", train_dict=root / "train.txt", **kwargs)  # type: ignore[arg-type]
+
+
+def test_align_takes_each_method_config_whole(vec_files: Path) -> None:
+    """A method's knobs pass as its config, VecMap's included (unreachable before); the shorthands set fields."""
+    import polyglot_groc as pg
+
+    plain = polyglot_groc_align(vec_files, method="vecmap")
+    cfg = VecmapConfig(src_reweight=0.0, tgt_reweight=1.0)
+    tuned = polyglot_groc_align(vec_files, method="vecmap", method_config=cfg)
+    assert tuned.reference is not None and "vecmap src_reweight 0.0 (VecMap's --supervised: 0.5)" in \
+        tuned.reference["differences"]
+    assert not np.allclose(plain.W, tuned.W)  # the config reached the fit
+    by_config = polyglot_groc_align(vec_files, method_config=ProcrustesConfig(refine=0))
+    by_keyword = polyglot_groc_align(vec_files, refine=0)
+    np.testing.assert_array_equal(by_config.W, by_keyword.W)
+    assert by_config.reference == by_keyword.reference and by_config.best_iteration == 0
+    both = polyglot_groc_align(vec_files, method="rcsls", method_config=RcslsConfig(n_iter=1), rcsls_lr=25.0)
+    assert both.history[0]["rcsls_steps"] == 3 and "rcsls lr 25.0 (fastText's default: 1.0)" in \
+        both.reference["differences"]  # type: ignore[index]
+    with pytest.raises(ArgumentTypeError, match="method='rcsls' takes a RcslsConfig"):
+        polyglot_groc_align(vec_files, method="rcsls", method_config=VecmapConfig())
+    with pytest.raises(ArgumentTypeError, match="method_config must be"):
+        pg.align(src=vec_files / "s.vec", tgt=vec_files / "t.vec", train_dict=vec_files / "train.txt",
+                 method_config={"refine": 0})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("extra", "needle"), [
+    (["--vecmap-src-reweight", "2"], "--vecmap-src-reweight=2.0 must be a number in [0, 1]"),
+    (["--method", "procrustes", "--no-vecmap-whiten"],
+     "--vecmap-whiten sets up vecmap; it does nothing for procrustes"),
+    (["--vecmap-src-dewhiten", "both"], "--vecmap-src-dewhiten both is unknown; use src (default), tgt or none"),
+    (["--method", "procrustes", "--dico-max-rank", "0"], "--dico-max-rank=0 must be a positive integer"),
+])
+def test_every_knob_is_a_flag_derived_from_its_config(vec_files: Path, extra: list[str], needle: str) -> None:
+    args = _args(vec_files, *(["--method", "vecmap"] if "--method" not in extra else []), *extra)
+    assert needle in one_error_line(runner.invoke(app, args))
+    assert not (vec_files / "out").exists()
+
+
+def test_vecmaps_knobs_through_the_cli(vec_files: Path) -> None:
+    res = runner.invoke(app, _args(vec_files, "--method", "vecmap", "--no-vecmap-whiten", "--vecmap-src-dewhiten",
+                                   "none", "--vecmap-tgt-dewhiten", "none", "--vecmap-src-reweight", "0"))
+    assert res.exit_code == 0, res.output
+    out = json.loads((vec_files / "out" / "result.json").read_text())
+    assert "vecmap whiten False (VecMap's --supervised: True)" in out["reference"]["differences"]
+    assert out["protocols"]["muse"]["csls"]["precision_at_1"] > 50.0
+
+
+def test_a_method_is_its_module_and_one_registration(monkeypatch: pytest.MonkeyPatch,
+                                                     spaces: tuple[np.ndarray, ...]) -> None:
+    """What a new method module declares is all the faces need: its name, knobs, flags, checks and recipe."""
+    from dataclasses import dataclass
+
+    import typer
+
+    from eval.align import AlignmentResult
+    from eval.methods import registry
+    from eval.methods.registry import MethodConfig, knob, knobs, method_names, recipe, register_method
+    from polyglot_groc.commands._options import method_options
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # the registration ends with the test
+
+    @dataclass(frozen=True)
+    class ScaledConfig(MethodConfig):
+        scale: float = knob(2.0, check="positive", help="how much the identity stretches")
+
+    @register_method("scaled", config=ScaledConfig, recipe="a scaled identity (no reference)")
+    def fit(src: np.ndarray, tgt: np.ndarray, pairs: np.ndarray | None, config: ScaledConfig,
+            context: object) -> AlignmentResult:
+        w = config.scale * np.eye(src.shape[1], dtype=np.float32)
+        return AlignmentResult(W=w, best_iteration=0, history=[{"iteration": 0}])
+
+    try:
+        assert "scaled" in method_names() and knobs("scaled")["scaled_scale"][0].default == 2.0
+
+        given: dict[str, object] = {}
+
+        def command(method: str = "procrustes", **values: object) -> None:
+            given.update(build_config(method, None, values).__dict__)
+
+        probe = typer.Typer()
+        probe.command()(method_options(command))  # the flags a command taking every method's knobs gets
+        assert "--scaled-scale" in runner.invoke(probe, ["--help"]).stdout
+        assert runner.invoke(probe, ["--method", "scaled", "--scaled-scale", "3"]).exit_code == 0
+        assert given == {"scale": 3.0}
+        src, tgt, train, _ = spaces
+        res = fit_mapping(src, tgt, train, method="scaled", config=build_config("scaled", None, {"scaled_scale": 3.0}))
+        np.testing.assert_allclose(res.W, 3.0 * np.eye(16))
+        with pytest.raises(InputError, match="scaled_scale=-1.0 must be a positive number"):
+            build_config("scaled", None, {"scaled_scale": -1.0})
+        with pytest.raises(InputError, match="scaled_scale sets up scaled; it does nothing for rcsls"):
+            build_config("rcsls", None, {"scaled_scale": 3.0})
+        said = recipe("scaled", ScaledConfig(), (), registry.FitContext())
+        assert said == {"recipe": "a scaled identity (no reference)", "differences": []}
+    finally:
+        registry._knobs_of.cache_clear()
+
+
+def test_a_start_without_a_dictionary_runs_its_method_and_keeps_its_verdict(monkeypatch: pytest.MonkeyPatch,
+                                                                          vec_files: Path) -> None:
+    """The slot of issue 47: ``--dictionary-mode <start>`` with no dictionary runs the start's own method, whose
+    verdict and criterion the result keeps and the summary says first; a dictionary with it is refused."""
+    from dataclasses import dataclass
+
+    from eval.align import AlignmentResult
+    from eval.methods import registry
+    from eval.methods.registry import MethodConfig, register_method
+    from polyglot_groc.analysis import alignment_starts
+    from polyglot_groc.analysis.alignment_starts import Start, register_start
+
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(alignment_starts, "_STARTS", dict(alignment_starts._STARTS))
+    seen: list[object] = []
+
+    @dataclass(frozen=True)
+    class GuessConfig(MethodConfig):
+        pass
+
+    @register_method("guess", config=GuessConfig, recipe="the identity, judged", needs_dictionary=False)
+    def fit(src: np.ndarray, tgt: np.ndarray, pairs: np.ndarray | None, config: GuessConfig,
+            context: object) -> AlignmentResult:
+        seen.append(pairs)
+        verdict = {"status": "failed", "reason": "restarts disagree", "criterion": {"name": "mean CSLS", "value": 0.1},
+                   "evidence": {"restart_agreement": [0.01]}}
+        return AlignmentResult(W=np.eye(src.shape[1], dtype=np.float32), best_iteration=0,
+                               history=[{"iteration": 0}], verdict=verdict)
+
+    register_start(Start("unsupervised-toy", "no dictionary at all", pairs=None, default_method="guess"))
+    try:
+        args = ["align", "--src", str(vec_files / "s.vec"), "--tgt", str(vec_files / "t.vec"), "--eval-dict",
+                str(vec_files / "test.txt"), "--dictionary-mode", "unsupervised-toy", "--out", str(vec_files / "u")]
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output  # a failed alignment is a result, said out loud, not an error
+        assert seen == [None] and "verdict: failed (restarts disagree; mean CSLS 0.1000)" in res.stderr
+        out = json.loads((vec_files / "u" / "result.json").read_text())
+        assert out["method"] == "guess" and out["verdict"]["status"] == "failed"
+        assert out["train_dictionary"] == {"seed": "unsupervised-toy", "found": 0} and out["dico_max_rank"] == 15000
+        with_dict = one_error_line(runner.invoke(app, [*args, "--train-dict", str(vec_files / "train.txt")]))
+        assert "--dictionary-mode unsupervised-toy starts without a dictionary; drop --train-dict" in with_dict
+        needs = one_error_line(runner.invoke(app, [*args, "--method", "procrustes", "--overwrite"]))
+        assert "--dictionary-mode unsupervised-toy gives no dictionary, and procrustes fits one" in needs
+    finally:
+        registry._knobs_of.cache_clear()
+    assert "verdict" not in json.loads(runner.invoke(app, _args(vec_files, "--refine", "0")).stdout)
+
+
+def test_test_pairs_that_are_training_pairs_are_counted_and_refused_above_five_percent(vec_files: Path) -> None:
+    import polyglot_groc as pg
+
+    # 100 test pairs: 10 are training pairs (5 as written, 5 reversed: an en-X file against X-en)
+    lines = ([f"w{i} x{i}\n" for i in range(290, 295)] + [f"x{i} w{i}\n" for i in range(295, 300)]
+             + [f"w{i} x{i}\n" for i in range(300, 390)])
+    (vec_files / "overlap.txt").write_text("".join(lines), encoding="utf-8")
+    args = ["align", "--src", str(vec_files / "s.vec"), "--tgt", str(vec_files / "t.vec"), "--train-dict",
+            str(vec_files / "train.txt"), "--eval-dict", str(vec_files / "overlap.txt"), "--refine", "0",
+            "--out", str(vec_files / "o")]
+    line = one_error_line(runner.invoke(app, args))
+    assert "10 of the 100 test pairs (10.0%) are training pairs (5 as written, 5 reversed)" in line
+    assert "--allow-dictionary-overlap" in line and not (vec_files / "o").exists()
+    res = runner.invoke(app, [*args, "--allow-dictionary-overlap"])
+    assert res.exit_code == 0, res.output
+    assert "test pairs that are training pairs (either direction): 10 of 100 (10.0%)" in res.stderr
+    overlap = json.loads((vec_files / "o" / "result.json").read_text())["eval_dictionary"]["train_overlap"]
+    assert (overlap["pairs"], overlap["reversed"], overlap["allowed"]) == (10, 5, True)
+    with pytest.raises(InputError, match="pass allow_overlap=True"):
+        pg.align(src=vec_files / "s.vec", tgt=vec_files / "t.vec", train_dict=vec_files / "train.txt",
+                 eval_dict=vec_files / "overlap.txt")
+    clean = polyglot_groc_align(vec_files, eval_dict=vec_files / "test.txt", refine=0)
+    assert clean.eval_dictionary is not None and clean.eval_dictionary["train_overlap"]["pairs"] == 0
 
 
 def test_align_without_out_never_reuses_a_folder(vec_files: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -404,9 +576,18 @@ def test_align_many_puts_every_language_in_one_space(three_languages: Path, monk
     # fr and es never met in training: through the pivot they translate each other
     assert out["pairs"]["fr-es"]["protocols"]["muse"]["csls"]["precision_at_1"] > 80.0
     assert "fr-es" in res.stderr
-    words, vecs = read_vec(three_languages / "many" / "fr.vec")
-    assert len(words) == 400 and (three_languages / "many" / "W-es.npy").exists()
+    # align's report for every pair: coverage as scored of asked, nn and csls, every baseline, explained columns
+    assert "50 of 50 test source words scored: coverage 100.0%" in res.stderr
+    assert all(row in res.stderr for row in ("model csls", "model nn", "no mapping, nn", "other gold = the rest"))
+    no_map = out["pairs"]["fr-es"]["protocols"]["muse"]["baselines"]["no_mapping"]["nn"]["precision_at_1"]
+    assert no_map < 20.0  # fr and es are independent rotations: unmapped, they do not translate
+    # the maps, not the vocabularies: <lang>.vec only when asked
+    assert (three_languages / "many" / "W-es.npy").exists() and not (three_languages / "many" / "fr.vec").exists()
     assert not (three_languages / "many" / "W-en.npy").exists()  # the pivot does not move
+    res = runner.invoke(app, _many(three_languages, "--refine", "0", "--export-mapped", "--overwrite"))
+    assert res.exit_code == 0, res.output
+    words, vecs = read_vec(three_languages / "many" / "fr.vec")
+    assert len(words) == 400
     # without --out: a fresh alignment-many-<pivot>, named on stderr
     monkeypatch.chdir(three_languages)
     args = _many(three_languages, "--refine", "0")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -76,3 +77,63 @@ def test_composed_protocol_scores_its_baselines_over_its_extended_candidates() -
     # 'zebra' -> 'cebra' is found by char 3-grams only among the composed protocol's candidates
     assert comp["baselines"]["char_ngram"]["precision_at_1"] > proto["fasttext"]["baselines"]["char_ngram"][
         "precision_at_1"]
+
+
+def test_dictionary_overlap_counts_test_pairs_that_are_training_pairs_either_way(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """MUSE's X-en 0-5000 read against en-X 5000-6500 shares pairs the other way round: both count."""
+    from groc_base.errors import InputError
+    from polyglot_groc.analysis.alignment_report import OVERLAP_LIMIT, check_overlap, dictionary_overlap
+
+    train = [("chat", "cat"), ("chien", "dog"), ("maison", "house")]
+    test = [("chat", "cat"), ("dog", "chien"), ("arbre", "tree"), ("arbre", "tree"), ("eau", "water")]
+    found = dictionary_overlap(train, test)
+    assert (found["pairs"], found["same_direction"], found["reversed"], found["test_pairs"]) == (2, 1, 1, 4)
+    assert found["share"] == pytest.approx(0.5) and found["limit"] == OVERLAP_LIMIT
+    with pytest.raises(InputError, match=r"2 of the 4 test pairs \(50.0%\) are training pairs.*allow_overlap=True"):
+        check_overlap(train, test, allow=False, what="test.txt and train.txt")
+    with caplog.at_level("WARNING"):
+        allowed = check_overlap(train, test, allow=True, what="test.txt and train.txt")
+    assert allowed["allowed"] is True and "1 reversed" in caplog.text
+    caplog.clear()
+    none = check_overlap(train, [("arbre", "tree")], allow=False, what="x")
+    assert none["pairs"] == 0 and caplog.text == ""
+
+
+def test_the_report_says_scored_of_asked_for_every_protocol_the_overlap_and_the_columns() -> None:
+    from polyglot_groc.analysis.alignment_report import dictionary_overlap
+
+    vecs = np.eye(6, dtype=np.float32)
+    pairs = [*PAIRS, *[(f"nope{i}", f"nada{i}") for i in range(10)]]  # 10 of 16 test words in no vocabulary
+    stats, _, _, proto = evaluate_protocols(pairs, Side(SRC, vecs, vecs), Side(TGT, vecs, vecs), no_mapping=("nn",))
+    stats["train_overlap"] = dictionary_overlap([("dog", "perro")], pairs)
+    text = "\n".join(report_lines(stats, proto))
+    assert "MUSE protocol: the 6 test source words with a pair in both vocabularies (6 of 16 test source words " \
+           "scored: coverage 37.5%)" in text
+    assert "fastText protocol: all 16 test source words, the unscorable ones counted wrong (6 of 16" in text
+    assert "WARNING: more than half of the test pairs were dropped (10 of 16)" in text
+    assert "test pairs that are training pairs (either direction): 1 of 16 (6.2%)" in text
+    assert "other gold = the rest, where only a mapping can score" in text
+    assert all(row in text for row in ("model csls", "model nn", "no mapping, nn", "identical string"))
+
+
+@pytest.mark.skipif(not os.environ.get("POLYGLOT_GROC_DATA"), reason="POLYGLOT_GROC_DATA is not set; point it at "
+                    "the shared data directory")
+def test_muse_dictionaries_overlap_when_read_in_opposite_directions(caplog: pytest.LogCaptureFixture) -> None:
+    """The bundle's MUSE files: X-en 0-5000 against en-X 5000-6500 share a fifth of the test pairs (refused);
+    one direction's two files share 0-2 pairs (reported, no warning)."""
+    from pathlib import Path
+
+    from groc_base.errors import InputError
+    from langpairs.dictionaries import read_dictionary
+    from polyglot_groc.analysis.alignment_report import check_overlap, dictionary_overlap
+
+    root = Path(os.environ["POLYGLOT_GROC_DATA"]) / "eval" / "dictionaries"
+    test = read_dictionary(root / "en-fr.5000-6500.txt")
+    crossed = dictionary_overlap(read_dictionary(root / "fr-en.0-5000.txt"), test)
+    assert (crossed["pairs"], crossed["test_pairs"]) == (595, 2943) and crossed["reversed"] == 459
+    with pytest.raises(InputError, match="595 of the 2943 test pairs"):
+        check_overlap(read_dictionary(root / "fr-en.0-5000.txt"), test, allow=False, what="fr-en vs en-fr")
+    with caplog.at_level("WARNING"):
+        same = check_overlap(read_dictionary(root / "en-fr.0-5000.txt"), test, allow=False, what="en-fr")
+    assert same["pairs"] == 2 and caplog.text == ""

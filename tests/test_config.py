@@ -63,6 +63,24 @@ def test_toml_roundtrip(tmp_path: Path) -> None:
     assert from_dict(tomllib.loads(dump_toml(cfg))) == cfg
 
 
+#: What the hand-written writer got wrong: a newline and quotes in a path (invalid TOML), a language
+#: code that needs quoting as a key (written bare) and a list of tables (a TypeError).
+AWKWARD = {"data.root": "/data/two\nlines \"quoted\" \\ back", "model.lexicon.tsv_path": "tab\there",
+           "languages": {" zz ": {"name": "Zed", "iso3": "zzz", "script": "Latn",
+                                  "wordnets": [{"id": "a", "version": "1"}, {"id": "b"}]}}}
+
+
+def test_awkward_values_round_trip_through_config_toml(tmp_path: Path) -> None:
+    cfg = load_config(None, AWKWARD)
+    text = dump_toml(cfg)
+    assert '[languages." zz "]' in text
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    back = load_config(path)
+    assert back == cfg and back.data.root == AWKWARD["data.root"]
+    assert back.languages[" zz "]["wordnets"] == [{"id": "a", "version": "1"}, {"id": "b"}]
+
+
 @pytest.mark.parametrize("override, needle", [
     ("model.d=abc", "model.d"),
     ("model.nope=1", "nope"),
@@ -82,3 +100,17 @@ def test_bad_toml_file(tmp_path: Path) -> None:
     bad.write_text("[model\nd = ", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(bad)
+
+
+def test_the_seeds_reproductions_pin_the_full_softmax() -> None:
+    """auto samples GroC above 5,000 words now (issue 46): every PTB config and every benchmark that trains on PTB
+    says which softmax it used, so their published results do not move with the default."""
+    from polyglot_groc.config import CONFIGS_DIR
+
+    for path in sorted(CONFIGS_DIR.glob("ptb_*.toml")):
+        assert load_config(path).train.softmax == "full", path.name
+    benchmarks = Path(__file__).resolve().parent.parent / "benchmarks"
+    for path in sorted(benchmarks.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "prepare_ptb(" in text and path.name != "common.py":
+            assert "FULL_SOFTMAX" in text or '"train.softmax":' in text, path.name

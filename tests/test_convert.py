@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 from groc_base.errors import ModelError
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.cli import app
-from polyglot_groc.commands.elmo import init_from_elmo_command
 from polyglot_groc.elmo.convert import (
     convert_elmo_bundle,
     cover_corpus,
@@ -27,10 +26,6 @@ from polyglot_groc.model.outputs import ComputedBias, LookupBias
 from polyglot_groc.training.data import load_corpus
 from polyglot_groc.training.trainer import build_bundle, seed_everything
 from tests.conftest import TINY, small_run_config
-
-# Until cli.py mounts the command, register it on the shared app for these tests.
-if "init-from-elmo" not in {c.name for c in app.registered_commands}:
-    app.command("init-from-elmo")(init_from_elmo_command)
 
 CLI_SMALL = ["--set", "model.d=16", "--set", "model.prefix.hidden=24", "--set",
              "model.surface.filters=[[1,8],[2,8],[3,16]]", "--set", "train.batch_size=4", "--set", "train.bptt=8",

@@ -44,6 +44,19 @@ def test_read_metrics_roundtrip_and_damage(tmp_path: Path) -> None:
         read_metrics(p)
 
 
+def test_load_result_reads_the_history_with_the_same_reader(tmp_path: Path) -> None:
+    """One metrics.jsonl reader: a damaged record is the same error from load_result as from curves."""
+    from polyglot_groc.training.workflows import load_result
+
+    (tmp_path / "metrics.jsonl").write_text('{"epoch": 1, "valid_perplexity": {"en": "high"}}\n')
+    with pytest.raises(InputError) as from_curves:
+        read_metrics(tmp_path / "metrics.jsonl")
+    with pytest.raises(InputError) as from_result:
+        load_result(run=tmp_path)
+    assert str(from_result.value) == str(from_curves.value)
+    assert "not a table of numbers by language; the metrics file is damaged: restore it" in str(from_result.value)
+
+
 def test_atomic_write_honours_umask(tmp_path: Path) -> None:
     import os
 

@@ -81,13 +81,44 @@ def _table_names(doc: str, marker: str) -> list[str]:
 
 
 def test_the_python_api_doc_lists_exactly_the_public_api() -> None:
-    import polyglot_groc
-    from polyglot_groc import api
+    """docs/python-api.md's tables hold the names of polyglot_groc.public, functions and types, in its order."""
+    from polyglot_groc.public import PUBLIC
 
     doc = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
     functions, types = _table_names(doc, "api-functions"), _table_names(doc, "api-types")
-    public = set(api.__all__)
-    assert set(functions) == {n for n in public if callable(getattr(api, n)) and not isinstance(getattr(api, n), type)}
-    assert set(functions) | set(types) == public, sorted(public ^ (set(functions) | set(types)))
-    assert len(functions) + len(types) == len(public)  # each name once
-    assert polyglot_groc.API_NAMES == public
+    assert functions == [name for name, kind in PUBLIC.items() if kind == "function"]
+    assert types == [name for name, kind in PUBLIC.items() if kind == "type"]
+
+
+#: The two-letter codes the README's bundle table uses, as the bundle's file names spell them.
+_ISO3 = {"en": "eng", "fr": "fra", "de": "deu", "nl": "nld", "es": "spa", "it": "ita", "id": "ind", "ms": "zsm",
+         "pt": "por", "ru": "rus", "uk": "ukr", "tl": "tgl"}
+
+
+def test_the_readmes_data_bundle_table_matches_the_bundle(shared_data: Path) -> None:
+    """Every data claim of the README's bundle table holds for the bundle itself (issue 46: it promised MUSE
+    dictionaries for nine languages where the bundle has three)."""
+    rows = dict(re.findall(r"^\| `(\w+)/` \| (.*) \|$", README, flags=re.M))
+    assert set(rows) == {p.name for p in shared_data.iterdir() if p.is_dir()}
+    omw_manifest = (shared_data / "omw" / "MANIFEST.txt").read_text(encoding="utf-8")
+    for name in rows:  # a MANIFEST each (wordnet/'s file is described in omw's, as the README says)
+        assert list((shared_data / name).glob("MANIFEST*")) or (name == "wordnet" and "wordnet/" in omw_manifest), name
+    dictionaries = shared_data / "eval" / "dictionaries"
+    pairs = set(re.findall(r"en↔(\w+)", rows["eval"]))
+    assert pairs == {p.name.split(".")[0][3:] for p in dictionaries.glob("en-*.0-5000.txt")}
+    for lang in pairs:  # both directions, train and test
+        for name in (f"en-{lang}", f"{lang}-en"):
+            assert all((dictionaries / f"{name}.{part}.txt").is_file() for part in ("0-5000", "5000-6500")), name
+    sets = {{"English": "en", "Spanish": "es", "French": "fr"}[lang]: int(n)
+            for n, lang in re.findall(r"(\d+) (English|Spanish|French)", rows["eval"])}
+    assert sets == {d.name: len(list(d.glob("*.txt"))) for d in (shared_data / "eval" / "wordsim").iterdir()}
+    tab = re.search(r"tab files \(([^)]*)\)", rows["omw"])
+    wikt = re.search(r"Wiktionary-derived ones \(([^)]*)\)", rows["omw"])
+    assert tab and wikt
+    assert {_ISO3[c.strip()] for c in tab.group(1).split(",")} == {
+        p.stem.rsplit("-", 1)[1] for p in (shared_data / "omw" / "tab").rglob("wn-data-*.tab")}
+    assert {_ISO3[c.strip()] for c in wikt.group(1).split(",")} == {
+        p.stem.rsplit("-", 1)[1] for p in (shared_data / "omw" / "wikt").glob("wn-wikt-*.tab")}
+    splits = re.search(r"WikiText-2 \(([\w ]+) splits only\)", rows["text"])
+    assert splits and set(splits.group(1).split()) - {"and"} == {
+        p.name.split(".")[0] for p in (shared_data / "text" / "wikitext2").glob("*.txt.gz")}

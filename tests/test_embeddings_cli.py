@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from eval.vectors import read_vec, write_vec
 from polyglot_groc.cli import app
-from tests.conftest import SMALL, TINY
+from tests.conftest import CLOSED_TRAIN, SMALL, TEST_ONLY, TINY
 
 runner = CliRunner()
 
@@ -61,6 +61,47 @@ def test_lookup_reports_words_it_cannot_embed(runs: dict[str, Path], tmp_path: P
     assert res.exit_code == 0, res.output
     info = _json(res.stdout)
     assert info["exported"] == 1 and info["missing"] == 1 and info["missing_examples"] == ["maisonnette"]
+
+
+def test_export_leaves_out_a_lookup_run_s_untrained_rows_unless_allowed(closed_runs: dict[str, Path],
+                                                                        tmp_path: Path) -> None:
+    """A closed vocabulary's test words have untrained rows in a tied run: --vocab leaves them out, a listed
+    one is counted as untrained; --allow-untrained writes them. A one-language run needs no --lang."""
+    tied = str(closed_runs["tied"])
+    res = runner.invoke(app, ["export", tied, "--vocab", "--out", str(tmp_path / "v.vec")])
+    assert res.exit_code == 0, res.output
+    assert _json(res.stdout)["lang"] == "en" and set(read_vec(tmp_path / "v.vec")[0]) == set(CLOSED_TRAIN.split())
+    (tmp_path / "w.txt").write_text("cat\nHome-Scale\n", encoding="utf-8")
+    res = runner.invoke(app, ["export", tied, "--words", str(tmp_path / "w.txt"), "--out", str(tmp_path / "w.vec")])
+    info = _json(res.stdout)
+    assert res.exit_code == 0 and info["exported"] == 1 and info["missing"] == 0
+    assert info["untrained"] == 1 and info["untrained_examples"] == ["Home-Scale"]
+    assert res.stderr.strip() == ("warning: left out 1 of the words asked (e.g. Home-Scale): in the tied model's "
+                                  "vocabulary but never seen in training, so their input rows are untrained; "
+                                  "--allow-untrained keeps them")
+    res = runner.invoke(app, ["export", tied, "--vocab", "--allow-untrained", "--out", str(tmp_path / "all.vec")])
+    assert res.exit_code == 0 and TEST_ONLY <= set(read_vec(tmp_path / "all.vec")[0])
+    # GroC composes them: nothing is untrained, the closed vocabulary is written whole.
+    res = runner.invoke(app, ["export", str(closed_runs["groc"]), "--vocab", "--out", str(tmp_path / "g.vec")])
+    assert res.exit_code == 0 and TEST_ONLY <= set(read_vec(tmp_path / "g.vec")[0])
+
+
+def test_similarity_of_a_lookup_run_counts_only_trained_rows_in_vocabulary(closed_runs: dict[str, Path],
+                                                                          tmp_path: Path) -> None:
+    ds = tmp_path / "sim.txt"
+    ds.write_text("cat dog 8.0\ncat river 2.0\nold dog 5.5\ncat zebra 1.0\n", encoding="utf-8")
+    args = ["similarity", "--run", str(closed_runs["tied"]), "--dataset", str(ds)]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert _json(res.stdout)["datasets"]["sim.txt"]["in_vocabulary"]["not_found"] == 1  # zebra: an untrained row
+    res = runner.invoke(app, [*args, "--allow-untrained"])
+    assert res.exit_code == 0 and _json(res.stdout)["datasets"]["sim.txt"]["in_vocabulary"]["not_found"] == 0
+
+
+def test_a_polyglot_run_needs_lang(runs: dict[str, Path], tmp_path: Path) -> None:
+    res = runner.invoke(app, ["export", str(runs["groc"]), "--vocab", "--out", str(tmp_path / "v.vec")])
+    assert res.exit_code == 2
+    assert res.stderr.strip() == "error: this run has 2 languages (en, fr); say which with --lang en"
 
 
 def test_align_recovers_a_rotation_end_to_end(tmp_path: Path) -> None:

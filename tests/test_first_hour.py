@@ -198,13 +198,22 @@ def test_evaluate_reports_test_words_training_never_saw(tmp_path: Path, caplog: 
     tokens = [w for line in lines for w in [*line, "<eos>"]]  # <eos> ends every line, and training saw it
     expected = float(np.mean([w not in train and w != "<eos>" for w in tokens]))
     with caplog.at_level(logging.WARNING):
-        inside = pg.evaluate(run=tmp_path / "run", split="test").to_dict()["details"]["en"]
-        other = pg.evaluate(run=tmp_path / "run", data=data, split="test").to_dict()["languages"]["en"]
+        inside_json = pg.evaluate(run=tmp_path / "run", split="test").to_dict()
+        other_json = pg.evaluate(run=tmp_path / "run", data=data, split="test").to_dict()
+        inside, other = inside_json["details"]["en"], other_json["languages"]["en"]
+    for said in (inside_json, other_json):  # an evaluation says it is exact (a sampled training loss is not)
+        assert said["scoring"].startswith("exact: the full softmax over each language's own vocabulary")
     for res in (inside, other):
         assert res["oov_rate"] == 0.0  # the closed vocabulary holds the test words ...
         assert expected > 0.0 and res["unseen_in_training_rate"] == pytest.approx(expected)  # ... training never saw
         assert "overrides={'data.vocab_mode': 'open'}" in res["note"]
     assert "never occur in the run's training text" in caplog.text
+    assert caplog.records[-1].getMessage().endswith("train with overrides={'data.vocab_mode': 'open'}")
+    # The command line's warning speaks its own face (the JSON's note keeps both spellings).
+    res = runner.invoke(app, ["evaluate", str(tmp_path / "run"), "--split", "test"])
+    assert res.exit_code == 0, res.output
+    warning = next(line for line in res.stderr.splitlines() if "never occur" in line)
+    assert warning.endswith("train with --vocab-mode open") and "overrides=" not in warning
 
 
 # -- help and warnings ----------------------------------------------------------------------------------

@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from groc_base.errors import ConfigError
 from polyglot_groc.config import MODEL_KINDS
+from polyglot_groc.kind_traits import COMPOSED_SAMPLED_ABOVE, TABLE_SAMPLED_ABOVE, auto_softmax_help
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.charset import Charset
-from polyglot_groc.model.kinds import REGISTRY, build_parts
+from polyglot_groc.model.kinds import REGISTRY, DotScorer, KindParts, build_parts, kind
 from polyglot_groc.model.lm import count_parameters, parameter_split
+from polyglot_groc.model.surface import SurfaceEncoder
 from polyglot_groc.model.vocab import Vocab
 from tests.conftest import small_run_config
 
@@ -32,19 +35,65 @@ def _bundle(kind: str, counts: dict[str, Counter[str]], langs: str = "en,fr", ex
     return ModelBundle.create(cfg, vocab, charset=charset)
 
 
-def test_registry_matches_config_kinds() -> None:
-    assert set(REGISTRY) == set(MODEL_KINDS)
+def _n_params(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
 
 
 @pytest.mark.parametrize("kind", sorted(REGISTRY))
-def test_registry_traits_match_the_built_model(kind: str) -> None:
-    # build_bundle decides <unk> and lexicon compilation from the traits before the model exists;
-    # they must agree with what the kind then builds.
-    traits = REGISTRY[kind]
-    parts = build_parts(small_run_config(kind, "en", EXTRA).model, 40, 30)
-    assert parts.compositional_output == traits.composes_output
-    assert traits.uses_lexicon == (kind == "groc-lex")
+def test_the_traits_describe_what_the_kind_builds(kind: str) -> None:
+    # build_bundle decides <unk> and lexicon compilation, and the softmax its sampling, from the traits
+    # before the model exists; what the kind then builds must be what they say.
+    traits = REGISTRY[kind].traits
+    cfg = small_run_config(kind, "en", EXTRA).model
+    small, large = build_parts(cfg, 40, 30), build_parts(cfg, 40, 31)
+
+    def output_side(parts: KindParts) -> int:
+        return _n_params(parts.output_embedder) + _n_params(parts.bias) + _n_params(parts.output_net)
+
+    # A composed side has no parameter per word: one more word adds none.
+    assert (_n_params(small.input_embedder) == _n_params(large.input_embedder)) == traits.composes_input
+    assert (output_side(small) == output_side(large)) == traits.composes_output
+    assert isinstance(small.scorer, DotScorer) == traits.samples  # word-by-word scores sample
+    assert getattr(small.input_embedder, "use_lexicon", False) == traits.uses_lexicon
     assert not traits.uses_lexicon or traits.composes_output
+    # auto's softmax line follows what a full step costs: a char-CNN over every output word samples from
+    # 5,000 words on, a table from 50,000 (kind_traits.py).
+    spells = any(isinstance(m, SurfaceEncoder) for m in small.output_embedder.modules())
+    assert traits.sampled_above == (COMPOSED_SAMPLED_ABOVE if spells else TABLE_SAMPLED_ABOVE)
+
+
+def test_the_auto_softmax_help_is_read_from_the_traits() -> None:
+    from typer.testing import CliRunner
+
+    from polyglot_groc.cli import app
+
+    text = auto_softmax_help()
+    assert text == ("above 5,000 words a language for conv, groc and groc-lex, above 50,000 for the other kinds "
+                    "(adaptive never samples)")
+    res = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "400"})
+    assert " ".join(text.split()) in " ".join(res.output.split())
+
+
+def test_a_kind_missing_its_builder_or_its_traits_is_refused_at_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    from polyglot_groc import kind_traits
+    from polyglot_groc.model import kinds
+    from polyglot_groc.model.kinds import base
+
+    monkeypatch.setitem(base.BUILDERS, "mystery", base.BUILDERS["tied"])
+    with pytest.raises(RuntimeError, match=r"\['mystery'\] have no traits: add a KindTraits record"):
+        kinds._check_registrations()
+    monkeypatch.delitem(base.BUILDERS, "mystery")
+    monkeypatch.setattr(kind_traits, "KINDS", (*kind_traits.KINDS, kind_traits.KindTraits("new", "")))
+    monkeypatch.setattr(kinds, "KINDS", kind_traits.KINDS)
+    with pytest.raises(RuntimeError, match=r"\['new'\] have traits .* but no builder: decorate one with @register"):
+        kinds._check_registrations()
+
+
+def test_every_kind_value_has_a_builder_and_aliases_share_it() -> None:
+    assert list(REGISTRY) == list(MODEL_KINDS)
+    assert REGISTRY["lookup"] == REGISTRY["tied"]  # the old name of tied builds tied
+    with pytest.raises(ConfigError, match="unknown model kind 'tide'; use one of untied, tied, lookup"):
+        kind("tide")
 
 
 @pytest.mark.parametrize("kind", KINDS)

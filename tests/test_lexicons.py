@@ -200,7 +200,7 @@ def test_tsv_file_errors(tmp_path: Path) -> None:
         TsvLexicon(tmp_path / "missing.tsv")
     bad = tmp_path / "latin1.tsv"
     bad.write_bytes("fr\tcafé\tdefinition\tboisson\n".encode("latin-1"))
-    with pytest.raises(LexiconFormatError, match="not utf-8"):
+    with pytest.raises(LexiconFormatError, match=r"tsv lexicon .*latin1.tsv: line 1 is not valid utf-8 .*iconv"):
         TsvLexicon(bad)
 
 

@@ -4,7 +4,9 @@ evaluate's, its neighbours a brute-force ranking's and, after an alignment, the 
 from __future__ import annotations
 
 import json
+import logging
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -12,11 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 from eval.vectors import read_vec
-from polyglot_groc.analysis.model import Model, load, text_pieces
+from polyglot_groc.analysis.loaded_run import Model, load
+from polyglot_groc.analysis.text_scoring import text_pieces
 from polyglot_groc.cli import app
 from polyglot_groc.config import MODEL_KINDS
 from polyglot_groc.training.trainer import Trainer
-from tests.conftest import one_error_line, small_run_config
+from tests.conftest import CLOSED_TRAIN, TEST_ONLY, one_error_line, small_run_config
 from tests.test_scoring import TEXT
 
 runner = CliRunner()
@@ -245,12 +248,198 @@ def test_text_pieces_cover_every_target_once() -> None:
         assert all(tokens[a] == "<eos>" for a, _ in pieces[1:]) and len(pieces) <= streams
 
 
+# ----------------------------------------------------------------------------------- words training never saw
+
+
+def test_a_lookup_run_refuses_the_words_its_training_never_saw(closed_runs: dict[str, Path]) -> None:
+    """A closed vocabulary holds the test split's words; a tied run's rows of them are untrained: refused
+    by name, left out of the words searched, served only when allowed."""
+    from groc_base.errors import InputError
+
+    tied = load(closed_runs["tied"], device="cpu")
+    trained = set(CLOSED_TRAIN.split())
+    assert set(tied.words()) == trained and TEST_ONLY <= set(tied.words(allow_untrained=True))
+    assert "Home-Scale" not in tied and "cat" in tied and len(tied) == len(trained)
+    said = (r"'Home-Scale' is a word of this tied run's vocabulary but was never seen in training: "
+            r".*allow_untrained=True")
+    for ask in (lambda: tied["Home-Scale"], lambda: tied.vector("Home-Scale", "en"),
+                lambda: tied.similarity("cat", "Home-Scale"), lambda: tied.most_similar("Home-Scale"),
+                lambda: tied.most_similar("cat", among=["dog", "Home-Scale"]),
+                lambda: tied.to_keyed_vectors(words=["cat", "Home-Scale"])):
+        with pytest.raises(InputError, match=said) as err:
+            ask()
+        assert isinstance(err.value, KeyError) and len(str(err.value).splitlines()) == 1
+    # Allowed, the untrained row is served (and its cached copy does not leak into a later refusal).
+    row = tied.vector("Home-Scale", allow_untrained=True)
+    assert row.shape == (16,) and np.array_equal(row, tied.vectors(["Home-Scale"], allow_untrained=True)[0])
+    with pytest.raises(InputError, match=said):
+        tied["Home-Scale"]
+    # Neighbours come from the words training saw, unless asked otherwise.
+    assert {w for w, _ in tied.most_similar("cat", topn=50)} == trained - {"cat"}
+    assert TEST_ONLY <= {w for w, _ in tied.most_similar("cat", topn=50, allow_untrained=True)}
+    assert tied.to_keyed_vectors().index_to_key == tied.words()
+
+
+def test_a_compositional_run_composes_the_test_words_of_its_closed_vocabulary(closed_runs: dict[str, Path]) -> None:
+    """GroC has no untrained rows: a closed vocabulary's test words are composed, queries and answers alike."""
+    groc = load(closed_runs["groc"], device="cpu")
+    assert TEST_ONLY <= set(groc.words()) and "Home-Scale" in groc and groc.words() == groc.words(allow_untrained=True)
+    assert groc["Home-Scale"].shape == (16,)
+    assert TEST_ONLY <= {w for w, _ in groc.most_similar("cat", topn=50)}
+    assert "Home-Scale" not in {w for w, _ in groc.most_similar("Home-Scale", topn=50)}
+
+
+def test_a_run_saved_before_training_counts_were_recorded_reads_them_from_its_corpus(
+        closed_runs: dict[str, Path], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Backward compatibility: a checkpoint without ``train_counts`` is read against its corpus's training
+    split; where that text is gone, a warning, and every word counts as seen (as before)."""
+    from polyglot_groc.model.checkpoint import load_checkpoint, save_checkpoint
+
+    data = shutil.copytree(closed_runs["data"], tmp_path / "data")
+    run = shutil.copytree(closed_runs["tied"], tmp_path / "tied")
+    payload = load_checkpoint(run / "best.pt")
+    assert "train_counts" in payload["bundle"]["vocab"]
+    del payload["bundle"]["vocab"]["train_counts"]
+    payload["bundle"]["config"]["data"]["root"] = str(data)
+    save_checkpoint(run / "best.pt", payload)
+    old = load(run, device="cpu")
+    assert old.bundle.vocab.train_counts is None
+    assert old.words() == load(closed_runs["tied"], device="cpu").words()
+    with pytest.raises(KeyError, match="never seen in training"):
+        old["Home-Scale"]
+    shutil.rmtree(data)
+    with caplog.at_level(logging.WARNING):
+        gone = load(run, device="cpu")
+        assert gone["Home-Scale"].shape == (16,) and TEST_ONLY <= set(gone.words())
+    assert any("every word counts as seen in training" in r.getMessage() for r in caplog.records)
+
+
+# ----------------------------------------------------------------------------------- gensim's hand
+
+
+def _unit(m: np.ndarray) -> np.ndarray:
+    return m / np.linalg.norm(m, axis=-1, keepdims=True)
+
+
+def test_the_model_reads_like_gensim(closed_runs: dict[str, Path], runs: dict[str, Path]) -> None:
+    from groc_base.errors import InputError
+
+    groc = load(closed_runs["groc"], device="cpu")  # one language: no lang anywhere
+    assert groc.lang == "en" and np.array_equal(groc["cat"], groc.vector("cat", "en"))
+    assert np.array_equal(groc[["cat", "dog"]], groc.vectors(["cat", "dog"], "en"))
+    assert list(groc) == groc.words() and len(groc) == len(groc.words()) and "<eos>" not in groc
+    # positive/negative: gensim's mean of unit vectors, made unit; the query words are left out.
+    words = groc.words()
+    unit = _unit(groc.vectors(words))
+    at = {w: i for i, w in enumerate(words)}
+    q = _unit((unit[at["cat"]] + unit[at["river"]] - unit[at["dog"]]) / 3)
+    cos = unit @ q
+    order = [i for i in np.argsort(-cos, kind="stable") if words[i] not in ("cat", "river", "dog")][:4]
+    got = groc.most_similar(positive=["cat", "river"], negative=["dog"], topn=4)
+    assert [w for w, _ in got] == [words[i] for i in order] and np.allclose([v for _, v in got], cos[order], atol=1e-5)
+    kv = groc.to_keyed_vectors()
+    assert [w for w, _ in kv.most_similar(positive=["cat", "river"], negative=["dog"], topn=4)] == [w for w, _ in got]
+    # A vector term is used as given (and is not left out: only words are); a single word is the query itself.
+    cos = unit @ _unit(groc["cat"] + unit[at["river"]])
+    order = [i for i in np.argsort(-cos, kind="stable") if words[i] != "river"][:3]
+    assert [w for w, _ in groc.most_similar(positive=[groc["cat"], "river"], topn=3)] == [words[i] for i in order]
+    assert groc.most_similar("cat", topn=3) == groc.most_similar(positive=["cat"], topn=3)
+    with pytest.raises(InputError, match="cancel out"):
+        groc.most_similar(positive=["cat"], negative=["cat"])
+    with pytest.raises(InputError, match="needs a query"):
+        groc.most_similar()
+    # A polyglot run: a default language, or lang in the call.
+    enfr = load(runs["enfr"], device="cpu")
+    with pytest.raises(InputError, match=r"2 languages \(en, fr\).*model.lang = 'en'"):
+        enfr["dog"]
+    assert len(enfr) == len(set(enfr.words("en")) | set(enfr.words("fr")))
+    enfr.lang = "fr"
+    assert np.array_equal(enfr["chien"], enfr.vector("chien", "fr")) and len(enfr) == len(enfr.words("fr"))
+    assert load(runs["enfr"], device="cpu", lang="en").most_similar("dog", topn=3) == \
+        enfr.most_similar("dog", "en", 3)
+    with pytest.raises(InputError, match="language 'de' is not in this run"):
+        load(runs["enfr"], device="cpu", lang="de")
+
+
+def test_keyed_vectors_keep_composing_and_save_as_gensim_s_own(closed_runs: dict[str, Path], tmp_path: Path) -> None:
+    from gensim.models import KeyedVectors
+
+    groc = load(closed_runs["groc"], device="cpu")
+    kv = groc.to_keyed_vectors()
+    assert isinstance(kv, KeyedVectors) and kv.index_to_key == groc.words()
+    # A word the keys lack is composed through the run (FastTextKeyedVectors' contract).
+    assert "kompyuter" in kv and "kompyuter" not in kv.key_to_index and not kv.has_index_for("kompyuter")
+    assert np.array_equal(kv["kompyuter"], groc["kompyuter"])
+    assert np.allclose(kv.get_vector("kompyuter", norm=True), _unit(groc["kompyuter"]))
+    composed = groc.most_similar("kompyuter", topn=3)
+    assert [w for w, _ in kv.most_similar("kompyuter", topn=3)] == [w for w, _ in composed]
+    assert kv.similarity("kompyuter", "cat") == pytest.approx(groc.similarity("kompyuter", "cat"), abs=1e-6)
+    assert "собака" not in kv  # an unseen script: no vector
+    # Saved, it is a plain KeyedVectors of its keys.
+    kv.save(str(tmp_path / "en.kv"))
+    back = KeyedVectors.load(str(tmp_path / "en.kv"))
+    assert type(back) is KeyedVectors and back.index_to_key == kv.index_to_key
+    assert np.array_equal(back.vectors, kv.vectors) and "kompyuter" not in back
+    # A lookup side composes nothing: a word outside the keys is a KeyError.
+    tied = load(closed_runs["tied"], device="cpu").to_keyed_vectors()
+    assert "kompyuter" not in tied and "Home-Scale" not in tied
+    with pytest.raises(KeyError, match="outside this tied run's vocabulary"):
+        tied["kompyuter"]
+    with pytest.raises(KeyError, match="never seen in training"):
+        tied["Home-Scale"]
+
+
+def test_the_first_vocabulary_wide_search_says_what_it_builds(closed_runs: dict[str, Path],
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    groc = load(closed_runs["groc"], device="cpu")
+    with caplog.at_level(logging.INFO, logger="polyglot_groc.analysis.neighbour_search"):
+        groc.most_similar("cat")
+        groc.most_similar("dog", method="csls")
+    notes = [r.getMessage() for r in caplog.records if "once" in r.getMessage()]
+    assert notes == [f"composing the {len(groc):,} words of en's vocabulary (input side) once; later searches "
+                     "reuse them"]
+
+
+def test_one_name_per_option_with_the_old_names_still_read(runs: dict[str, Path], tmp_path: Path) -> None:
+    from groc_base.errors import InputError
+
+    run = runs["enfr"]
+    with pytest.warns(FutureWarning, match="which= is deprecated and will be removed in the next release; "
+                                           "use checkpoint=") as caught:
+        assert load(run, which="last", device="cpu").checkpoint == "last"
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+    with pytest.raises(InputError, match="disagree"):
+        load(run, checkpoint="last", which="best", device="cpu")
+    new = runner.invoke(app, ["neighbours", str(run), "dog", "--lang", "en", "--among", "fr", "--topn", "3"])
+    old = runner.invoke(app, ["neighbours", str(run), "dog", "--lang", "en", "--in", "fr", "--topn", "3"])
+    assert new.exit_code == old.exit_code == 0 and json.loads(new.stdout) == json.loads(old.stdout)
+    assert old.stderr.strip() == "warning: --in is deprecated and will be removed in the next release; use --among"
+    gone = runner.invoke(app, ["neighbours", str(run), "dog", "--lang", "en", "--among", "fr", "--align",
+                               str(tmp_path / "none")])
+    assert gone.exit_code == 2
+    assert "warning: --align is deprecated and will be removed in the next release; use --alignment" in gone.stderr
+
+
+def test_the_neighbours_command_on_a_closed_vocabulary(closed_runs: dict[str, Path]) -> None:
+    tied = str(closed_runs["tied"])
+    line = one_error_line(runner.invoke(app, ["neighbours", tied, "Home-Scale"]))
+    assert "'Home-Scale' is a word of this tied run's vocabulary but was never seen in training" in line
+    assert "--allow-untrained" in line and "allow_untrained=" not in line
+    res = runner.invoke(app, ["neighbours", tied, "cat", "--topn", "50"])  # a one-language run: no --lang
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["lang"] == "en" and not out["allow_untrained"]
+    assert {n["word"] for n in out["neighbours"]} == set(CLOSED_TRAIN.split()) - {"cat"}
+    res = runner.invoke(app, ["neighbours", tied, "Home-Scale", "--allow-untrained", "--topn", "3"])
+    assert res.exit_code == 0 and json.loads(res.stdout)["allow_untrained"]
+
+
 # ----------------------------------------------------------------------------------- the CLI
 
 
 def test_neighbours_and_score_commands(runs: dict[str, Path], tmp_path: Path) -> None:
     run = runs["enfr"]
-    res = runner.invoke(app, ["neighbours", str(run), "doggy", "--lang", "en", "--in", "fr", "--topn", "3"])
+    res = runner.invoke(app, ["neighbours", str(run), "doggy", "--lang", "en", "--among", "fr", "--topn", "3"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     expected = load(run, device="cpu").most_similar("doggy", "en", 3, among="fr")
@@ -283,4 +472,4 @@ def test_the_model_is_in_the_public_api() -> None:
     import polyglot_groc as pg
 
     assert pg.load.__wrapped__ is load and pg.Model is Model  # type: ignore[attr-defined]
-    assert pg.neighbours.__module__ == "polyglot_groc.analysis.model"
+    assert pg.neighbours.__module__ == "polyglot_groc.analysis.neighbours"

@@ -22,9 +22,18 @@ WORKFLOWS = ("train", "resume", "finetune", "load_result", "init_from_elmo", "ev
 
 
 def test_the_package_exposes_exactly_the_api() -> None:
-    assert polyglot_groc.API_NAMES == set(api.__all__)
-    for name in api.__all__:
+    """One list of public names (polyglot_groc.public): the package's attributes and api's, each function
+    behind the argument check and each type a class."""
+    from polyglot_groc.public import PUBLIC
+
+    assert api.__all__ == list(PUBLIC) and polyglot_groc.API_NAMES == set(PUBLIC)
+    for name, kind in PUBLIC.items():
         assert getattr(polyglot_groc, name) is getattr(api, name)
+        obj = getattr(api, name)
+        if kind == "function":
+            assert getattr(obj, "__groc_checked__", False) and not isinstance(obj, type), name
+        else:
+            assert isinstance(obj, type), name
 
 
 def test_every_workflow_is_keyword_only_typed_documented_and_returns_a_frozen_result() -> None:

@@ -70,6 +70,26 @@ def test_sigkill_then_resume_matches_uninterrupted_run(tmp_path: Path) -> None:
         assert a[key] == b[key]
 
 
+def test_a_run_with_awkward_config_values_resumes(tmp_path: Path) -> None:
+    """A newline and quotes in the corpus path and a language code that TOML must quote: config.toml
+    stays valid TOML, so the run reads back and resumes (the hand-written writer broke both)."""
+    import shutil
+
+    from polyglot_groc.config import load_config
+    from polyglot_groc.training.workflows import resume, train
+
+    root = tmp_path / 'tiny\ncorpus "quoted"'
+    shutil.copytree(ROOT / "tests" / "data" / "tiny", root)
+    cfg = load_config(None, {"model.kind": "tied", "data.root": root, "data.langs": ["en"], "model.d": 16,
+                             "model.prefix.hidden": 24, "train.threads": 1, "train.max_steps": 2,
+                             "train.batch_size": 4, "train.bptt": 8, "train.log_every": 0,
+                             "languages": {" zz ": {"name": "Zed", "iso3": "zzz", "script": "Latn"}}})
+    train(config=cfg, out=tmp_path / "run")
+    assert load_config(tmp_path / "run" / "config.toml") == cfg
+    result = resume(run=tmp_path / "run", max_steps=4)
+    assert result.steps == 4 and load_config(tmp_path / "run" / "config.toml").data.root == str(root)
+
+
 _HOLD = """
 import sys, time
 from polyglot_groc.training.runlock import RunLock

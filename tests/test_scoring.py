@@ -135,5 +135,5 @@ def test_every_kind_evaluates_open_vocabulary_with_a_cache(runs: dict[str, Path]
     assert 0 < en["oov_rate"] < 1 and 1 < en["perplexity_seen"] < math.inf
     assert en["perplexity_no_cache"] is not None and en["cache_check"]["split"] == "valid"
     # Compositional kinds embed the new words; lookup kinds give them a tuned uniform share.
-    assert (en["uniform_weight"] is None) == REGISTRY[kind].composes_output
+    assert (en["uniform_weight"] is None) == REGISTRY[kind].traits.composes_output
     assert en["perplexity_new"] is not None and en["perplexity_new"] > 1

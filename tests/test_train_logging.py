@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from pathlib import Path
@@ -89,3 +90,49 @@ def test_finetune_log_every_is_the_same_knob(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert _log_steps(res.stderr) == [2, 4]
     assert load_config(tmp_path / "ft" / "config.toml").train.log_every == 2
+
+
+def _bar(monkeypatch: pytest.MonkeyPatch) -> tuple[object, io.StringIO]:
+    from rich.console import Console
+
+    from polyglot_groc.training.progress import ProgressBar
+
+    out = io.StringIO()
+    return ProgressBar(console=Console(file=out, force_terminal=False, width=200)), out
+
+
+def test_no_bar_residue_when_the_console_is_not_a_terminal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bar, out = _bar(monkeypatch)
+    cfg = small_run_config("tied", "en", ["train.max_steps=4", "train.log_every=2"])
+    with bar:  # type: ignore[attr-defined]
+        Trainer(cfg, tmp_path / "run", hooks=bar).fit()  # type: ignore[arg-type]
+    text = out.getvalue()
+    assert "step 2: loss" in text and "valid ppl" in text
+    assert "━" not in text and "\r" not in text and "\x1b" not in text  # lines only: no frame of a bar left over
+
+
+def test_a_long_validation_prints_progress_in_a_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    from polyglot_groc.training import progress
+
+    bar, out = _bar(monkeypatch)
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    bar.on_eval_progress(0, 30_000)  # type: ignore[attr-defined]
+    now[0] = 110.0
+    bar.on_eval_progress(3_000, 30_000)  # type: ignore[attr-defined]
+    assert out.getvalue() == ""  # a short one stays quiet
+    now[0] = 131.0
+    bar.on_eval_progress(12_000, 30_000)  # type: ignore[attr-defined]
+    assert out.getvalue().strip() == "validating: 40% of 30,000 tokens, ETA 0:46"
+
+
+def test_a_sampled_runs_training_ppl_is_labelled_an_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+    from polyglot_groc.training.trainer import StepInfo
+
+    bar, out = _bar(monkeypatch)
+    bar.on_start(10, {"n_params": 1, "vocab": 5, "langs": ["en"], "steps_per_epoch": 5,  # type: ignore[attr-defined]
+                      "softmax": {"mode": "sampled", "reason": "r", "largest_vocab": 9, "k": 4,
+                                  "proposal": "log-uniform"}})
+    bar.on_step(StepInfo(4, 0.8, "en", 8.441, 1e-3, 1234.0, {"en": 4}, logged=True))  # type: ignore[attr-defined]
+    line = out.getvalue().splitlines()[-1]
+    assert line.startswith("step 4: sampled loss 8.441 ppl ~4,633.2 ") and "(sampled-softmax estimate)" in line

@@ -105,3 +105,84 @@ def test_open_vocabulary_word_known_only_from_the_other_language(tmp_path: Path,
 
     res = evaluate(run=tmp_path / "run", split="test").to_dict()
     assert np.isfinite(res["perplexity"]["fr"])
+
+
+# -- train.max_minutes counts validation (issue 46) ------------------------------------------------------------
+
+class _Clock:
+    """The trainer's clock, set by the test (perf_counter stays real: it times the steps)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def monotonic(self) -> float:
+        return self.now
+
+    @staticmethod
+    def perf_counter() -> float:
+        import time
+
+        return time.perf_counter()
+
+
+def test_max_minutes_keeps_time_for_the_final_validation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from polyglot_groc.training import trainer as trainer_mod
+    from polyglot_groc.training.loop import LoopState
+
+    trainer = Trainer(small_run_config("tied", "en", ["train.max_minutes=1"]), tmp_path / "run")
+    loop = trainer._open_loop()
+    state = LoopState.start(trainer.cfg.train)
+    clock = _Clock(1000.0)
+    monkeypatch.setattr(trainer_mod, "time", clock)
+    loop.started, loop.start_step, loop.start_train_time = 1000.0, 0, 0.0
+    clock.now = 1000.0 + 3600  # past the budget before a step: one step is made all the same
+    assert trainer._limit_reached(loop, state) == ""
+    state.step, state.train_time = 10, 10.0  # 1 s a step
+    loop.last_validation_seconds = 20.0  # the last validation and its checkpoint took 20 s
+    clock.now = 1000.0 + 38.5  # 38.5 s + a step + 20 s = 59.5 s: room for one more step
+    assert trainer._limit_reached(loop, state) == ""
+    clock.now = 1000.0 + 39.5  # 60.5 s: the final validation would not fit
+    assert trainer._limit_reached(loop, state) == "max_minutes"
+    loop.last_validation_seconds, loop.validation_estimate = 0.0, 5.0  # before the first: the estimate
+    clock.now = 1000.0 + 53.5
+    assert trainer._limit_reached(loop, state) == ""
+    clock.now = 1000.0 + 54.5
+    assert trainer._limit_reached(loop, state) == "max_minutes"
+
+
+def test_the_validation_estimate_is_timed_on_its_first_windows(tmp_path: Path) -> None:
+    import time
+
+    from polyglot_groc.training.evaluation import estimate_evaluation_seconds, evaluate_split
+
+    trainer = Trainer(small_run_config("groc", "en,fr", ["train.max_steps=1"]), tmp_path / "run")
+    t = trainer.cfg.train
+    estimate = estimate_evaluation_seconds(trainer.bundle, trainer.corpus, "valid", t.eval_batch_size, t.bptt)
+    began = time.perf_counter()
+    evaluate_split(trainer.bundle, trainer.corpus, "valid", t.eval_batch_size, t.bptt)
+    took = time.perf_counter() - began
+    assert 0 < estimate < 20 * took + 1.0 and took < 20 * estimate + 1.0  # the right order of magnitude
+
+
+def test_a_tiny_budget_stops_after_a_step_and_validation_reports_progress(tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+
+    class Hooks:
+        def on_start(self, total_steps: int | None, info: object) -> None:
+            pass
+
+        def on_step(self, info: object) -> None:
+            pass
+
+        def on_eval(self, record: object) -> None:
+            pass
+
+        def on_eval_progress(self, done: int, total: int) -> None:
+            seen.append((done, total))
+
+    cfg = small_run_config("tied", "en", ["train.max_minutes=0.0001"])
+    res = Trainer(cfg, tmp_path / "run", hooks=Hooks()).fit()
+    assert res.stop_reason == "max_minutes" and res.steps == 1  # one step, then the validation that fits
+    total = seen[0][1]
+    assert seen[0] == (0, total) and seen[-1] == (total, total) and total > 0
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)

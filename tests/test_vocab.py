@@ -41,3 +41,23 @@ def test_state_roundtrip_and_fingerprint() -> None:
     r = Vocab.from_state(v.to_state())
     assert r.words == v.words and np.array_equal(r.membership, v.membership)
     assert r.fingerprint() == v.fingerprint() != v.extend({"en": ["dog"]}).fingerprint()
+
+
+def test_training_counts_are_recorded_apart_from_the_closed_vocabulary_s_counts() -> None:
+    """A closed vocabulary counts train+valid+test; ``train_counts`` keeps what training read, through extension,
+    a finetuning corpus and a checkpoint."""
+    v = Vocab.build({"en": Counter({"the": 5, "cat": 2, "zebra": 1})},
+                    train_counts={"en": Counter({"the": 4, "cat": 2})})
+    assert v.train_counts is not None and v.train_counts[:, 0].tolist() == [4, 2, 0]  # the, cat, zebra
+    assert v.trained().tolist() == [True, True, False]
+    assert Vocab.build({"en": Counter({"a": 2})}).trained().tolist() == [True]  # open: its counts are training's
+    grown = v.extend({"en": ["kettle"]})
+    assert grown.trained().tolist() == [True, True, False, False]
+    tuned = grown.with_training({"en": Counter({"kettle": 3, "unknown": 9})})  # words outside it are not counted
+    assert tuned.train_counts[:, 0].tolist() == [4, 2, 0, 3] and v.train_counts[:, 0].tolist() == [4, 2, 0]
+    back = Vocab.from_state(tuned.to_state())
+    assert np.array_equal(back.train_counts, tuned.train_counts)
+    state = tuned.to_state()
+    del state["train_counts"]  # a vocabulary saved before the field: not recorded, not made up
+    old = Vocab.from_state(state)
+    assert old.train_counts is None and old.trained() is None and old.with_training({"en": Counter()}) is old

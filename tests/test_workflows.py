@@ -19,7 +19,8 @@ import pytest
 from typer.testing import CliRunner
 
 from polyglot_groc.analysis import workflows
-from polyglot_groc.analysis.model import NeighboursResult, ScoreResult, neighbours, score
+from polyglot_groc.analysis.neighbours import NeighboursResult, neighbours
+from polyglot_groc.analysis.score import ScoreResult, score
 from polyglot_groc.analysis.workflows import (
     AlignManyResult,
     AlignResult,
@@ -108,6 +109,23 @@ def test_workflows_are_keyword_only_typed_and_documented(fn: typing.Callable[...
     result = FUNCTIONS[fn]  # type: ignore[index]
     assert dataclasses.is_dataclass(result) and result.__dataclass_params__.frozen  # type: ignore[attr-defined]
     assert callable(getattr(result, "to_dict", None))
+
+
+def test_the_run_access_keywords_are_one_text_and_one_check(tmp_path: Path) -> None:
+    """checkpoint/device/threads: every workflow that loads a run shows RUN_ACCESS_ARGS and checks them
+    before any work (a bad checkpoint fails before the output is looked at or the run is read)."""
+    from groc_base.errors import CheckpointError
+    from polyglot_groc.analysis.export import export
+    from polyglot_groc.analysis.similarity import similarity
+    from polyglot_groc.model.access import RUN_ACCESS_ARGS, run_access_doc
+
+    for fn in (workflows.evaluate, workflows.freq_bins, workflows.tune_cache, export, similarity):
+        doc = inspect.getdoc(fn) or ""
+        assert all(line in doc for line in RUN_ACCESS_ARGS.splitlines()) and "{run_access}" not in doc, fn
+    with pytest.raises(CheckpointError, match="checkpoint 'middle' is unknown; use best or last"):
+        workflows.evaluate(run=tmp_path / "no-such-run", checkpoint="middle")
+    with pytest.raises(TypeError, match="no {run_access} line"):
+        run_access_doc(lambda: None)
 
 
 # -- each workflow from Python: nothing printed, the CLI's JSON ------------------------------------

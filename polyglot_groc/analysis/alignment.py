@@ -2,10 +2,13 @@
 
 :func:`align` is ``polyglot-groc align`` as a function: the vectors come from word2vec files,
 from memory, or from a run's vocabulary on either side; the seed dictionary from a file (read
-either way round: ``reverse_dicts``), from identical strings or from a wordnet; the maths is
-:func:`eval.methods.fit_mapping`, the evaluation
+either way round: ``reverse_dicts``), from identical strings or from a wordnet (a start,
+:mod:`~polyglot_groc.analysis.alignment_starts`); the maths is a registered method of
+:mod:`eval.methods` with its config (:func:`eval.methods.fitting.fit_mapping`), the evaluation
 :func:`polyglot_groc.analysis.alignment_report.evaluate_protocols` (every protocol with its own
-baselines). With ``out`` every file (``W.npy``, ``best_mapping.pth``, ``src.aligned.vec``,
+baselines). :func:`align` reads as its steps: plan (every option checked, the method's config
+built), read the dictionaries (their overlap checked) and the two sides, seed, normalise, fit,
+evaluate, write. With ``out`` every file (``W.npy``, ``best_mapping.pth``, ``src.aligned.vec``,
 ``tgt.vec``, optionally MUSE's ``vectors-<lang>.txt``, ``result.json``) is written atomically, all
 of them or none. Aligning vector files never imports torch (only a run needs it).
 """
@@ -24,11 +27,32 @@ from typing import IO, TYPE_CHECKING, Any, Union
 
 import numpy as np
 
+from eval.methods.registry import (
+    FitContext,
+    Method,
+    MethodConfig,
+    Plan,
+    build_config,
+    dictionary_rank,
+    get_method,
+    recipe,
+    resolve_normalize,
+)
 from groc_base.checks import check_non_negative, check_output, check_positive, option
 from groc_base.errors import InputError
 from groc_base.fileio import dumps_json, json_safe
+from polyglot_groc.analysis.alignment_starts import (
+    Start,
+    StartInputs,
+    get_start,
+    lexicon_seed,
+    method_for,
+    no_dictionary,
+    start_names,
+)
 
 if TYPE_CHECKING:  # at run time these come in with a run only (they import torch)
+    from eval.align import AlignmentResult
     from polyglot_groc.analysis.alignment_report import Side
     from polyglot_groc.analysis.export import Exported
     from polyglot_groc.model.bundle import ModelBundle
@@ -36,7 +60,7 @@ if TYPE_CHECKING:  # at run time these come in with a run only (they import torc
 logger = logging.getLogger(__name__)
 
 __all__ = ["AlignResult", "Vectors", "align", "check_input_files", "export_full_vocabulary", "lexicon_seed",
-           "load_bundle_once", "normalize_rows", "read_alignment", "read_side", "training_means",
+           "load_bundle_once", "normalize_rows", "read_alignment", "read_pairs", "read_side", "training_means",
            "write_torch_legacy"]
 
 #: A side's vectors: a word2vec file (.vec or .bin, plain or .gz/.bz2/.xz), or words and vectors
@@ -87,6 +111,9 @@ class AlignResult:
     side: str | None = None
     #: Methods that move the target space too (vecmap): ``target = normalize(tgt) @ W_tgt.T``.
     W_tgt: np.ndarray | None = field(default=None, repr=False, compare=False)
+    #: A method that judges its own map (a start without a dictionary): ``{"status": "aligned" |
+    #: "doubtful" | "failed", "reason", "criterion": {"name", "value"}, "evidence"}``; None: no verdict.
+    verdict: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``polyglot-groc align`` prints (the evaluation keys only with an evaluation dictionary)."""
@@ -97,20 +124,23 @@ class AlignResult:
             "history": self.history, "normalize": self.normalize, "selection": self.selection,
             "method": self.method, "reference": self.reference, "src_lang": self.src_lang, "tgt_lang": self.tgt_lang,
             "side": self.side}
+        if self.verdict is not None:
+            out["verdict"] = self.verdict
         if self.eval_dictionary is not None:
             out.update({"eval_dictionary": self.eval_dictionary, "precision": self.precision,
                         "baselines": self.baselines, "protocols": self.protocols})
         return json_safe(out)  # type: ignore[return-value]
 
     def summary(self) -> list[str]:
-        """The human-readable lines ``polyglot-groc align`` prints on stderr: coverage, drops, and per
-        protocol the model's P@k beside that protocol's own baselines (none without an evaluation
-        dictionary)."""
-        if self.eval_dictionary is None or self.protocols is None:
-            return []
-        from polyglot_groc.analysis.alignment_report import report_lines
+        """The human-readable lines ``polyglot-groc align`` prints on stderr: the verdict of a method that
+        judges its map, then coverage, drops, the training overlap, and per protocol the model's P@k
+        beside that protocol's own baselines (none without an evaluation dictionary)."""
+        from polyglot_groc.analysis.alignment_report import report_lines, verdict_lines
 
-        return report_lines(self.eval_dictionary, self.protocols)
+        lines = verdict_lines(self.verdict)
+        if self.eval_dictionary is None or self.protocols is None:
+            return lines
+        return lines + report_lines(self.eval_dictionary, self.protocols)
 
 
 def check_input_files(*given: tuple[str, object]) -> None:
@@ -173,20 +203,24 @@ def read_side(vec: Vectors | None, bundle: Callable[[], ModelBundle] | None, lan
     return out.words, out.vectors
 
 
-def _dictionary_indices(path: str | os.PathLike[str], src_words: list[str], tgt_words: list[str], *, lower: bool,
-                        lenient: bool, reverse: bool, name: str) -> tuple[list[tuple[str, str]], np.ndarray,
-                                                                           dict[str, Any]]:
-    """A dictionary's pairs (``reverse``: each line read as ``target source``), their rows, and its counts.
+def read_pairs(path: str | os.PathLike[str], *, lower: bool, lenient: bool, reverse: bool) -> list[tuple[str, str]]:
+    """A dictionary file's ``(source, target)`` pairs (``reverse``: each line read as ``target source``)."""
+    from langpairs.dictionaries import read_dictionary
+
+    pairs = read_dictionary(Path(path), lower=lower, lenient=lenient)
+    return [(b, a) for a, b in pairs] if reverse else pairs
+
+
+def _dictionary_indices(pairs: list[tuple[str, str]], path: str | os.PathLike[str], src_words: list[str],
+                        tgt_words: list[str], *, lower: bool, reverse: bool,
+                        name: str) -> tuple[np.ndarray, dict[str, Any]]:
+    """A dictionary's rows in the vocabularies and its counts (``pairs`` as :func:`read_pairs` read them).
 
     A dictionary that covers the vocabularies much better read the other way round is named: an
     error when no pair is found as given, a warning when fewer than half as many are.
     """
     from eval.align import pairs_to_indices
-    from langpairs.dictionaries import read_dictionary
 
-    pairs = read_dictionary(Path(path), lower=lower, lenient=lenient)
-    if reverse:
-        pairs = [(b, a) for a, b in pairs]
     flip = option("reverse_dicts", not reverse)
 
     def found(candidate: list[tuple[str, str]]) -> int:
@@ -210,7 +244,7 @@ def _dictionary_indices(path: str | os.PathLike[str], src_words: list[str], tgt_
             logger.warning("%s %s: %d of its %d pairs are in the vocabularies as read, %d read the other way round; "
                            "if the file lists target words first, pass %s", option(name), path, stats["found"],
                            len(pairs), other, flip)
-    return pairs, indices, {"path": str(path), "reversed": reverse, **stats}
+    return indices, {"path": str(path), "reversed": reverse, **stats}
 
 
 def align(
@@ -225,20 +259,15 @@ def align(
     eval_dict: str | os.PathLike[str] | None = None,
     reverse_dicts: bool = False,
     dictionary_mode: str | None = None,
-    refine: int | None = None,
+    method: str | None = None,
+    method_config: MethodConfig | None = None,
     normalize: str | None = None,
-    method: str = "procrustes",
-    select_on: str = "criterion",
-    spectral: bool = False,
-    rcsls_n_iter: int | None = None,
-    rcsls_lr: float | None = None,
     criterion: bool | None = None,
-    dico_build: str = "S2T&T2S",
-    dico_max_rank: int | None = None,
     max_vocab: int | None = 200_000,
     keep_case: bool = False,
     knn: str = "exact",
     eval_words: str | os.PathLike[str] | Iterable[str] | None = None,
+    allow_overlap: bool = False,
     export_mapped: bool = False,
     lenient: bool = False,
     lexicon: list[str] | None = None,
@@ -248,26 +277,37 @@ def align(
     checkpoint: str = "best",
     device: str = "auto",
     threads: int | None = None,
+    refine: int | None = None,
+    select_on: str | None = None,
+    dico_build: str | None = None,
+    dico_max_rank: int | None = None,
+    spectral: bool = False,
+    rcsls_n_iter: int | None = None,
+    rcsls_lr: float | None = None,
 ) -> AlignResult:
     """Map source embeddings onto target embeddings (Procrustes + CSLS refinement, RCSLS or VecMap) and evaluate P@k.
 
     Each side comes from ``src``/``tgt`` (a word2vec file or vectors in memory) or, without one,
     from ``run``'s vocabulary in ``src_lang``/``tgt_lang`` (the run is loaded once, and only if a
     side needs it). The seed dictionary is ``train_dict``, else ``dictionary_mode`` ``identical``
-    (identical strings) or ``lexicon`` (words sharing a wordnet synset). Each method runs its
-    reference's recipe unless told otherwise: ``procrustes`` MUSE's supervised script (its
-    refinement round chosen by the unsupervised mean-CSLS criterion, never the evaluation
-    dictionary, unless ``select_on="eval"`` asks for MUSE's rule), ``rcsls`` fastText's
-    ``align.py`` (unit vectors, ``--niter 10`` = 11 updates, ``--lr 1``), ``vecmap`` VecMap's
-    ``--supervised`` (normalise ``renorm,center,renorm`` first); the result's ``reference`` says
-    how a call differs.
+    (identical strings) or ``lexicon`` (words sharing a wordnet synset). ``method`` is a method of
+    :mod:`eval.methods` and ``method_config`` its config (:class:`~eval.methods.ProcrustesConfig`,
+    :class:`~eval.methods.RcslsConfig`, :class:`~eval.methods.VecmapConfig`; None: the reference's
+    defaults). Each method runs its reference's recipe unless told otherwise: ``procrustes``
+    MUSE's supervised script (its refinement round chosen by the unsupervised mean-CSLS
+    criterion, never the evaluation dictionary, unless ``select_on="eval"`` asks for MUSE's rule),
+    ``rcsls`` fastText's ``align.py`` (unit vectors, ``--niter 10`` = 11 updates, ``--lr 1``),
+    ``vecmap`` VecMap's ``--supervised`` (normalise ``renorm,center,renorm`` first); the result's
+    ``reference`` says how a call differs.
 
     Every evaluation reports each protocol with its own baselines (``protocols``): MUSE's (test
     pairs with both words in the vocabularies), fastText's (every test source word; those not
     scorable count as errors) and, for a side read from ``run``, ``composed`` (every test word,
     the words missing from the vocabulary composed by the model); each beside the
     identical-string, char 3-gram and no-mapping baselines on its own words, split into words
-    whose gold includes the word itself and the others.
+    whose gold includes the word itself and the others. Test pairs that are also training pairs
+    (either direction) are counted (``eval_dictionary.train_overlap``), warned about, and refused
+    above 5% unless ``allow_overlap``.
 
     Args:
         src: source vectors (file or in memory).
@@ -281,31 +321,24 @@ def align(
         eval_dict: evaluation dictionary; None: no P@k.
         reverse_dicts: read both dictionaries as ``tgt src`` lines (e.g. an en-tl file to map tl
             onto en).
-        dictionary_mode: without ``train_dict``: ``identical`` or ``lexicon``.
-        refine: refinement iterations of ``procrustes`` (None: 5; 0: Procrustes only); refused with
-            the other methods.
+        dictionary_mode: without ``train_dict``: ``identical`` or ``lexicon`` (the registered starts,
+            :mod:`polyglot_groc.analysis.alignment_starts`).
+        method: ``procrustes`` (MUSE), ``rcsls`` (Joulin et al. 2018) or ``vecmap`` (Artetxe et al.
+            2018); None: procrustes (or, for a start without a dictionary, that start's method).
+        method_config: the method's knobs as its config dataclass; None: its reference's defaults.
         normalize: a chain of ``renorm``, ``center``, ``iternorm`` (iterative normalisation,
             ``iternorm:N`` for N rounds), e.g. ``renorm,center,renorm``, applied to both sides;
             ``none`` for nothing; None: the method's reference (procrustes none, rcsls renorm,
             vecmap renorm,center,renorm).
-        method: ``procrustes`` (MUSE), ``rcsls`` (Joulin et al. 2018) or ``vecmap`` (Artetxe et al. 2018).
-        select_on: how ``procrustes`` picks its refinement round: ``criterion`` (unsupervised, the
-            default), ``last``, or ``eval`` (MUSE's supervised rule: P@1 on ``eval_dict``, i.e.
-            tuned on the test pairs; needs ``eval_dict``).
-        spectral: ``rcsls`` only: clip the map's singular values to [0, 1] after every step.
-        rcsls_n_iter: ``rcsls`` only: fastText's ``--niter`` (None: 10), i.e. ``n + 1`` updates.
-        rcsls_lr: ``rcsls`` only: fastText's ``--lr`` (None: 1.0; its README's example uses 25).
         criterion: also score an ``rcsls``/``vecmap`` map by the unsupervised mean-CSLS criterion
             (None: only ``procrustes``, which selects by it); it costs a CSLS search.
-        dico_build: ``S2T``, ``T2S``, ``S2T|T2S`` or ``S2T&T2S``.
-        dico_max_rank: refinement dictionary rank limit (default 10000 with ``train_dict``, 15000
-            otherwise, as MUSE's supervised/unsupervised runs).
         max_vocab: read at most N words per side (0 or None: every word).
         keep_case: keep every word as written, dictionaries matched as written; default lowercases
             with the first (most frequent) casing kept, as MUSE always does for training and
             evaluation (its ``full_vocab`` only serves the final export).
         knn: CSLS ranking, ``exact`` or ``approximate``.
         eval_words: evaluate only these source words (a file, one a line, or the words).
+        allow_overlap: score even when more than 5% of the test pairs are training pairs.
         export_mapped: also write MUSE's ``vectors-<lang>.txt`` files.
         lenient: skip malformed dictionary lines.
         lexicon: wn lexicons for ``dictionary_mode="lexicon"`` (default: the installed wordnets of
@@ -316,6 +349,24 @@ def align(
         checkpoint: ``best`` or ``last`` of ``run``.
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``run``.
         threads: CPU threads (torch's and the BLAS pools'; None or 0: the default).
+        refine: shorthand of ``ProcrustesConfig.refine``: refinement iterations (None: 5; 0:
+            Procrustes only); refused with the other methods (0 is accepted).
+        select_on: shorthand of ``ProcrustesConfig.select_on``: ``criterion`` (unsupervised, the
+            default), ``last``, or ``eval`` (MUSE's supervised rule: P@1 on ``eval_dict``, i.e.
+            tuned on the test pairs; needs ``eval_dict``).
+        dico_build: shorthand of ``ProcrustesConfig.dico_build``: ``S2T``, ``T2S``, ``S2T|T2S`` or
+            ``S2T&T2S`` (the default).
+        dico_max_rank: shorthand of ``ProcrustesConfig.dico_max_rank``: refinement dictionary rank
+            limit (default 10000 with ``train_dict``, 15000 otherwise, as MUSE's runs).
+        spectral: shorthand of ``RcslsConfig.spectral``: clip the map's singular values to [0, 1].
+        rcsls_n_iter: shorthand of ``RcslsConfig.n_iter``: fastText's ``--niter`` (None: 10), i.e.
+            ``n + 1`` updates.
+        rcsls_lr: shorthand of ``RcslsConfig.lr``: fastText's ``--lr`` (None: 1.0; its README's
+            example uses 25).
+
+    A shorthand given with ``method_config`` sets that field of it; a shorthand of another
+    method's knob is refused (``refine=0`` and ``select_on`` ``criterion``/``last`` ask nothing
+    and pass).
 
     Returns:
         An :class:`AlignResult`; its ``to_dict()`` is the JSON ``polyglot-groc align`` prints.
@@ -323,117 +374,53 @@ def align(
     Raises:
         InputError: a side without vectors, dimensions that differ, no seed dictionary or one
             with no pair in the vocabularies (naming ``reverse_dicts`` when the file reads the
-            other way round), a bad ``knn``, an existing ``out`` without ``overwrite``;
+            other way round), a bad ``knn``, a knob of another method, too many test pairs that
+            are training pairs, an existing ``out`` without ``overwrite``;
             LexiconMissingError: no wordnet for ``dictionary_mode="lexicon"``.
     """
-    from eval.align import KNN_MODES, SELECT_ON, identical_pairs
-    from eval.methods import check_method_options, fit_mapping, recipe, resolve_normalize
-    from eval.normalize import normalize_embeddings
-    from eval.rcsls import RcslsConfig
-    from langpairs.dictionaries import read_dictionary
-
-    if max_vocab == 0:
-        max_vocab = None  # every word, as VecMap reads
-    check_positive(max_vocab=max_vocab, dico_max_rank=dico_max_rank, rcsls_lr=rcsls_lr)
-    check_non_negative(refine=refine, rcsls_n_iter=rcsls_n_iter)
-    if threads:
-        if run is not None:
-            from polyglot_groc.model.device import use_threads
-
-            use_threads(threads)
-        else:  # vectors only: the BLAS and OpenMP pools, without loading torch
-            from threadpoolctl import threadpool_limits
-
-            check_non_negative(threads=threads)
-            threadpool_limits(limits=threads)
-    if knn not in KNN_MODES:
-        raise InputError(f"{option('knn', knn)} is unknown; use exact or approximate")
-    # Every new option is checked before anything is read or written.
-    if select_on not in SELECT_ON:
-        raise InputError(f"{option('select_on', select_on)} is unknown; use criterion (default), last or eval")
-    if select_on == "eval" and eval_dict is None:
-        raise InputError(f"{option('select_on', 'eval')} picks the refinement round by P@1 on the evaluation "
-                         f"dictionary; pass {option('eval_dict')}, or drop {option('select_on')}")
-    check_method_options(method, refine, select_on)
-    if method != "rcsls":
-        given = [name for name, value in (("spectral", spectral or None), ("rcsls_n_iter", rcsls_n_iter),
-                                          ("rcsls_lr", rcsls_lr)) if value is not None]
-        if given:
-            raise InputError(f"{option(given[0])} sets up rcsls; it does nothing for {method}: add "
-                             f"{option('method', 'rcsls')} or drop {option(given[0])}")
-    ops = resolve_normalize(method, normalize)
-    defaults = RcslsConfig()
-    rcsls_config = RcslsConfig(spectral=spectral, n_iter=defaults.n_iter if rcsls_n_iter is None else rcsls_n_iter,
-                               lr=defaults.lr if rcsls_lr is None else rcsls_lr)
+    check_non_negative(threads=threads)  # the arguments' own checks before any about the inputs
+    knobs = {"refine": refine, "select_on": select_on, "dico_build": dico_build, "dico_max_rank": dico_max_rank,
+             "spectral": spectral, "rcsls_n_iter": rcsls_n_iter, "rcsls_lr": rcsls_lr}
+    plan = _plan(method, method_config, knobs, train_dict=train_dict, eval_dict=eval_dict,
+                 dictionary_mode=dictionary_mode, normalize=normalize, criterion=criterion, max_vocab=max_vocab,
+                 keep_case=keep_case, knn=knn)
+    _use_threads(threads, run)
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
     check_input_files(("src", src), ("tgt", tgt), ("train_dict", train_dict), ("eval_dict", eval_dict),
                       ("eval_words", eval_words))
-    lower = not keep_case
+    dicts = _read_dictionaries(plan, train_dict, eval_dict, eval_words, reverse=reverse_dicts, lenient=lenient,
+                               allow_overlap=allow_overlap)
     bundle = load_bundle_once(run, checkpoint, device) if run is not None else None
-    src_words, src_vecs = read_side(src, bundle, src_lang, side, max_vocab, "src", lower)
-    tgt_words, tgt_vecs = read_side(tgt, bundle, tgt_lang, side, max_vocab, "tgt", lower)
+    src_words, src_vecs = read_side(src, bundle, src_lang, side, plan.context.max_vocab, "src", plan.lower)
+    tgt_words, tgt_vecs = read_side(tgt, bundle, tgt_lang, side, plan.context.max_vocab, "tgt", plan.lower)
     if src_vecs.shape[1] != tgt_vecs.shape[1]:
         raise InputError(f"source vectors have dimension {src_vecs.shape[1]} but target vectors "
                          f"{tgt_vecs.shape[1]}; align embeddings of the same size")
-    if train_dict is not None:
-        _, train_pairs, train_info = _dictionary_indices(train_dict, src_words, tgt_words, lower=lower,
-                                                         lenient=lenient, reverse=reverse_dicts, name="train_dict")
-    elif dictionary_mode == "identical":
-        train_pairs = identical_pairs(src_words, tgt_words)
-        if len(train_pairs) == 0:
-            raise InputError(f"no identical strings in the two vocabularies; pass {option('train_dict')} "
-                             f"or {option('dictionary_mode', 'lexicon')}")
-        train_info = {"seed": "identical", "found": int(len(train_pairs))}
-    elif dictionary_mode == "lexicon":
-        train_pairs = lexicon_seed(src_words, tgt_words, src_lang, tgt_lang, lexicon, wn_dir)
-        train_info = {"seed": "lexicon", "found": int(len(train_pairs))}
-    else:
-        raise InputError(f"no seed dictionary: pass {option('train_dict')}, {option('dictionary_mode', 'identical')} "
-                         f"or {option('dictionary_mode', 'lexicon')}")
-    if dico_max_rank is None:
-        dico_max_rank = 10000 if train_dict is not None else 15000
-    pairs: list[tuple[str, str]] | None = None
-    restrict: set[str] | None = None
-    select_pairs = None
-    if eval_dict is not None:
-        pairs = read_dictionary(Path(eval_dict), lower=lower, lenient=lenient)
-        if reverse_dicts:
-            pairs = [(b, a) for a, b in pairs]
-        if eval_words is not None:
-            from polyglot_groc.analysis.export import read_words
-
-            restrict = set(read_words(eval_words) if isinstance(eval_words, (str, os.PathLike)) else eval_words)
-        if select_on == "eval":
-            select_pairs = _dictionary_indices(eval_dict, src_words, tgt_words, lower=lower, lenient=lenient,
-                                               reverse=reverse_dicts, name="eval_dict")[1]
+    seed, train_info = _seed(plan, dicts, StartInputs(src_words, tgt_words, src_lang, tgt_lang, lexicon, wn_dir))
     # MUSE's export normalises every word with the training vocabulary's means: keep those, not the
     # vectors (computed before the fit, so a chain that cannot be streamed is refused before any work).
-    means = {"src": training_means(src_vecs, ops), "tgt": training_means(tgt_vecs, ops)} \
+    means = {"src": training_means(src_vecs, plan.ops), "tgt": training_means(tgt_vecs, plan.ops)} \
         if export_mapped and out is not None else {}
-    # The spaces normalised once, in place where the raw vectors are not needed again (at 200k x 300
-    # each copy is 229 MiB): the fit, the mapped spaces and the no-mapping baseline all read them.
-    composing = pairs is not None and bundle is not None and (src is None or tgt is None)
+    composing = dicts.test is not None and bundle is not None and (src is None or tgt is None)
+    raw = (src_vecs, tgt_vecs) if composing else None  # the composed test words are normalised with them
+    src_n, tgt_n = _normalized(plan.ops, src_vecs, tgt_vecs, inplace=not composing)
     dim = int(src_vecs.shape[1])
-    src_n = normalize_embeddings(src_vecs, ops, inplace=not composing) if ops else src_vecs  # (n_src, d)
-    tgt_n = normalize_embeddings(tgt_vecs, ops, inplace=not composing) if ops else tgt_vecs  # (n_tgt, d)
-    raw = (src_vecs, tgt_vecs) if composing else None
     del src_vecs, tgt_vecs
-    res = fit_mapping(src_n, tgt_n, train_pairs, method=method, refine=refine,  # type: ignore[arg-type]
-                      normalize="none", select_on=select_on, select_pairs=select_pairs,  # type: ignore[arg-type]
-                      dico_build=dico_build, dico_max_rank=dico_max_rank, knn_mode=knn,  # type: ignore[arg-type]
-                      rcsls_config=rcsls_config, criterion=bool(criterion))
-    res = dataclasses.replace(res, normalize=ops)  # the chain raw vectors take (composed words, the export)
-    full = {"src": (src, means["src"], np.asarray(res.W)), "tgt": (tgt, means["tgt"], res.W_tgt)} if means else {}
-    mapped = src_n @ res.W.T  # (n_src, d)
-    target = tgt_n if res.W_tgt is None else tgt_n @ res.W_tgt.T  # (n_tgt, d)
+    select_pairs = None
+    if dicts.test is not None and plan.uses_eval_pairs:
+        select_pairs = _dictionary_indices(dicts.test, eval_dict, src_words, tgt_words,  # type: ignore[arg-type]
+                                           lower=plan.lower, reverse=reverse_dicts, name="eval_dict")[0]
+    res = _fit(plan, src_n, tgt_n, seed, select_pairs)
+    mapped = src_n @ res.W.T  # (n_src, d')
+    target = tgt_n if res.W_tgt is None else tgt_n @ res.W_tgt.T  # (n_tgt, d')
     evaluation: dict[str, Any] = {}
-    if pairs is not None:
-        from polyglot_groc.analysis.alignment_report import Side, evaluate_protocols
+    if dicts.test is not None:
+        from polyglot_groc.analysis.alignment_report import Side
 
         composed = None
-        if raw is not None:
-            composed = _composed_sides(pairs, restrict, lower, bundle, side, res,  # type: ignore[arg-type]
+        if raw is not None:  # the test words a run-read side lacks, composed by the model
+            composed = _composed_sides(dicts.test, dicts.restrict, plan.lower, bundle, side, res,  # type: ignore[arg-type]
                                        (src_lang if src is None else None, src_words, raw[0], mapped),
                                        (tgt_lang if tgt is None else None, tgt_words, raw[1], target))
         del raw
@@ -441,36 +428,181 @@ def align(
         # too where both sides come from one run (one shared encoder: a word may have one vector on
         # both sides), where it is the honest comparison.
         shared = bundle is not None and src is None and tgt is None
-        stats_e, precision, baselines, protocols = evaluate_protocols(
-            pairs, Side(src_words, mapped, src_n), Side(tgt_words, target, tgt_n), lower=lower,
-            eval_words=restrict, knn_mode=knn, composed=composed,  # type: ignore[arg-type]
-            no_mapping=("nn", "csls") if shared else ("nn",))
-        stats_e["path"] = str(eval_dict)
-        stats_e["reversed"] = reverse_dicts
-        evaluation = {"eval_dictionary": stats_e, "precision": precision, "baselines": baselines,
-                      "protocols": protocols}
+        evaluation = _evaluate(plan, dicts, Side(src_words, mapped, src_n), Side(tgt_words, target, tgt_n), composed,
+                               no_mapping=("nn", "csls") if shared else ("nn",))
+        evaluation["eval_dictionary"].update(path=str(eval_dict), reversed=reverse_dicts)
     del src_n, tgt_n
     result = AlignResult(
         src_words=len(src_words), tgt_words=len(tgt_words), dim=dim, train_dictionary=train_info,
-        dico_max_rank=dico_max_rank, knn_mode=knn, lowercased=lower, best_iteration=res.best_iteration,
-        history=res.history, normalize=",".join(res.normalize) or "none", method=method,
-        selection=_SELECTION[select_on] if method == "procrustes" else f"none ({method} has no refinement rounds)",
-        reference=recipe(method, res.normalize, refine=refine, select_on=select_on, rcsls_config=rcsls_config,
-                         lowercase=lower, max_vocab=max_vocab),
+        dico_max_rank=plan.dico_max_rank, knn_mode=knn, lowercased=plan.lower, best_iteration=res.best_iteration,
+        history=res.history, normalize=",".join(res.normalize) or "none", method=plan.method.name,
+        selection=plan.method.selection_words(plan.config),
+        reference=recipe(plan.method.name, plan.config, res.normalize, plan.context),
         **evaluation, out=str(out) if out is not None else None, W=np.asarray(res.W), source_words=list(src_words),
-        target_words=list(tgt_words), mapped=mapped, target=target,
+        target_words=list(tgt_words), mapped=mapped, target=target, verdict=res.verdict,
         src_lang=src_lang, tgt_lang=tgt_lang, side=side if run is not None and (src is None or tgt is None) else None,
         W_tgt=None if res.W_tgt is None else np.asarray(res.W_tgt))
     if out is not None:
+        full = {"src": (src, means["src"], np.asarray(res.W)), "tgt": (tgt, means["tgt"], res.W_tgt)} if means else {}
         _write(Path(out), result, src_lang, tgt_lang, export_mapped, overwrite, full)
     return result
 
 
-_SELECTION = {
-    "criterion": "unsupervised mean CSLS cosine (never the evaluation dictionary)",
-    "last": "the last refinement round",
-    "eval": "P@1 (CSLS) on the evaluation dictionary, as MUSE's supervised mode: tuned on the test pairs",
-}
+@dataclass(frozen=True)
+class _Plan:
+    """An align call's options, checked and resolved before anything is read."""
+
+    method: Method
+    config: Any
+    ops: tuple[str, ...]
+    start: Start | None  # None: the seed is the training dictionary
+    context: FitContext
+    dico_max_rank: int
+
+    @property
+    def lower(self) -> bool:
+        return self.context.lowercase
+
+    @property
+    def uses_eval_pairs(self) -> bool:
+        return self.method.uses_eval_pairs is not None and self.method.uses_eval_pairs(self.config)
+
+
+def _plan(method: str | None, method_config: Any, knobs: dict[str, Any], *, train_dict: object, eval_dict: object,
+          dictionary_mode: str | None, normalize: str | None, criterion: bool | None, max_vocab: int | None,
+          keep_case: bool, knn: str) -> _Plan:
+    """Every option checked, the start and the method's config resolved: a refused call costs nothing."""
+    from eval.align import KNN_MODES
+
+    if max_vocab == 0:
+        max_vocab = None  # every word, as VecMap reads
+    check_positive(max_vocab=max_vocab)
+    if knn not in KNN_MODES:
+        raise InputError(f"{option('knn', knn)} is unknown; use exact or approximate")
+    start = None
+    if train_dict is None:
+        if dictionary_mode is None:
+            raise InputError(f"no seed dictionary: {no_dictionary()}")
+        start = get_start(dictionary_mode)
+    elif dictionary_mode in start_names() and get_start(dictionary_mode).pairs is None:
+        raise InputError(f"{option('dictionary_mode', dictionary_mode)} starts without a dictionary; drop "
+                         f"{option('train_dict')} (or the mode, to start from the dictionary)")
+    spec = get_method(method_for(method, dictionary_mode, train_dict))
+    _check_start(spec, start)
+    config = build_config(spec.name, method_config, knobs)
+    supervised = train_dict is not None
+    if spec.check is not None:
+        spec.check(config, Plan(eval_dictionary=eval_dict is not None, supervised=supervised))
+    context = FitContext(knn_mode=knn, criterion=bool(criterion), supervised=supervised, lowercase=not keep_case,
+                         max_vocab=max_vocab)
+    return _Plan(method=spec, config=config, ops=resolve_normalize(spec.name, normalize), start=start,
+                 context=context, dico_max_rank=dictionary_rank(spec, config, supervised))
+
+
+def _check_start(spec: Method, start: Start | None) -> None:
+    """A method that fits a dictionary needs a start that gives one, and one that starts alone takes none."""
+    if spec.needs_dictionary and start is not None and start.pairs is None:
+        raise InputError(f"{option('dictionary_mode', start.name)} gives no dictionary, and {spec.name} fits one: "
+                         f"use {option('method', start.default_method)} or drop {option('method')}")
+    if not spec.needs_dictionary and (start is None or start.pairs is not None):
+        given = option("train_dict") if start is None else option("dictionary_mode", start.name)
+        raise InputError(f"{option('method', spec.name)} starts without a dictionary; drop {given}")
+
+
+def _use_threads(threads: int | None, run: object) -> None:
+    """Threads for torch (a run) or, for vectors only, the BLAS and OpenMP pools without loading torch."""
+    if not threads:
+        return
+    if run is not None:
+        from polyglot_groc.model.device import use_threads
+
+        use_threads(threads)
+        return
+    from threadpoolctl import threadpool_limits
+
+    check_non_negative(threads=threads)
+    threadpool_limits(limits=threads)
+
+
+@dataclass(frozen=True)
+class _Dictionaries:
+    """The training and test dictionaries as read, the words to evaluate, and their overlap."""
+
+    train: list[tuple[str, str]] | None
+    test: list[tuple[str, str]] | None
+    restrict: set[str] | None
+    overlap: dict[str, Any] | None
+    train_path: str | os.PathLike[str] | None
+    reverse: bool
+
+
+def _read_dictionaries(plan: _Plan, train_dict: str | os.PathLike[str] | None,
+                       eval_dict: str | os.PathLike[str] | None, eval_words: Any, *, reverse: bool, lenient: bool,
+                       allow_overlap: bool) -> _Dictionaries:
+    """Both dictionaries (before any vectors: an overlap above the limit costs nothing) and ``eval_words``."""
+    train = read_pairs(train_dict, lower=plan.lower, lenient=lenient, reverse=reverse) if train_dict else None
+    test = read_pairs(eval_dict, lower=plan.lower, lenient=lenient, reverse=reverse) if eval_dict else None
+    overlap = None
+    if train is not None and test is not None:
+        from polyglot_groc.analysis.alignment_report import check_overlap
+
+        overlap = check_overlap(train, test, allow=allow_overlap,
+                                what=f"{option('eval_dict')} {eval_dict} and {option('train_dict')} {train_dict}")
+    restrict = None
+    if test is not None and eval_words is not None:
+        from polyglot_groc.analysis.export import read_words
+
+        restrict = set(read_words(eval_words) if isinstance(eval_words, (str, os.PathLike)) else eval_words)
+    return _Dictionaries(train, test, restrict, overlap, train_dict, reverse)
+
+
+def _seed(plan: _Plan, dicts: _Dictionaries, inputs: StartInputs) -> tuple[np.ndarray | None, dict[str, Any]]:
+    """The seed pairs ``(n, 2)`` (None for a start without a dictionary) and what the JSON says of them."""
+    if plan.start is None:
+        assert dicts.train is not None and dicts.train_path is not None
+        return _dictionary_indices(dicts.train, dicts.train_path, inputs.src_words, inputs.tgt_words,
+                                   lower=plan.lower, reverse=dicts.reverse, name="train_dict")
+    if plan.start.pairs is None:
+        return None, {"seed": plan.start.name, "found": 0}
+    pairs = plan.start.pairs(inputs)
+    return pairs, {"seed": plan.start.name, "found": int(len(pairs))}
+
+
+def _normalized(ops: tuple[str, ...], src: np.ndarray, tgt: np.ndarray, *, inplace: bool) -> tuple[np.ndarray,
+                                                                                                 np.ndarray]:
+    """Both spaces through the chain once, in place where the raw vectors are not needed again (at 200k x
+    300 each copy is 229 MiB): the fit, the mapped spaces and the no-mapping baseline all read them."""
+    from eval.normalize import normalize_embeddings
+
+    if not ops:
+        return src, tgt
+    return normalize_embeddings(src, ops, inplace=inplace), normalize_embeddings(tgt, ops, inplace=inplace)
+
+
+def _fit(plan: _Plan, src_n: np.ndarray, tgt_n: np.ndarray, seed: np.ndarray | None,
+         select_pairs: np.ndarray | None) -> AlignmentResult:
+    """The method on the normalised spaces; the result keeps the chain raw vectors take (composed words, the
+    export)."""
+    from eval.methods.fitting import fit_mapping
+
+    context = dataclasses.replace(plan.context, select_pairs=select_pairs)
+    res = fit_mapping(src_n, tgt_n, seed, method=plan.method.name, config=plan.config, normalize="none",
+                      context=context)
+    return dataclasses.replace(res, normalize=plan.ops)
+
+
+def _evaluate(plan: _Plan, dicts: _Dictionaries, src: Side, tgt: Side, composed: Any,
+              no_mapping: tuple[str, ...]) -> dict[str, Any]:
+    """P@k under every protocol with its baselines, and the test dictionary's counts (with its training overlap)."""
+    from polyglot_groc.analysis.alignment_report import evaluate_protocols
+
+    assert dicts.test is not None
+    stats, precision, baselines, protocols = evaluate_protocols(
+        dicts.test, src, tgt, lower=plan.lower, eval_words=dicts.restrict, knn_mode=plan.context.knn_mode,  # type: ignore[arg-type]
+        composed=composed, no_mapping=no_mapping)
+    if dicts.overlap is not None:
+        stats["train_overlap"] = dicts.overlap
+    return {"eval_dictionary": stats, "precision": precision, "baselines": baselines, "protocols": protocols}
 
 
 def _composed_sides(pairs: list[tuple[str, str]], restrict: set[str] | None, lower: bool,
@@ -688,25 +820,3 @@ def _renorm(x: np.ndarray) -> np.ndarray:
     from eval.normalize import safe_row_norms
 
     return x / safe_row_norms(x)
-
-
-def lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | None, tgt_lang: str | None,
-                 specs: list[str] | None, wn_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
-    """Seed pairs ``(n, 2)``: words of the two languages that share a synset (ILI) in the lexicon."""
-    from lexicons.service import open_lexicon
-
-    if not src_lang or not tgt_lang:
-        raise InputError(f"{option('dictionary_mode', 'lexicon')} needs {option('src_lang')} and {option('tgt_lang')}")
-    lex = open_lexicon("wn", specs=specs or None, langs=None if specs else [src_lang, tgt_lang],
-                       wn_dir=Path(wn_dir) if wn_dir is not None else None)
-    translate = getattr(lex, "translation_pairs", None)
-    if translate is None:
-        raise InputError(f"the {type(lex).__name__} backend cannot derive cross-lingual pairs; pass "
-                         f"{option('train_dict')}")
-    pairs = translate(src_words, src_lang, tgt_words, tgt_lang)
-    src_index = {w: i for i, w in reversed(list(enumerate(src_words)))}
-    tgt_index = {w: i for i, w in reversed(list(enumerate(tgt_words)))}
-    rows = np.array([(src_index[s], tgt_index[t]) for s, t in pairs], dtype=np.int64).reshape(-1, 2)
-    if len(rows) == 0:
-        raise InputError(f"the lexicon links no {src_lang} word to a {tgt_lang} word of these vocabularies")
-    return rows

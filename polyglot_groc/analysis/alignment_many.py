@@ -1,12 +1,16 @@
 """Many languages in one space: map every language onto a pivot and score every pair with a dictionary.
 
 :func:`align_many` is ``polyglot-groc align-many`` as a function.  Each non-pivot language ``L`` is
-mapped onto the pivot ``P`` with the chosen method (:func:`eval.methods.fit_mapping`) from a
+mapped onto the pivot ``P`` with the chosen method (:func:`eval.methods.fitting.fit_mapping`) from a
 training dictionary ``L-P`` (or ``P-L``, read reversed); the pivot stays where it is (after the
 ``normalize`` chain).  All languages then share the pivot's space, so ANY two of them can be
 compared: every evaluation dictionary ``A-B`` is scored on the mapped ``A`` and ``B`` (both
-protocols, CSLS and nn), including pairs that never met in training (e.g. fr-es through en).
-``vecmap`` moves the target space too, so it cannot share one pivot and is refused here.
+protocols, CSLS and nn, every baseline including no mapping), including pairs that never met in
+training (e.g. fr-es through en), and reported as ``align`` reports one pair
+(:func:`~polyglot_groc.analysis.alignment_report.report_lines`). A method that moves the target
+space too (``vecmap``) cannot share one pivot and is refused here. Progress is logged per
+language (INFO); a test dictionary that shares pairs with a training dictionary of its two
+languages (either direction) is warned about, and refused above 5% unless ``allow_overlap``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,27 +26,27 @@ from typing import Any
 
 import numpy as np
 
-from groc_base.checks import check_output, check_positive, in_cli, option
+from eval.methods.registry import FitContext, MethodConfig, build_config, get_method, method_names, resolve_normalize
+from groc_base.checks import check_non_negative, check_output, check_positive, in_cli, option
 from groc_base.errors import InputError
 from groc_base.fileio import atomic_output_dir, atomic_write, dumps_json, json_safe
-from polyglot_groc.analysis.alignment import Vectors, read_side
+from polyglot_groc.analysis.alignment import Vectors, read_pairs, read_side
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["AlignManyResult", "align_many"]
-
-KS = (1, 5, 10)
 
 
 @dataclass(frozen=True)
 class AlignManyResult:
     """What :func:`align_many` found: per language its training dictionary and fit, per evaluated pair its P@k.
 
-    ``pairs["A-B"]`` holds ``eval_dictionary`` (coverage counts) and ``protocols`` (MUSE's and
-    fastText's P@k, nn and csls, each with its own identical-string and char 3-gram baselines and
-    the identical / non-identical gold split, as ``align`` reports them).  The mapped spaces
-    (``spaces``: words and vectors per language, all in the pivot's space) are in memory only;
-    :meth:`to_dict` is the JSON the command prints.
+    ``pairs["A-B"]`` holds ``eval_dictionary`` (coverage counts, and ``train_overlap`` where a
+    training dictionary links A and B) and ``protocols`` (MUSE's and fastText's P@k, nn and csls,
+    each with its own identical-string, char 3-gram and no-mapping baselines and the identical /
+    non-identical gold split, as ``align`` reports them).  The mapped spaces (``spaces``: words and
+    vectors per language, all in the pivot's space) are in memory only; :meth:`to_dict` is the
+    JSON the command prints.
     """
 
     pivot: str
@@ -57,23 +62,22 @@ class AlignManyResult:
                           "languages": self.languages, "pairs": self.pairs, "out": self.out})
 
     def table(self) -> list[str]:
-        """The P@k table printed on stderr: per evaluated pair and protocol, CSLS P@1/5/10 beside that
-        protocol's own identical-string and char 3-gram baselines, and CSLS on the words whose gold
-        is not the word itself."""
-        def cell(res: dict[str, Any]) -> str:
-            return " / ".join("  -  " if res[f"precision_at_{k}"] is None else f"{res[f'precision_at_{k}']:5.1f}"
-                              for k in KS)
+        """What ``align-many`` prints on stderr: a line per mapped language, then for every evaluated pair
+        the report ``align`` prints (coverage as scored of asked, dropped pairs, the training overlap,
+        each protocol's model and baselines, explained columns)."""
+        from polyglot_groc.analysis.alignment_report import report_lines
 
-        lines = [f"{'pair':<9} {'protocol':<9} {'csls P@1/5/10':<21} {'identical string':<21} "
-                 f"{'char 3-grams':<21} {'csls, other gold':<21} coverage"]
+        lines = []
+        for lang, info in self.languages.items():
+            if info.get("pivot"):
+                continue
+            train = info["train_dictionary"]
+            lines.append(f"{lang}: mapped onto {self.pivot} ({self.method}) from {train['found']} of "
+                         f"{train['pairs']} training pairs; criterion {info['criterion']:.4f}")
         for name, entry in self.pairs.items():
-            for key, label in (("muse", "MUSE"), ("fasttext", "fastText")):
-                proto = entry["protocols"][key]
-                other = proto["split"]["non_identical_gold"]
-                lines.append(f"{name:<9} {label:<9} {cell(proto['csls']):<21} "
-                             f"{cell(proto['baselines']['identical_string']):<21} "
-                             f"{cell(proto['baselines']['char_ngram']):<21} {cell(other['csls']):<21} "
-                             f"{100 * proto.get('coverage', 1.0):5.1f}%")
+            a, b = name.split("-")
+            lines.append(f"{name}: {a} -> {b}, both in {self.pivot}'s space")
+            lines += ["  " + line for line in report_lines(entry["eval_dictionary"], entry["protocols"])]
         return lines
 
 
@@ -104,12 +108,15 @@ def align_many(
     train_dicts: Mapping[str, str | os.PathLike[str]],
     eval_dicts: Mapping[str, str | os.PathLike[str]] | None = None,
     method: str = "procrustes",
+    method_config: MethodConfig | None = None,
     normalize: str = "",
     refine: int | None = None,
     max_vocab: int | None = 200_000,
     keep_case: bool = False,
     knn: str = "exact",
     lenient: bool = False,
+    allow_overlap: bool = False,
+    export_mapped: bool = False,
     out: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     threads: int | None = None,
@@ -122,17 +129,22 @@ def align_many(
         train_dicts: ``"L-P"`` or ``"P-L"`` -> a MUSE dictionary, one per non-pivot language ``L``
             (a ``P-L`` dictionary is read reversed).
         eval_dicts: ``"A-B"`` -> a test dictionary, for any two languages of ``vectors``.
-        method: ``procrustes`` or ``rcsls`` (``vecmap`` moves the pivot too and is refused).
+        method: a method of :mod:`eval.methods` that leaves the target where it is: ``procrustes`` or
+            ``rcsls`` (``vecmap`` moves the pivot too and is refused).
+        method_config: the method's config (None: its reference's defaults).
         normalize: the chain of :func:`polyglot_groc.analysis.alignment.align`, applied to every language.
-        refine: ``procrustes`` refinement rounds (None: 5); refused with ``rcsls``.
+        refine: shorthand of ``ProcrustesConfig.refine`` (None: 5); refused with ``rcsls``.
         max_vocab: read at most N words per language.
         keep_case: keep every word as written (default lowercases, first occurrence wins).
         knn: CSLS ranking, ``exact`` or ``approximate``.
         lenient: skip malformed dictionary lines.
-        out: output directory (``<lang>.vec`` in the shared space, ``W-<lang>.npy``, ``result.json``),
-            written all or none; None: write nothing.
+        allow_overlap: score a pair even when more than 5% of its test pairs are training pairs.
+        export_mapped: also write ``<lang>.vec``, every language's vocabulary in the pivot's space
+            (hundreds of MB for large vocabularies; the maps ``W-<lang>.npy`` are always written).
+        out: output directory (``W-<lang>.npy``, ``result.json``, with ``export_mapped`` the
+            ``<lang>.vec``), written all or none; None: write nothing.
         overwrite: replace an existing, non-empty ``out``.
-        threads: CPU threads for torch (None or 0: torch's default).
+        threads: CPU threads for the BLAS and OpenMP pools (None or 0: their default).
 
     Returns:
         An :class:`AlignManyResult`; its ``to_dict()`` is the JSON ``polyglot-groc align-many`` prints.
@@ -140,15 +152,49 @@ def align_many(
     Raises:
         InputError: fewer than two languages, a pivot without vectors, a language without a
             training dictionary to the pivot, a badly named pair, ``vecmap``, bad method options,
-            an existing ``out`` without ``overwrite``.
+            too many test pairs that are training pairs, an existing ``out`` without ``overwrite``.
     """
-    from eval.align import KNN_MODES, pairs_to_indices
-    from eval.methods import check_method_options, fit_mapping
-    from eval.normalize import normalize_embeddings, parse_normalize
-    from langpairs.dictionaries import read_dictionary
-    from polyglot_groc.analysis.alignment_report import Side, evaluate_protocols
+    check_non_negative(threads=threads)  # the arguments' own checks before any about the inputs
+    plan = _plan(vectors, pivot, train_dicts, eval_dicts, method, method_config, refine, normalize, max_vocab, knn)
+    if out is not None:
+        check_output(Path(out), overwrite, directory=True)
+    if threads:
+        from threadpoolctl import threadpool_limits
 
-    # Every option is checked before anything is read or written.
+        threadpool_limits(limits=threads)  # NumPy's BLAS and faiss: no torch here
+    lower = not keep_case
+    train = {lang: read_pairs(path, lower=lower, lenient=lenient, reverse=rev) for lang, (path, rev) in
+             plan.train_for.items()}
+    tests = {key: read_pairs(path, lower=lower, lenient=lenient, reverse=False)
+             for key, (_, path) in plan.evals.items()}
+    overlaps = _overlaps(plan, train, tests, allow_overlap)  # before any vectors: a refusal costs nothing
+    context = FitContext(knn_mode=knn, criterion=True, lowercase=lower, max_vocab=max_vocab)
+    spaces, unmapped, maps, info = _map_languages(plan, vectors, train, context, lower, max_vocab)
+    scored = _score_pairs(plan, tests, spaces, unmapped, overlaps, lower, knn)
+    result = AlignManyResult(pivot=pivot, method=plan.method, normalize=",".join(plan.ops), languages=info,
+                             pairs=scored, out=str(out) if out is not None else None, spaces=spaces)
+    if out is not None:
+        _write(Path(out), result, maps, overwrite, export_mapped)
+    return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """An align-many call's options, checked before anything is read."""
+
+    pivot: str
+    method: str
+    config: Any
+    ops: tuple[str, ...]
+    train_for: dict[str, tuple[Path, bool]]  # language -> (dictionary, read reversed)
+    evals: dict[str, tuple[tuple[str, str], Path]]
+
+
+def _plan(vectors: Mapping[str, Vectors], pivot: str, train_dicts: Mapping[str, Any], eval_dicts: Any, method: str,
+          method_config: Any, refine: int | None, normalize: str, max_vocab: int | None, knn: str) -> _Plan:
+    """Every option checked before anything is read or written."""
+    from eval.align import KNN_MODES
+
     langs = set(vectors)
     if len(langs) < 2:
         raise InputError(f"align-many needs vectors of at least two languages: {option('vectors')} LANG=FILE, "
@@ -156,21 +202,21 @@ def align_many(
     if pivot not in langs:
         raise InputError(f"{option('pivot', pivot)} has no vectors; add {_mapping_entry('vectors', pivot, 'FILE')} "
                          f"or pick one of {', '.join(sorted(langs))}")
-    if method == "vecmap":
-        raise InputError(f"{option('method', 'vecmap')} moves the target space too, so languages cannot share one "
-                         f"pivot; use {option('method', 'procrustes')} or rcsls with align-many")
-    check_method_options(method, refine, "criterion")
-    parse_normalize(normalize)
+    if get_method(method).moves_target:
+        staying = method_names(where=lambda m: not m.moves_target)
+        raise InputError(f"{option('method', method)} moves the target space too, so languages cannot share one "
+                         f"pivot; use {option('method', staying[0])} or {', '.join(staying[1:])} with align-many")
+    config = build_config(method, method_config, {"refine": refine})
+    ops = resolve_normalize(method, normalize)  # the chain the fit applies: the pivot sits in the space mapped into
     check_positive(max_vocab=max_vocab)
     if knn not in KNN_MODES:
         raise InputError(f"{option('knn', knn)} is unknown; use exact or approximate")
-    train_for: dict[str, tuple[Path, bool]] = {}  # language -> (dictionary, read reversed)
+    train_for: dict[str, tuple[Path, bool]] = {}
     for key, path in train_dicts.items():
         a, b = _pair_key(key, langs, "train_dicts")
         if pivot not in (a, b):
             raise InputError(f"{option('train_dicts')} {key!r} does not involve the pivot {pivot!r}; align-many "
-                             f"maps every "
-                             f"language onto the pivot: give {a}-{pivot} or {pivot}-{a} dictionaries")
+                             f"maps every language onto the pivot: give {a}-{pivot} or {pivot}-{a} dictionaries")
         other = b if a == pivot else a
         if other in train_for:
             raise InputError(f"two training dictionaries for {other!r}; give one per language")
@@ -180,67 +226,108 @@ def align_many(
         raise InputError(f"no training dictionary for {missing[0]!r}; add "
                          f"{_mapping_entry('train_dicts', f'{missing[0]}-{pivot}', 'FILE')}")
     evals = {key: (_pair_key(key, langs, "eval_dicts"), Path(path)) for key, path in (eval_dicts or {}).items()}
-    if out is not None:
-        check_output(Path(out), overwrite, directory=True)
-    if threads:
-        from threadpoolctl import threadpool_limits
+    return _Plan(pivot, method, config, ops, train_for, evals)
 
-        threadpool_limits(limits=threads)  # NumPy's BLAS and faiss: no torch here
-    lower = not keep_case
 
+def _overlaps(plan: _Plan, train: dict[str, list[tuple[str, str]]], tests: dict[str, list[tuple[str, str]]],
+              allow: bool) -> dict[str, dict[str, Any]]:
+    """Each test dictionary's overlap with the training dictionary of its two languages (when one links them:
+    a pair through the pivot has none), counted in either direction; refused above the limit unless ``allow``."""
+    from polyglot_groc.analysis.alignment_report import check_overlap
+
+    found = {}
+    for key, ((a, b), path) in plan.evals.items():
+        lang = a if b == plan.pivot else b if a == plan.pivot else None
+        if lang is None:
+            continue
+        train_path = plan.train_for[lang][0]
+        found[key] = check_overlap(train[lang], tests[key], allow=allow,
+                                   what=f"{option('eval_dicts')} {key} {path} and {option('train_dicts')} {train_path}")
+    return found
+
+
+def _map_languages(plan: _Plan, vectors: Mapping[str, Vectors], train: dict[str, list[tuple[str, str]]],
+                   context: FitContext, lower: bool, max_vocab: int | None
+                   ) -> tuple[dict[str, tuple[list[str], np.ndarray]], dict[str, np.ndarray], dict[str, np.ndarray],
+                              dict[str, dict[str, Any]]]:
+    """Every language read and normalised, the others mapped onto the pivot one by one (logged as they go):
+    the mapped spaces, the normalised ones before the mapping (the no-mapping baseline), the maps, the facts."""
+    from eval.align import pairs_to_indices
+    from eval.methods.fitting import fit_mapping
+    from eval.normalize import normalize_embeddings
+
+    order = [plan.pivot, *sorted(set(vectors) - {plan.pivot})]
     spaces: dict[str, tuple[list[str], np.ndarray]] = {}
+    unmapped: dict[str, np.ndarray] = {}
     maps: dict[str, np.ndarray] = {}
     info: dict[str, dict[str, Any]] = {}
-    words_p, vecs_p = read_side(vectors[pivot], None, None, "input", max_vocab, "vectors", lower)
-    ops = parse_normalize(normalize)
-    if method == "rcsls" and (not ops or ops[-1] != "renorm"):
-        ops = (*ops, "renorm")  # the pivot must sit in the space RCSLS maps into (unit rows)
-    spaces[pivot] = (words_p, np.ascontiguousarray(normalize_embeddings(vecs_p, ops), dtype=np.float32))
-    info[pivot] = {"words": len(words_p), "pivot": True}
-    for lang in sorted(langs - {pivot}):
+    dim = None
+    for step, lang in enumerate(order, start=1):
+        started = time.perf_counter()
         words, vecs = read_side(vectors[lang], None, None, "input", max_vocab, "vectors", lower)
-        if vecs.shape[1] != vecs_p.shape[1]:
-            raise InputError(f"{lang} vectors have dimension {vecs.shape[1]} but the pivot's {vecs_p.shape[1]}; "
+        if dim is not None and vecs.shape[1] != dim:
+            raise InputError(f"{lang} vectors have dimension {vecs.shape[1]} but the pivot's {dim}; "
                              "align embeddings of the same size")
-        path, reverse = train_for[lang]
-        pairs = read_dictionary(path, lower=lower, lenient=lenient)
-        if reverse:
-            pairs = [(b, a) for a, b in pairs]
-        indices, stats = pairs_to_indices(pairs, words, words_p, lower=lower)
-        res = fit_mapping(vecs, vecs_p, indices, method=method, normalize=normalize,  # type: ignore[arg-type]
-                          refine=refine, dico_max_rank=10000, knn_mode=knn)  # type: ignore[arg-type]
-        spaces[lang] = (words, np.ascontiguousarray(res.map_source(vecs), dtype=np.float32))
+        dim = vecs.shape[1]
+        vn = np.ascontiguousarray(normalize_embeddings(vecs, plan.ops, inplace=True) if plan.ops else vecs,
+                                  dtype=np.float32)  # (n, d)
+        unmapped[lang] = vn
+        if lang == plan.pivot:
+            spaces[lang] = (words, vn)
+            info[lang] = {"words": len(words), "pivot": True}
+            logger.info("[%d/%d] read the pivot %s: %d words (%.1fs)", step, len(order), lang, len(words),
+                        time.perf_counter() - started)
+            continue
+        path, reverse = plan.train_for[lang]
+        indices, stats = pairs_to_indices(train[lang], words, spaces[plan.pivot][0], lower=lower)
+        res = fit_mapping(vn, spaces[plan.pivot][1], indices, method=plan.method, config=plan.config,
+                          normalize="none", context=context)
+        spaces[lang] = (words, np.ascontiguousarray(vn @ res.W.T, dtype=np.float32))
         maps[lang] = np.asarray(res.W)
         info[lang] = {"words": len(words), "train_dictionary": {"path": str(path), "reversed": reverse, **stats},
-                      "best_iteration": res.best_iteration,
-                      "criterion": res.history[res.best_iteration]["criterion"]}
-        logger.info("mapped %s onto %s (%s, %d training pairs)", lang, pivot, method, len(indices))
+                      "best_iteration": res.best_iteration, "criterion": res.best_criterion}
+        logger.info("[%d/%d] mapped %s onto %s (%s, %d training pairs, %d words; %.1fs)", step, len(order), lang,
+                    plan.pivot, plan.method, len(indices), len(words), time.perf_counter() - started)
+    return spaces, unmapped, maps, info
+
+
+def _score_pairs(plan: _Plan, tests: dict[str, list[tuple[str, str]]], spaces: dict[str, tuple[list[str], np.ndarray]],
+                 unmapped: dict[str, np.ndarray], overlaps: dict[str, dict[str, Any]], lower: bool,
+                 knn: str) -> dict[str, dict[str, Any]]:
+    """Every test dictionary scored in the shared space, with the no-mapping baseline by nn (as ``align`` does
+    for vector files: a CSLS search over a large vocabulary costs as much as the model's)."""
+    from polyglot_groc.analysis.alignment_report import Side, evaluate_protocols
+
     scored: dict[str, dict[str, Any]] = {}
-    for key, ((a, b), path) in evals.items():
-        pairs = read_dictionary(path, lower=lower, lenient=lenient)
-        stats_e, _, _, protocols = evaluate_protocols(pairs, Side(*spaces[a]), Side(*spaces[b]), lower=lower,
-                                                      knn_mode=knn)  # type: ignore[arg-type]
-        stats_e["path"] = str(path)
-        scored[key] = {"eval_dictionary": stats_e, "protocols": protocols}
-    result = AlignManyResult(pivot=pivot, method=method, normalize=",".join(ops), languages=info, pairs=scored,
-                             out=str(out) if out is not None else None, spaces=spaces)
-    if out is not None:
-        _write(Path(out), result, maps, overwrite)
-    return result
+    for step, (key, ((a, b), path)) in enumerate(plan.evals.items(), start=1):
+        started = time.perf_counter()
+        src, tgt = Side(*spaces[a], unmapped[a]), Side(*spaces[b], unmapped[b])
+        stats, _, _, protocols = evaluate_protocols(tests[key], src, tgt, lower=lower, knn_mode=knn,  # type: ignore[arg-type]
+                                                    no_mapping=("nn",))
+        stats["path"] = str(path)
+        if key in overlaps:
+            stats["train_overlap"] = overlaps[key]
+        scored[key] = {"eval_dictionary": stats, "protocols": protocols}
+        logger.info("[%d/%d] scored %s: %d of %d test pairs (%.1fs)", step, len(plan.evals), key, stats["found"],
+                    stats["pairs"], time.perf_counter() - started)
+    return scored
 
 
 def _save_npy(array: np.ndarray, f: Any) -> None:
     np.save(f, array)
 
 
-def _write(out: Path, result: AlignManyResult, maps: dict[str, np.ndarray], overwrite: bool) -> None:
-    """``<lang>.vec`` (every language in the pivot's space), ``W-<lang>.npy``, ``result.json``: all or none."""
+def _write(out: Path, result: AlignManyResult, maps: dict[str, np.ndarray], overwrite: bool,
+           export_mapped: bool) -> None:
+    """``W-<lang>.npy``, ``result.json`` and, with ``export_mapped``, ``<lang>.vec`` (every language in the
+    pivot's space): all or none."""
     from eval.vectors import write_vec
 
     text = dumps_json(result.to_dict(), indent=2) + "\n"
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
-        for lang, (words, vecs) in result.spaces.items():
-            write_vec(tmp / f"{lang}.vec", words, vecs)
+        if export_mapped:
+            for lang, (words, vecs) in result.spaces.items():
+                write_vec(tmp / f"{lang}.vec", words, vecs)
         for lang, w in maps.items():
             atomic_write(tmp / f"W-{lang}.npy", functools.partial(_save_npy, w))
         atomic_write(tmp / "result.json", lambda f: f.write(text.encode("utf-8")))

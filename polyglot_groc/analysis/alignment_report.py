@@ -40,7 +40,8 @@ from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["PROTOCOL_LABELS", "Side", "evaluate_protocols", "report_lines"]
+__all__ = ["OVERLAP_LIMIT", "OVERLAP_WARN", "PROTOCOL_LABELS", "Side", "check_overlap", "dictionary_overlap",
+           "evaluate_protocols", "overlap_lines", "report_lines", "verdict_lines"]
 
 KS = (1, 5, 10)
 #: The rows of every protocol, in print order: (key, label).
@@ -48,6 +49,12 @@ ROWS = (("csls", "model csls"), ("nn", "model nn"), ("no_mapping_csls", "no mapp
         ("no_mapping_nn", "no mapping, nn"), ("identical_string", "identical string"),
         ("char_ngram", "char 3-grams"))
 PROTOCOL_LABELS = {"muse": "MUSE protocol", "fasttext": "fastText protocol", "composed": "composed"}
+#: The share of test pairs that may also be training pairs before an evaluation is refused
+#: (``allow_overlap`` / ``--allow-dictionary-overlap`` lifts it).
+OVERLAP_LIMIT = 0.05
+#: From this share on, a shared pair is warned about (MUSE's own X-Y 0-5000 and X-Y 5000-6500 files share
+#: 0-2 of ~2,500 pairs, reversed: counted and reported, not worth a warning on every run).
+OVERLAP_WARN = 0.01
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,46 @@ class Side:
     words: Sequence[str]
     vectors: np.ndarray
     unmapped: np.ndarray | None = None
+
+
+def dictionary_overlap(train: Sequence[tuple[str, str]], test: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """How many distinct test pairs ``(a, b)`` are training pairs, as ``(a, b)`` or reversed ``(b, a)``.
+
+    Both lists as read (lowercased when the vocabularies are, a reversed dictionary already
+    flipped). The reversed direction matters: MUSE's en-X 5000-6500 test file shares about a fifth
+    of its pairs with the X-en 0-5000 training file read the other way round.
+    """
+    seen = set(train)
+    pairs = set(test)
+    same = sum(1 for p in pairs if p in seen)
+    flipped = sum(1 for a, b in pairs if (a, b) not in seen and (b, a) in seen)
+    n = len(pairs)
+    return {"pairs": same + flipped, "same_direction": same, "reversed": flipped, "test_pairs": n,
+            "share": (same + flipped) / n if n else 0.0, "limit": OVERLAP_LIMIT}
+
+
+def check_overlap(train: Sequence[tuple[str, str]], test: Sequence[tuple[str, str]], *, allow: bool,
+                  what: str) -> dict[str, Any]:
+    """:func:`dictionary_overlap` of ``train`` and ``test`` (``what`` names them in the messages), warned
+    about from :data:`OVERLAP_WARN` on and refused above :data:`OVERLAP_LIMIT` unless ``allow``: a P@k
+    on pairs the map was fitted on measures memory, not translation.
+
+    Raises:
+        InputError: more than :data:`OVERLAP_LIMIT` of the test pairs are training pairs, without ``allow``.
+    """
+    found = dictionary_overlap(train, test)
+    found["allowed"] = allow
+    if found["share"] < OVERLAP_WARN:
+        return found
+    said = (f"{what}: {found['pairs']} of the {found['test_pairs']} test pairs ({100 * found['share']:.1f}%) are "
+            f"training pairs ({found['same_direction']} as written, {found['reversed']} reversed)")
+    if found["share"] > OVERLAP_LIMIT and not allow:
+        raise InputError(f"{said}, above the {100 * OVERLAP_LIMIT:.0f}% an evaluation allows: their P@k measures "
+                         "what the map was fitted on; use disjoint dictionaries (MUSE's 0-5000 to train and "
+                         f"5000-6500 to test, in one direction), or pass {option('allow_overlap', True)} to score "
+                         "anyway")
+    logger.warning("%s; their P@k partly measures what the map was fitted on", said)
+    return found
 
 
 def _queries(pairs: Sequence[tuple[str, str]]) -> tuple[list[str], dict[str, int], np.ndarray]:
@@ -258,19 +305,51 @@ def _cells(block: dict[str, Any], key: str) -> str:
     return " / ".join("  -  " if v is None else f"{v:5.1f}" for v in values)
 
 
+def verdict_lines(verdict: dict[str, Any] | None) -> list[str]:
+    """The line a method that judges its own map prints first (none without a verdict)."""
+    if verdict is None:
+        return []
+    crit = verdict.get("criterion") or {}
+    measured = f"; {crit['name']} {crit['value']:.4f}" if crit.get("name") and crit.get("value") is not None else ""
+    return [f"verdict: {verdict['status']} ({verdict.get('reason', '')}{measured})"]
+
+
+def overlap_lines(overlap: dict[str, Any] | None) -> list[str]:
+    """How many test pairs are training pairs (either direction); a warning line from :data:`OVERLAP_WARN` on."""
+    if overlap is None:
+        return []
+    n, total = overlap["pairs"], overlap["test_pairs"]
+    line = (f"test pairs that are training pairs (either direction): {n} of {total}"
+            f" ({100 * overlap['share']:.1f}%)")
+    if overlap["share"] < OVERLAP_WARN:
+        return [line]
+    return [line, f"WARNING: {n} test pairs were training pairs ({overlap['same_direction']} as written, "
+                  f"{overlap['reversed']} reversed); their P@k partly measures what the map was fitted on"]
+
+
+#: What the three columns of every protocol's table are.
+COLUMNS = ("columns: all = the protocol's test words; identical gold = the words whose gold translations include "
+           "the word itself (copying it scores there); other gold = the rest, where only a mapping can score")
+
+
 def report_lines(stats: dict[str, Any], protocols: dict[str, Any]) -> list[str]:
-    """The summary ``align`` prints on stderr: the dictionary's coverage and why pairs were dropped,
-    then one table per protocol: the model and every baseline on that protocol's own words, on all
-    of them and split by whether the word's gold translations include itself."""
+    """The summary ``align`` and ``align-many`` print on stderr: the dictionary's coverage and why pairs
+    were dropped, its overlap with the training dictionary, then one table per protocol: the model
+    (csls and nn) and every baseline (no mapping, identical string, char 3-grams) on that protocol's
+    own words, on all of them and split by whether the word's gold translations include itself; each
+    protocol says how many of the test source words it scored (scored / asked)."""
     total = stats["pairs"] + stats.get("not_in_eval_words", 0)
     dropped = total - stats["found"]
+    asked = stats["unique_source_all"]
     lines = [f"test pairs: {stats['found']} scored, {dropped} dropped of {total} "
-             f"({stats['unique_source']} of {stats['unique_source_all']} test source words scorable)"]
+             f"({stats['unique_source']} of {asked} test source words scorable)"]
     lines += [f"  dropped: {n} {why}" for why, n in stats["dropped_reasons"].items() if n]
     if dropped * 2 > total:
         lines.append(f"WARNING: more than half of the test pairs were dropped ({dropped} of {total}); "
                      "the MUSE protocol's P@k describes only the scored words")
+    lines += overlap_lines(stats.get("train_overlap"))
     lines.append("word translation P@1 / P@5 / P@10 (percent); each protocol's baselines are on its own words:")
+    lines.append(COLUMNS)
     for key, label in PROTOCOL_LABELS.items():
         entry = protocols.get(key)
         if entry is None:
@@ -281,11 +360,13 @@ def report_lines(stats: dict[str, Any], protocols: dict[str, Any]) -> list[str]:
         what = {"muse": f"the {n} test source words with a pair in both vocabularies",
                 "fasttext": f"all {n} test source words, the unscorable ones counted wrong",
                 "composed": f"all {n} test source words, the missing ones composed by the model"}[key]
-        notes = [f"coverage {100.0 * entry['coverage']:.1f}%"] if "coverage" in entry else []
+        share = entry.get("coverage", n / asked if asked else 0.0)
+        scored = round(share * asked)
+        notes = [f"{scored} of {asked} test source words scored: coverage {100.0 * share:.1f}%"]
         if key == "composed":
             notes.append(f"{entry.get('composed_source_words', 0)} source and {entry.get('composed_target_words', 0)} "
                          "target words composed")
-        lines.append(f"{label}: {what}" + (f" ({'; '.join(notes)})" if notes else ""))
+        lines.append(f"{label}: {what} ({'; '.join(notes)})")
         lines.append(f"  {'':<20} {'all (' + str(n) + ')':<22} {'identical gold (' + str(n_id) + ')':<22} "
                      f"{'other gold (' + str(n_other) + ')'}")
         for row, name in ROWS:

@@ -39,8 +39,8 @@ from polyglot_groc.analysis.caches import (
     uniform_interpolate,
     unigram_cache_logprob,
 )
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.bundle import ModelBundle
-from polyglot_groc.model.kinds import kind
 from polyglot_groc.training.data import load_corpus
 
 log = logging.getLogger(__name__)
@@ -315,13 +315,13 @@ def unseen_report(tokens: Sequence[str], lang: str, seen: dict[str, set[str]] | 
     unseen = share_outside(tokens, words)
     out: dict[str, Any] = {"unseen_in_training_rate": unseen}
     if vocab_mode == "closed" and unseen > oov_rate + 1e-9:
-        note = (f"{100 * unseen:.1f}% of the {lang} tokens of {where} never occur in the run's training text, but "
+        text = (f"{100 * unseen:.1f}% of the {lang} tokens of {where} never occur in the run's training text, but "
                 f"{100 * (unseen - oov_rate):.1f}% are words of its closed vocabulary (train+valid+test), scored as "
                 "known words (a lookup model's untrained rows, GroC's composed vectors), so the OOV rate says "
-                f"{100 * oov_rate:.1f}%; to score words unseen in training as new, train with "
-                f"{either_face('vocab_mode', key='data.vocab_mode', value='open')}")
-        out["note"] = note
-        log.warning("%s", note)
+                f"{100 * oov_rate:.1f}%; to score words unseen in training as new, train with ")
+        # The JSON is the same from both faces (both spellings); the warning speaks the caller's face.
+        out["note"] = text + either_face("vocab_mode", key="data.vocab_mode", value="open")
+        log.warning("%s", text + setting("data.vocab_mode", "open"))
     return out
 
 
@@ -349,7 +349,7 @@ def with_lexicon_coverage(bundle: ModelBundle, coverage: float) -> ModelBundle:
     forms on every call. The model parameters are shared with ``bundle``.
     """
     check_coverage(coverage)
-    if not kind(bundle.model.kind).uses_lexicon:
+    if not kind_traits(bundle.model.kind).uses_lexicon:
         raise CoverageError(f"{option('lexicon_coverage')} needs a groc-lex run; this run is {bundle.model.kind}")
     from polyglot_groc.model.lexforms import compile_forms
 

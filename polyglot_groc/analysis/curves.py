@@ -18,6 +18,7 @@ from typing import Any
 from groc_base.checks import check_output
 from groc_base.errors import InputError
 from groc_base.fileio import atomic_write_bytes, unique_labels
+from polyglot_groc.training.metrics import read_metrics  # the one metrics.jsonl reader (re-exported)
 
 __all__ = ["CurvesResult", "check_png_path", "curves", "plot_curves", "read_metrics", "save_png"]
 
@@ -64,50 +65,6 @@ def curves(*, runs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str
         records[label] = read_metrics(path)
     return CurvesResult(png=str(plot_curves(records, out, title)), runs=[str(r) for r in runs],
                         labels=dict(zip(labels, (str(r) for r in runs), strict=True)))
-
-
-def read_metrics(path: Path) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl`` file (blank lines skipped); a bad line raises ``InputError``."""
-    import json
-
-    from groc_base.fileio import read_bytes
-
-    records: list[dict[str, Any]] = []
-    text = read_bytes(Path(path), "metrics file", InputError).decode("utf-8", errors="replace")
-    for no, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{no} is not a JSON record ({exc.msg}); the metrics file is damaged") from exc
-        if not isinstance(rec, dict):
-            raise InputError(f"{path}:{no} is {type(rec).__name__} {line.strip()[:40]!r}, not a JSON object; the "
-                             "metrics file is damaged: restore it, or move it away")
-        _check_record(rec, f"{path}:{no}")
-        records.append(rec)
-    return records
-
-
-#: The record fields readers compute with, and what each must be: a number (null: diverged), or a
-#: table of numbers by language.
-_NUMBERS = ("step", "epoch", "lr", "train_loss", "train_perplexity", "valid_nll", "tokens", "tokens_per_s",
-            "elapsed_s")
-_TABLES = ("valid_perplexity", "valid_tokens", "lang_batches")
-
-
-def _check_record(rec: Mapping[str, Any], where: str) -> None:
-    def number(x: Any) -> bool:
-        return x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
-
-    for key in _NUMBERS:
-        if key in rec and not number(rec[key]):
-            raise InputError(f"{where}: {key} is {rec[key]!r}, not a number; the metrics file is damaged: "
-                             "restore it, or move it away")
-    for key in _TABLES:
-        if key in rec and not (isinstance(rec[key], dict) and all(number(v) for v in rec[key].values())):
-            raise InputError(f"{where}: {key} is {rec[key]!r}, not a table of numbers by language; the metrics "
-                             "file is damaged: restore it, or move it away")
 
 
 def _finite(x: Any) -> float | None:

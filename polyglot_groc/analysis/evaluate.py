@@ -17,8 +17,8 @@ from typing import Any
 from groc_base.checks import check_positive
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe
+from polyglot_groc.model.access import check_run_access, run_access_doc
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
-from polyglot_groc.model.device import use_threads
 from polyglot_groc.model.lm import parameter_split
 
 __all__ = ["EvaluateResult", "evaluate"]
@@ -55,21 +55,31 @@ class EvaluateResult:
     #: carried); ``perplexity`` is always the forward LM's, comparable with the other kinds.
     perplexity_backward: dict[str, float | None] | None = None
 
+    @property
+    def scoring(self) -> str:
+        """How the perplexities were computed, in words (the JSON's ``scoring``): always exactly, never sampled."""
+        over = "each language's own vocabulary" if self.screen else "every word of the run"
+        return (f"exact: the full softmax over {over}; a sampled training softmax only samples training steps "
+                "(its logged training loss is an estimate, these perplexities are not)")
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON ``polyglot-groc evaluate`` prints (NaN and infinities as ``None``)."""
         if self.open_vocabulary:
             out = {"run": self.run, "data": self.data, "split": self.split, "model": self.model,
                    "checkpoint": self.checkpoint, "step": self.step, "vocab_mode": self.vocab_mode,
-                   "cache": self.cache, "lexicon_coverage": self.lexicon_coverage, "languages": self.languages}
+                   "cache": self.cache, "lexicon_coverage": self.lexicon_coverage, "languages": self.languages,
+                   "scoring": self.scoring}
         else:
             out = {"run": self.run, "split": self.split, "model": self.model, "checkpoint": self.checkpoint,
                    "step": self.step, "n_params": self.n_params, "screen": self.screen,
-                   "vocab_mode": self.vocab_mode, "perplexity": self.perplexity, "details": self.details}
+                   "vocab_mode": self.vocab_mode, "perplexity": self.perplexity, "details": self.details,
+                   "scoring": self.scoring}
             if self.perplexity_backward is not None:
                 out["perplexity_backward"] = self.perplexity_backward
         return json_safe(out)  # type: ignore[return-value]
 
 
+@run_access_doc
 def evaluate(
     *,
     run: str | os.PathLike[str],
@@ -103,12 +113,10 @@ def evaluate(
         run: run directory written by ``train``.
         split: ``valid`` or ``test`` (in-domain also ``train``).
         data: corpus root (``<lang>/<split>.txt``) to score instead of the run's own.
-        checkpoint: ``best`` or ``last``.
+        {run_access}
         batch_size: parallel streams (in-domain default: the run's ``train.eval_batch_size``;
             open vocabulary: 1, one stream, which the caches read in order).
         screen: score each language over its own vocabulary; ``False``: over every word of the run.
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
-        threads: CPU threads for torch (None or 0: torch's default).
         cache: ``none``, ``unigram`` or ``neural`` (open vocabulary).
         cache_theta: neural cache flattening θ >= 0.
         cache_lambda: model weight λ in [0, 1].
@@ -128,7 +136,7 @@ def evaluate(
     from polyglot_groc.analysis.crossdomain import CacheSettings, check_coverage
 
     check_positive(batch_size=batch_size)
-    use_threads(threads)
+    check_run_access(checkpoint=checkpoint, device=device, threads=threads)
     settings = CacheSettings(cache, cache_theta, cache_lambda, cache_size, new_word_weight,
                              uniform_weight or 0.0).validate()
     open_vocabulary = (data is not None or cache != "none" or new_word_weight != 1.0 or uniform_weight is not None
@@ -153,7 +161,7 @@ def evaluate(
         return EvaluateResult(run=res["run"], split=split, model=res["model"], checkpoint=checkpoint,
                               step=res["step"], open_vocabulary=True,
                               perplexity={lang: r["perplexity"] for lang, r in res["languages"].items()},
-                              data=res["data"], cache=res["cache"], lexicon_coverage=lexicon_coverage,
+                              data=res["data"], cache=res["cache"], lexicon_coverage=lexicon_coverage, screen=screen,
                               languages=res["languages"], vocab_mode=res["vocab_mode"])
     return _in_domain(bundle, payload, Path(run), split, batch_size, checkpoint, screen)
 

@@ -25,6 +25,7 @@ from groc_base.checks import check_output
 from groc_base.errors import InputError
 from groc_base.fileio import atomic_write_all, atomic_write_bytes, dumps_json, json_safe, unique_labels
 from polyglot_groc.analysis.curves import check_png_path, png_bytes
+from polyglot_groc.model.access import check_run_access, run_access_doc
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,7 @@ class FreqBinsResult:
         return json_safe(out)  # type: ignore[return-value]
 
 
+@run_access_doc
 def freq_bins(
     *,
     run_a: str | os.PathLike[str],
@@ -208,9 +210,7 @@ def freq_bins(
         bin_width: training-frequency bin width (the seed's 50).
         bins: number of bins; the last is open-ended.
         overwrite: replace an existing PNG or JSON.
-        checkpoint: ``best`` or ``last`` of both runs.
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
-        threads: CPU threads for torch (None or 0: torch's default).
+        {run_access}
 
     Returns:
         A :class:`FreqBinsResult`; its ``to_dict()`` is the JSON the CLI prints.
@@ -221,9 +221,8 @@ def freq_bins(
     """
     from polyglot_groc.analysis.crossdomain import load_other_split, score_tokens
     from polyglot_groc.model.bundle import load_bundle
-    from polyglot_groc.model.device import use_threads
 
-    use_threads(threads)
+    check_run_access(checkpoint=checkpoint, device=device, threads=threads)
     png = json_out = None
     if out is not None:
         # The figure must be a .png, so the JSON beside it (fig.png -> fig.json) is always another file.

@@ -8,7 +8,6 @@ relations, a definition, and forms inside the vocabulary itself (what the thesis
 
 from __future__ import annotations
 
-import gzip
 import os
 import time
 from collections import Counter
@@ -19,6 +18,7 @@ from typing import Any
 
 from groc_base.checks import option
 from groc_base.errors import CorpusError, InputError
+from groc_base.textio import iter_lines
 
 __all__ = ["FALLBACKS", "LexiconCoverageResult", "lexicon_coverage", "no_fallback_languages", "open_lexicon_for"]
 
@@ -133,16 +133,9 @@ def open_lexicon_for(backend: str = "wn", langs: Sequence[str] = (), specs: Sequ
 
 def _read_tokens(path: Path) -> Counter[str]:
     """Whitespace tokens of a (possibly gzipped) UTF-8 text file."""
-    opener = gzip.open if path.suffix == ".gz" else open
     counts: Counter[str] = Counter()
-    try:
-        with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-            for line in fh:
-                counts.update(line.split())
-    except UnicodeDecodeError as exc:
-        raise CorpusError(f"{str(path)!r} is not utf-8 text ({exc}); convert it to utf-8") from exc
-    except OSError as exc:
-        raise CorpusError(f"cannot read {str(path)!r}: {exc}") from exc
+    for line in iter_lines(path, what="corpus file", error=CorpusError):
+        counts.update(line.split())
     if not counts:
         raise CorpusError(f"{str(path)!r} has no tokens; check the corpus")
     return counts

@@ -18,7 +18,9 @@ from typing import Any
 from groc_base.checks import check_input_file, check_positive, option
 from groc_base.errors import InputError
 from groc_base.fileio import json_safe, unique_labels
+from groc_base.wording import agree, counted
 from polyglot_groc.analysis.alignment import Vectors, check_input_files, load_bundle_once, read_side
+from polyglot_groc.model.access import run_access_doc
 from polyglot_groc.model.bundle import ModelBundle
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,8 @@ MIN_PAIRS = 3
 def _enough_pairs(ds: Path, found: int, not_found: int, where: str = "the vectors") -> None:
     """Refuse a dataset of which fewer than :data:`MIN_PAIRS` pairs have both words in ``where``."""
     if found < MIN_PAIRS:
-        raise InputError(f"{ds}: only {found} of its {found + not_found} pairs have both words in {where}, and "
+        raise InputError(f"{ds}: only {found} of its {counted(found + not_found, 'pair')} "
+                         f"{agree(found, 'has', 'have')} both words in {where}, and "
                          f"Spearman's rho needs at least {MIN_PAIRS}; check that the dataset is in the vectors' "
                          "language, raise --max-vocab, or try --keep-case")
 
@@ -99,6 +102,7 @@ def _words_vectors(vec: Vectors, max_vocab: int | None, lower: bool) -> tuple[li
     return read_side(vec, None, None, "input", max_vocab, "vectors", lower)
 
 
+@run_access_doc
 def similarity(
     *,
     datasets: Sequence[str | os.PathLike[str]],
@@ -110,6 +114,7 @@ def similarity(
     keep_case: bool = False,
     src_vectors: Vectors | None = None,
     tgt_vectors: Vectors | None = None,
+    allow_untrained: bool = False,
     checkpoint: str = "best",
     device: str = "auto",
     threads: int | None = None,
@@ -117,8 +122,9 @@ def similarity(
     """Spearman rho between cosine similarity and human judgements, per dataset (``w1 w2 score`` lines).
 
     Give exactly one of: ``vectors``; ``run`` with ``lang`` (the run's vocabulary, read as MUSE
-    reads ``export --vocab``'s file; a compositional side also scores every pair with the unseen
-    words composed, a separate figure); or ``src_vectors`` and ``tgt_vectors`` (cross-lingual,
+    reads ``export --vocab``'s file, so without a lookup side's untrained rows unless
+    ``allow_untrained``; a compositional side also scores every pair with the unseen words
+    composed, a separate figure); or ``src_vectors`` and ``tgt_vectors`` (cross-lingual,
     already in one space). With ``run``, ``vectors`` may hold the run's vocabulary vectors already
     exported (:func:`~polyglot_groc.analysis.export.vocabulary_vectors` with the same ``side``,
     ``max_vocab`` and case rule), so they are not computed again. Multiword pairs (SemEval-17)
@@ -128,7 +134,7 @@ def similarity(
         datasets: word-similarity files.
         vectors: word vectors (a word2vec file or in memory).
         run: a run directory (or a loaded bundle).
-        lang: the run's language to score.
+        lang: the run's language to score (default: a one-language run's).
         side: ``input`` or ``output`` embeddings of ``run``.
         max_vocab: read at most N distinct words (default 200,000 as MUSE's ``evaluate.py``: a
             pair whose word sits past that row is not found); None: every row.
@@ -137,15 +143,15 @@ def similarity(
             vocabulary lowercased (its ``full_vocab`` only serves the final export).
         src_vectors: cross-lingual: the (mapped) source vectors, first word of each pair.
         tgt_vectors: cross-lingual: the target vectors, second word of each pair.
-        checkpoint: ``best`` or ``last`` of ``run``.
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` for ``run``.
-        threads: CPU threads for torch (None or 0: torch's default).
+        allow_untrained: with ``run``, keep the untrained lookup rows of vocabulary words training never
+            saw (a closed vocabulary's valid and test words) in the in-vocabulary figure.
+        {run_access}
 
     Returns:
         A :class:`WordSimilarityResult`; its ``to_dict()`` is the JSON ``polyglot-groc similarity`` prints.
 
     Raises:
-        InputError: not exactly one source of vectors, ``run`` without ``lang``, or no dataset
+        InputError: not exactly one source of vectors, a polyglot ``run`` without ``lang``, or no dataset
             could be scored (a dataset that fails while others are scored is an entry and a warning).
     """
     from eval.similarity import read_word_pairs, word_similarity
@@ -186,16 +192,16 @@ def similarity(
     if isinstance(vectors, (str, os.PathLike)):
         raise InputError(f"pass exactly one of {option('vectors')} FILE or {option('run')} RUN with "
                          f"{option('lang')} XX")
-    if lang is None:
-        raise InputError(f"{option('run')} needs {option('lang')}")
-    from polyglot_groc.analysis.export import embed, vocabulary_vectors
+    from polyglot_groc.analysis.export import embed, resolve_language, vocabulary_vectors
 
     bundle = load_bundle_once(run, checkpoint, device)()
+    if lang is None:  # a given language is checked where the vocabulary is read
+        lang = resolve_language(bundle, lang)
     # The vocabulary as `similarity --vectors` reads the run's export: same words, same vectors.
     if vectors is not None:
         vocab_words, vocab_vecs = _words_vectors(vectors, max_vocab, lower)
     else:
-        vocab = vocabulary_vectors(bundle, lang, side, max_vocab, lower)
+        vocab = vocabulary_vectors(bundle, lang, side, max_vocab, lower, allow_untrained=allow_untrained)
         vocab_words, vocab_vecs = vocab.words, vocab.vectors
     model = bundle.model
     composed = model.compositional_input if side == "input" else model.compositional_output
@@ -250,7 +256,7 @@ def _with_unseen(bundle: ModelBundle, lang: str, side: str, triples: Sequence[tu
     forms = [next((f for f in (w, w.capitalize(), w.title()) if f in known), w) for w in missing]
     got = embed(bundle, lang, forms, side=side)
     if got.words != list(dict.fromkeys(forms)):
-        raise InputError(f"{len(got.missing)} words could not be embedded by this model")
+        raise InputError(f"{counted(len(got.missing), 'word')} could not be embedded by this model")
     row = {f: i for i, f in enumerate(got.words)}
     extra = np.asarray(got.vectors)[[row[f] for f in forms]]  # (missing, d)
     return [*words, *missing], np.vstack([np.asarray(vectors), extra]).astype(np.float32), int(got.composed)

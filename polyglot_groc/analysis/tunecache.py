@@ -39,6 +39,7 @@ from polyglot_groc.analysis.crossdomain import (
     tune_uniform_weight,
 )
 from polyglot_groc.analysis.curves import check_png_path, save_png
+from polyglot_groc.model.access import check_run_access, run_access_doc
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +254,7 @@ class TuneCacheResult:
         return json_safe(out)  # type: ignore[return-value]
 
 
+@run_access_doc
 def tune_cache(
     *,
     run: str | os.PathLike[str],
@@ -291,9 +293,7 @@ def tune_cache(
         out: the heat map's PNG path (default ``RUN/tune-cache-CACHE.png``).
         plot: write the heat map (``False``: no file at all).
         overwrite: replace an existing ``out``.
-        checkpoint: ``best`` or ``last``.
-        device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
-        threads: CPU threads for torch (None or 0: torch's default).
+        {run_access}
 
     Returns:
         A :class:`TuneCacheResult`; its ``to_dict()`` is the JSON ``polyglot-groc tune-cache`` prints.
@@ -304,9 +304,8 @@ def tune_cache(
             run's languages; CheckpointError: no such run.
     """
     from polyglot_groc.model.bundle import load_bundle
-    from polyglot_groc.model.device import use_threads
 
-    use_threads(threads)
+    check_run_access(checkpoint=checkpoint, device=device, threads=threads)
     if new_word_weight is not None and new_word_weights is not None:
         raise ConfigError(f"give {option('new_word_weight')} (one value) or {option('new_word_weights')} (a grid), not "
                           "both")

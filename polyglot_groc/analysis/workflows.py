@@ -5,20 +5,8 @@ without ``overwrite``) before it loads a model or writes anything, writes its fi
 logs instead of printing, and returns a frozen result whose ``to_dict()`` is exactly the JSON the
 matching command prints. The commands are thin faces over them: parse, call, print.
 
-==================  =============================================  ==============================
-function            command                                        result
-==================  =============================================  ==============================
-:func:`evaluate`    ``evaluate`` (in-domain and open vocabulary)   :class:`EvaluateResult`
-:func:`tune_cache`  ``tune-cache``                                 :class:`TuneCacheResult`
-:func:`freq_bins`   ``analyze freq-bins``                          :class:`FreqBinsResult`
-:func:`curves`      ``analyze curves``                             :class:`CurvesResult`
-:func:`export`      ``export``                                     :class:`ExportResult`
-:func:`align`       ``align``                                      :class:`AlignResult`
-:func:`similarity`  ``similarity``                                 :class:`WordSimilarityResult`
-:func:`lexicon_coverage`  ``lexicon coverage``                     :class:`LexiconCoverageResult`
-:func:`neighbours`  ``neighbours``                                 :class:`NeighboursResult`
-:func:`score`       ``score``                                      :class:`ScoreResult`
-==================  =============================================  ==============================
+Which command each is the face of, and what it returns: docs/python-api.md (the public names are
+listed once, in :data:`polyglot_groc.public.PUBLIC`).
 
 :func:`load` gives the run itself in memory (:class:`Model`: vectors, neighbours, probabilities),
 which :func:`neighbours` and :func:`score` use.
@@ -36,7 +24,9 @@ from polyglot_groc.analysis.evaluate import EvaluateResult, evaluate
 from polyglot_groc.analysis.export import Exported, ExportResult, export
 from polyglot_groc.analysis.freqbins import FreqBinsResult, freq_bins
 from polyglot_groc.analysis.lexicon import LexiconCoverageResult, lexicon_coverage
-from polyglot_groc.analysis.model import Model, NeighboursResult, ScoreResult, load, neighbours, score
+from polyglot_groc.analysis.loaded_run import Model, load
+from polyglot_groc.analysis.neighbours import NeighboursResult, neighbours
+from polyglot_groc.analysis.score import ScoreResult, score
 from polyglot_groc.analysis.similarity import WordSimilarityResult, similarity
 from polyglot_groc.analysis.tunecache import TuneCacheResult, tune_cache
 

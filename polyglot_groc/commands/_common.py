@@ -1,7 +1,8 @@
 """Shared CLI plumbing: one error boundary, one console.
 
-Every command body is wrapped by :func:`cli_errors`, so the library can raise typed errors and
-the CLI alone decides how they look (one line on stderr) and the exit code (2).
+Every typer command function is decorated with :func:`cli_errors` (under ``@app.command``), so the
+library can raise typed errors and the CLI alone decides how they look (one line on stderr) and the
+exit code (2). The options live in ``_options.py``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
@@ -96,7 +97,10 @@ def os_error_message(exc: OSError) -> str:
 
 
 def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn the toolkit's user errors (and the OSError family) into one line and exit code 2."""
+    """Turn the toolkit's user errors (and the OSError family) into one line and exit code 2.
+
+    Decorates the typer command function itself (``@app.command("x")`` over ``@cli_errors``): the
+    wrapper keeps ``fn``'s signature (``functools.wraps``), which is what typer reads the options from."""
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
@@ -113,10 +117,21 @@ def cli_errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-#: ``--threads`` of every command that runs a model; the workflows apply it (``model.device.use_threads``).
-THREADS_HELP = ("CPU threads for torch; 0 or unset: torch's default ($OMP_NUM_THREADS if set, else all cores). "
-                "On a loaded machine 1-2 threads can be several times faster")
-ThreadsOption = Annotated[int | None, typer.Option("--threads", help=THREADS_HELP, show_default="torch's default")]
+def key_values(items: list[str] | None, flag: str, example: str) -> dict[str, str]:
+    """``KEY=VALUE`` options (repeatable) as a dict; a malformed or repeated key is bad input."""
+    from groc_base.errors import InputError
+
+    out: dict[str, str] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            raise InputError(f"{flag} {item!r}: write KEY=FILE, e.g. {flag} {example}")
+        same = next((k for k in out if k.lower() == key.lower()), None)
+        if same is not None:  # en and EN: one OUT/<lang>.vec on a case-insensitive disk, one lost
+            twice = key if same == key else f"{same} and {key}"
+            raise InputError(f"{flag} {twice} is given twice (keys do not differ by case); give each once")
+        out[key] = value
+    return out
 
 
 def float_list(text: str | None, flag: str) -> list[float] | None:
@@ -142,10 +157,6 @@ def fresh_output(base: Path) -> Path:
         n += 1
         candidate = base.with_name(f"{base.name}-{n}")
     return candidate
-
-
-#: The help of every command's ``--overwrite``: one wording for one behaviour.
-OVERWRITE_HELP = "Replace an existing --out (without it, an existing output is an error)"
 
 
 def deprecated_alias(new: str, old: str, new_value: T, old_value: T | None) -> T:

@@ -11,16 +11,28 @@ from typing import Annotated
 import typer
 
 from polyglot_groc.commands._common import (
-    OVERWRITE_HELP,
-    ThreadsOption,
+    check_non_negative,
     cli_errors,
     err_console,
     float_list,
     print_json,
     setup_logging,
 )
+from polyglot_groc.commands._options import (
+    AllowOverlapOption,
+    CheckpointOption,
+    DeviceOption,
+    OverwriteOption,
+    ThreadsOption,
+    VerboseOption,
+    data_option,
+)
+
+app = typer.Typer()
 
 
+@app.command("features")
+@cli_errors
 def features_command(
     run: Annotated[Path, typer.Argument(help="Run directory (bilm, elmo, groc, ... any kind)")],
     input: Annotated[Path, typer.Option("--input", help="Sentences: text (one a line) or CoNLL-U (.conllu[.gz])")],
@@ -35,21 +47,13 @@ def features_command(
         "--align", help="Directory of per-layer maps layer{j}/W.npy (align-layers); applied before mixing")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Sentences per batch")] = 32,
     max_sentences: Annotated[int | None, typer.Option("--max-sentences", help="Read at most N sentences")] = None,
-    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    checkpoint: CheckpointOption = "best",
+    device: DeviceOption = "auto",
     threads: ThreadsOption = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: OverwriteOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Write each sentence's contextual features (layer 0 the token embedding, then each LSTM layer) to HDF5."""
-    _features(run, input, out, lang, layers, mix, gamma, align, batch_size, max_sentences, checkpoint, device,
-              threads, overwrite, verbose)
-
-
-@cli_errors
-def _features(run: Path, input: Path, out: Path, lang: str | None, layers: str, mix: str | None, gamma: float,
-              align: Path | None, batch_size: int, max_sentences: int | None, checkpoint: str, device: str,
-              threads: int | None, overwrite: bool, verbose: bool) -> None:
     from rich.progress import Progress
 
     from polyglot_groc.contextual.features import features
@@ -66,30 +70,24 @@ def _features(run: Path, input: Path, out: Path, lang: str | None, layers: str, 
     print_json(res.to_dict())
 
 
+@app.command("anchors")
+@cli_errors
 def anchors_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
-    data: Annotated[Path, typer.Option("--data", help="Corpus root: <data>/<lang>/<split>.txt")],
+    data: Annotated[Path, data_option("Corpus root: <data>/<lang>/<split>.txt")],
     out: Annotated[Path, typer.Option("--out", help="Output directory: layer{j}.vec and norms.json")],
     lang: Annotated[str | None, typer.Option("--lang", help="The corpus language (runs with several)")] = None,
     split: Annotated[str, typer.Option("--split", help="Split file to read")] = "train",
     min_count: Annotated[int, typer.Option("--min-count", help="Leave out rarer word types")] = 1,
     max_sentences: Annotated[int | None, typer.Option("--max-sentences", help="Read at most N sentences")] = None,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Sentences per batch")] = 32,
-    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    checkpoint: CheckpointOption = "best",
+    device: DeviceOption = "auto",
     threads: ThreadsOption = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: OverwriteOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Per layer, each word type's mean contextual vector over a corpus (anchors, Schuster et al. 2019)."""
-    _anchors(run, data, out, lang, split, min_count, max_sentences, batch_size, checkpoint, device, threads,
-             overwrite, verbose)
-
-
-@cli_errors
-def _anchors(run: Path, data: Path, out: Path, lang: str | None, split: str, min_count: int,
-             max_sentences: int | None, batch_size: int, checkpoint: str, device: str, threads: int | None,
-             overwrite: bool, verbose: bool) -> None:
     from polyglot_groc.contextual.features import anchors
 
     setup_logging(verbose)
@@ -99,6 +97,8 @@ def _anchors(run: Path, data: Path, out: Path, lang: str | None, split: str, min
     print_json(res.to_dict())
 
 
+@app.command("align-layers")
+@cli_errors
 def align_layers_command(
     src: Annotated[Path, typer.Option("--src", help="Anchors directory of the side to map (layer{j}.vec)")],
     tgt: Annotated[Path, typer.Option("--tgt", help="Anchors directory of the target space")],
@@ -106,23 +106,22 @@ def align_layers_command(
     out: Annotated[Path, typer.Option("--out", help="Output directory: layer{j}/ as align writes it")],
     eval_dict: Annotated[Path | None, typer.Option("--eval-dict", help="Evaluation dictionary")] = None,
     refine: Annotated[int, typer.Option("--refine", help="CSLS refinement iterations (0: Procrustes)")] = 0,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    allow_overlap: AllowOverlapOption = False,
+    threads: ThreadsOption = None,
+    overwrite: OverwriteOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Align each layer's anchors with `align` (one map W(j) per layer, for features --align)."""
-    _align_layers(src, tgt, train_dict, out, eval_dict, refine, overwrite, verbose)
-
-
-@cli_errors
-def _align_layers(src: Path, tgt: Path, train_dict: Path, out: Path, eval_dict: Path | None, refine: int,
-                  overwrite: bool, verbose: bool) -> None:
     from polyglot_groc.contextual.features import align_layers
 
     setup_logging(verbose)
+    check_non_negative(threads=threads)
     print_json(align_layers(src=src, tgt=tgt, out=out, train_dict=train_dict, eval_dict=eval_dict, refine=refine,
-                            overwrite=overwrite).to_dict())
+                            allow_overlap=allow_overlap, overwrite=overwrite, threads=threads).to_dict())
 
 
+@app.command("probe")
+@cli_errors
 def probe_command(
     source: Annotated[Path, typer.Option("--source", help="Source treebank (CoNLL-U)")],
     test: Annotated[Path, typer.Option("--test", help="Target test treebank (CoNLL-U)")],
@@ -135,17 +134,9 @@ def probe_command(
     epochs: Annotated[int, typer.Option("--epochs")] = 4,
     seed: Annotated[int, typer.Option("--seed")] = 0,
     threads: ThreadsOption = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Train the biaffine parsing probe on frozen features (none: word embeddings) and print UAS/LAS."""
-    _probe(source, test, target, source_features, target_features, test_features, n_source, n_target, epochs, seed,
-           threads, verbose)
-
-
-@cli_errors
-def _probe(source: Path, test: Path, target: Path | None, source_features: Path | None,
-           target_features: Path | None, test_features: Path | None, n_source: int | None, n_target: int,
-           epochs: int, seed: int, threads: int | None, verbose: bool) -> None:
     from polyglot_groc.contextual.parser import ParserConfig
     from polyglot_groc.contextual.probe import probe
     from polyglot_groc.model.device import use_threads

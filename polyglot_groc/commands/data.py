@@ -30,17 +30,15 @@ from polyglot_groc.commands._common import (
     print_json,
     setup_logging,
 )
+from polyglot_groc.commands._options import LanguagesOption, VerboseOption, data_option, overwrite_option
 
 app = typer.Typer(
+    name="data",
     help="Prepare per-language train/valid/test corpora from your own files or the shared text.",
     no_args_is_help=True,
 )
 
 DATA_ENV = "POLYGLOT_GROC_DATA"
-LANGUAGES_ENV = "POLYGLOT_GROC_LANGUAGES"
-#: ``--languages FILE``: the help every command that takes languages shares.
-LANGUAGES_HELP = (f"Languages TOML file adding your own languages (a languages.CODE table each: name, iso3, script, "
-                  f"related, wordnets, tokenizer; default: ${LANGUAGES_ENV})")
 
 
 def files_summary(result: dict[str, Any], full: bool) -> dict[str, Any]:
@@ -109,18 +107,15 @@ def prepare(
                         "'id<TAB>sentence'), markup (HTML/XML tags and entities), headers ('Title: ...' lines heading "
                         "the text or a block); all | none. Whatever is found and kept is warned about with counts",
         show_default="ids")] = None,
-    languages: Annotated[Path | None, typer.Option(
-        "--languages", envvar=LANGUAGES_ENV, help=LANGUAGES_HELP, show_default=False)] = None,
+    languages: LanguagesOption = None,
     langs: Annotated[str | None, typer.Option(
         "--langs", help="Shared text: comma-separated built-in codes, e.g. en,fr,de")] = None,
     preset: Annotated[str | None, typer.Option(
         "--preset", help="crossdomain-en: <out>/<domain>/en/ corpora for cross-domain evaluation")] = None,
     finetune_tokens: Annotated[int, typer.Option(
         "--finetune-tokens", help="crossdomain-en: tokens of each far domain's finetuning (train) split")] = 250_000,
-    data_root: Annotated[
-        Path | None,
-        typer.Option("--data", envvar=DATA_ENV, help=f"Shared data folder (default: ${DATA_ENV})"),
-    ] = None,
+    data_root: Annotated[Path | None, data_option(f"Shared data folder (default: ${DATA_ENV})",
+                                                  envvar=DATA_ENV)] = None,
     data_root_old: Annotated[Path | None, typer.Option("--data-root", hidden=True, help="Deprecated: --data")] = None,
     train_tokens: Annotated[int | None, typer.Option(
         "--train-tokens", help="Shared text: training tokens per language (default 200000; crossdomain-en: "
@@ -132,21 +127,27 @@ def prepare(
                                           "(needs its models) | whitespace (pre-tokenised text); shared text also "
                                           "takes auto (stanza where installed, else toktok)")] = None,
     full: Annotated[bool, typer.Option("--full", help="Print the whole manifest entry (inputs, digests)")] = False,
-    overwrite: Annotated[bool, typer.Option(
-        "--overwrite",
-        help="Replace the language(s) already in --out (--preset crossdomain-en: the whole --out)")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: Annotated[bool, overwrite_option(
+        "Replace the language(s) already in --out (--preset crossdomain-en: the whole --out)")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Tokenise your own files (--lang xx --input FILE...) or sample the shared text (--langs en,fr) into
     train/valid/test; deterministic, recorded in <out>/prepare.json."""
     from groc_base.errors import ConfigError
 
     setup_logging(verbose)
-    if lang is not None or inputs or files:
-        _prepare_files(out, lang, [*(inputs or []), *(files or [])], text, split_by, valid, test, shuffle, seed,
-                       dedupe, languages, tokenize, full, overwrite, clean=clean,
-                       shared_only={"--langs": langs, "--preset": preset, "--train-tokens": train_tokens,
-                                    "--eval-tokens": eval_tokens})
+    if lang is not None or inputs or files:  # your own text: langpairs.files.prepare_language
+        from langpairs.files import prepare_language
+        from langpairs.registry import load_registry
+
+        paths = [*(inputs or []), *(files or [])]
+        lang = _files_language(lang, paths, {
+            "--langs": langs, "--preset": preset, "--train-tokens": train_tokens, "--eval-tokens": eval_tokens})
+        result = prepare_language(lang=lang, inputs=paths, out=out,
+                                  registry=load_registry(languages, env=False), text=text, tokenizer=tokenize,
+                                  split_by=split_by, valid=valid, test=test, shuffle=shuffle, seed=seed,
+                                  dedupe=dedupe, clean=clean, overwrite=overwrite)
+        print_json(files_summary(result.to_dict(), full))
         return
     if clean is not None:
         raise ConfigError("--clean applies to your own text (--lang xx --input FILE); the shared text is read in "
@@ -188,14 +189,10 @@ def prepare(
     print_json(manifest if full else summarize(manifest, codes, out, out / MANIFEST_NAME))
 
 
-def _prepare_files(out: Path, lang: str | None, inputs: list[Path], text: str, split_by: str, valid: str,
-                   test: str, shuffle: bool, seed: int, dedupe: bool, languages: Path | None,
-                   tokenize: str | None, full: bool, overwrite: bool, shared_only: dict[str, Any],
-                   clean: str | None = None) -> None:
-    """``data prepare --lang xx --input FILE...``: check the flags, call prepare_language, print."""
+def _files_language(lang: str | None, inputs: list[Path], shared_only: dict[str, Any]) -> str:
+    """``data prepare --lang xx --input FILE...``: the language, once the files are there and none of the shared
+    text's options is given."""
     from groc_base.errors import ConfigError
-    from langpairs.files import prepare_language
-    from langpairs.registry import load_registry
 
     given = [flag for flag, value in shared_only.items() if value is not None]
     if given:
@@ -206,7 +203,4 @@ def _prepare_files(out: Path, lang: str | None, inputs: list[Path], text: str, s
                           "a --languages file")
     if not inputs:
         raise ConfigError(f"--lang {lang} needs --input FILE (text, .conllu or .gz), one or more")
-    result = prepare_language(lang=lang, inputs=inputs, out=out, registry=load_registry(languages, env=False),
-                              text=text, tokenizer=tokenize, split_by=split_by, valid=valid, test=test,
-                              shuffle=shuffle, seed=seed, dedupe=dedupe, clean=clean, overwrite=overwrite)
-    print_json(files_summary(result.to_dict(), full))
+    return lang

@@ -5,8 +5,6 @@ run of this toolkit (``ELMO_RUN``) or bilm-tf weights (``--elmo-options``/``--el
 ``--data``/``--langs``). The command prints what was converted and the converted model's
 validation perplexity before finetuning (expected to be astronomically bad, seed 004 Table 5.6),
 then the progress, then the result.
-
-Mounted in ``polyglot_groc/cli.py`` with ``app.command("init-from-elmo")(init_from_elmo_command)``.
 """
 
 from __future__ import annotations
@@ -17,8 +15,9 @@ from typing import Annotated, Any
 
 import typer
 
+from groc_base.wording import counted
+from polyglot_groc.commands import _options as opt
 from polyglot_groc.commands._common import (
-    ThreadsOption,
     check_non_negative,
     check_positive,
     cli_errors,
@@ -27,10 +26,15 @@ from polyglot_groc.commands._common import (
     print_json,
     setup_logging,
 )
+from polyglot_groc.commands._options import ThreadsOption, VerboseOption
 from polyglot_groc.config import RunConfig, parse_overrides
 from polyglot_groc.elmo.workflows import DEFAULT_FINETUNE_EPOCHS, DEFAULT_LR
 
+app = typer.Typer()
 
+
+@app.command("init-from-elmo")
+@cli_errors
 def init_from_elmo_command(
     elmo_run: Annotated[Path | None, typer.Argument(help="An elmo run directory (or use --elmo-options)")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -41,33 +45,24 @@ def init_from_elmo_command(
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Finetune for this many steps instead")] = None,
     lr: Annotated[float | None, typer.Option(
         "--lr", help=f"Initial finetuning learning rate (default {DEFAULT_LR:g}, seed 004 C.2)")] = None,
-    data: Annotated[Path | None, typer.Option("--data", help="Corpus root (default: the elmo run's)")] = None,
+    data: Annotated[Path | None, opt.data_option("Corpus root (default: the elmo run's)")] = None,
     eval_every: Annotated[int | None, typer.Option(
         "--eval-every", help="Validate every S steps (default: every epoch)")] = None,
-    checkpoint: Annotated[str, typer.Option("--checkpoint", help="Elmo run checkpoint: best | last")] = "best",
+    checkpoint: Annotated[str, opt.checkpoint_option("Elmo run checkpoint: best | last")] = "best",
     elmo_options: Annotated[Path | None, typer.Option("--elmo-options", help="bilm-tf options.json")] = None,
     elmo_weights: Annotated[Path | None, typer.Option("--elmo-weights", help="bilm-tf lm_weights.hdf5")] = None,
     langs: Annotated[str | None, typer.Option("--langs", help="Languages, with --elmo-weights (default en)")] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="Override, e.g. --set train.threads=1")] = None,
     threads: ThreadsOption = None,
-    device: Annotated[str | None, typer.Option("--device", help="auto | cpu | cuda | cuda:N (train.device)")] = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace an existing run directory")] = False,
+    device: Annotated[str | None, opt.device_option("auto | cpu | cuda | cuda:N (train.device)", key="train.device",
+                                                    show_default=True)] = None,
+    overwrite: Annotated[bool, opt.overwrite_option("Replace an existing run directory")] = False,
     model: Annotated[str, typer.Option(
         "--model", help="groc | bilm (bilm-tf weights: char-CNN and both LSTM directions)")] = "groc",
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Initialise a GroC (or bilm) model from an ELMo-like model, report its perplexity, and finetune it."""
-    _init_from_elmo(elmo_run, out, finetune_epochs, max_steps, lr, data, eval_every, checkpoint, elmo_options,
-                    elmo_weights, langs, set_ or [], threads, device, overwrite, verbose, model)
-
-
-@cli_errors
-def _init_from_elmo(elmo_run: Path | None, out: Path | None, finetune_epochs: int | None, max_steps: int | None,
-                    lr: float | None, data: Path | None, eval_every: int | None, checkpoint: str,
-                    elmo_options: Path | None, elmo_weights: Path | None, langs: str | None, overrides: list[str],
-                    threads: int | None, device: str | None, overwrite: bool, verbose: bool,
-                    model: str = "groc") -> None:
-    from polyglot_groc.commands.train import ReportInterrupts, RichHooks
+    from polyglot_groc.commands._reporting import ReportInterrupts, RichHooks
     from polyglot_groc.elmo.workflows import init_from_elmo
 
     setup_logging(verbose)
@@ -83,7 +78,7 @@ def _init_from_elmo(elmo_run: Path | None, out: Path | None, finetune_epochs: in
             result = init_from_elmo(out=out, elmo_run=elmo_run, checkpoint=checkpoint, elmo_options=elmo_options,
                                     elmo_weights=elmo_weights, data=data, langs=langs,
                                     finetune_epochs=finetune_epochs, max_steps=max_steps, lr=lr,
-                                    eval_every=eval_every, overrides=parse_overrides(overrides), threads=threads,
+                                    eval_every=eval_every, overrides=parse_overrides(set_ or []), threads=threads,
                                     device=device or None, overwrite=overwrite, hooks=_Announce(hooks),
                                     model=model)
         finally:
@@ -127,7 +122,7 @@ class _Announce:
 
 def _announce_converted_config(cfg: RunConfig, configured_bias_activation: str) -> None:
     t = cfg.train
-    budget = f"{t.max_steps} steps" if t.max_steps else f"{t.max_epochs} epochs"
+    budget = counted(t.max_steps, "step") if t.max_steps else counted(t.max_epochs, "epoch")
     act = cfg.model.output.bias_activation
     if act != configured_bias_activation:
         # convert.neutral_bias: the old mean bias is outside the configured activation's active region.

@@ -7,38 +7,58 @@ parse the options, call the function, print its JSON (and, for ``align``, its su
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from groc_base.wording import counted
 from polyglot_groc.commands._common import (
-    OVERWRITE_HELP,
-    ThreadsOption,
     cli_errors,
     deprecated_alias,
     err_console,
     fresh_output,
+    key_values,
     print_json,
     setup_logging,
 )
+from polyglot_groc.commands._options import (
+    AllowOverlapOption,
+    AllowUntrainedOption,
+    CheckpointOption,
+    DeviceOption,
+    OverwriteOption,
+    ThreadsOption,
+    VerboseOption,
+    device_option,
+    method_help,
+    method_options,
+    starts_help,
+)
+
+app = typer.Typer()
 
 
+@app.command("export")
+@cli_errors
 def export_command(
     run: Annotated[Path, typer.Argument(help="Run directory")],
-    lang: Annotated[str, typer.Option("--lang", help="Language whose words to export")],
     out: Annotated[Path, typer.Option("--out", help="Output .vec (word2vec text format)")],
+    lang: Annotated[str | None, typer.Option(
+        "--lang", help="Language whose words to export",
+        show_default="a one-language run's; required for a polyglot run")] = None,
     words: Annotated[Path | None, typer.Option(
         "--words", help="File with one word per line (any word); with --vocab: added after the vocabulary")] = None,
     vocab: Annotated[bool, typer.Option("--vocab", help="Export the language's vocabulary")] = False,
     side: Annotated[str, typer.Option("--side", help="input | output embeddings")] = "input",
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Keep the N most frequent words")] = None,
-    checkpoint: Annotated[str, typer.Option("--checkpoint", help="best | last")] = "best",
+    checkpoint: CheckpointOption = "best",
     skip_multiword: Annotated[bool, typer.Option(
         "--skip-multiword", help="With --words: leave out lines with several tokens instead of failing")] = False,
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N")] = "auto",
+    allow_untrained: AllowUntrainedOption = False,
+    device: DeviceOption = "auto",
     threads: ThreadsOption = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: OverwriteOption = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Write word embeddings of a run in word2vec text format (MUSE, fastText and gensim read it).
 
@@ -46,22 +66,14 @@ def export_command(
     MUSE's lowercase first-occurrence rule keeps each word's most frequent casing. --vocab with
     --words writes the vocabulary, then the listed words it lacks.
     """
-    _export(run, lang, out, words, vocab, side, max_vocab, checkpoint, verbose, skip_multiword, device, threads,
-            overwrite)
-
-
-@cli_errors
-def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, side: str, max_vocab: int | None,
-            checkpoint: str, verbose: bool, skip_multiword: bool = False, device: str = "auto",
-            threads: int | None = None, overwrite: bool = False) -> None:
     from polyglot_groc.analysis.export import export
 
     setup_logging(verbose)
     res = export(run=run, lang=lang, out=out, words=words, vocab=vocab, side=side, max_vocab=max_vocab,
-                 checkpoint=checkpoint, skip_multiword=skip_multiword, overwrite=overwrite, device=device,
-                 threads=threads)
+                 checkpoint=checkpoint, skip_multiword=skip_multiword, overwrite=overwrite,
+                 allow_untrained=allow_untrained, device=device, threads=threads)
     if res.missing:
-        err_console.print(f"{res.missing} words cannot be embedded by this {res.model} model "
+        err_console.print(f"{counted(res.missing, 'word')} cannot be embedded by this {res.model} model "
                           f"(e.g. {', '.join(res.missing_examples[:5])})")
     if res.unknown_characters:
         err_console.print(f"{res.unknown_characters} composed words use only characters the model never saw "
@@ -69,11 +81,26 @@ def _export(run: Path, lang: str, out: Path, words: Path | None, vocab: bool, si
     print_json(res.to_dict())
 
 
+def _side_name(vectors: Path | None, lang: str | None, fallback: str) -> str:
+    """A side's short name for a default output folder: its language, else its file's stem."""
+    if lang:
+        return lang
+    if vectors is not None:
+        name = vectors.name
+        for suffix in (".gz", ".bz2", ".xz", ".vec", ".bin", ".txt"):
+            name = name.removesuffix(suffix)
+        return name or fallback
+    return fallback
+
+
 #: --src-lang / --tgt-lang: what the language of a side is used for.
 _LANG_HELP = ("{side} language code: with --run, which of the run's languages is the {side} side; with "
               "--dictionary-mode lexicon, the wordnet language; names --export-mapped's vectors-<lang>.txt")
 
 
+@app.command("align")
+@cli_errors
+@method_options
 def align_command(
     src: Annotated[Path | None, typer.Option(
         "--src", help="Source vectors: word2vec text (.vec) or binary (.bin), plain or .gz/.bz2/.xz")] = None,
@@ -90,41 +117,17 @@ def align_command(
     reverse_dicts: Annotated[bool, typer.Option(
         "--reverse-dicts", help="Read --train-dict and --eval-dict as 'target source' lines: flip a dictionary's "
                                 "direction (e.g. an en-tl file to map tl onto en)")] = False,
-    dictionary_mode: Annotated[str | None, typer.Option(
-        "--dictionary-mode", help="Without --train-dict: identical | lexicon")] = None,
+    dictionary_mode: Annotated[str | None, typer.Option("--dictionary-mode", help=starts_help())] = None,
     seed_old: Annotated[str | None, typer.Option("--seed", hidden=True, help="Deprecated: --dictionary-mode")] = None,
-    refine: Annotated[int | None, typer.Option(
-        "--refine", help="Refinement iterations of --method procrustes (default 5)")] = None,
+    method: Annotated[str | None, typer.Option("--method", help=method_help(), show_default="procrustes")] = None,
     normalize: Annotated[str | None, typer.Option("--normalize", help=(
         "Chain applied to both sides, in order: renorm, center, iternorm (iterative normalisation, 5 rounds; "
         "iternorm:N for N), e.g. renorm,center,renorm; none for nothing"),
         show_default="the method's reference: none (procrustes), renorm (rcsls), renorm,center,renorm (vecmap)")]
     = None,
-    method: Annotated[str, typer.Option("--method", help=(
-        "procrustes (MUSE's supervised script: Procrustes + CSLS refinement) | rcsls (fastText's align.py: the "
-        "relaxed CSLS loss, Joulin et al. 2018) | vecmap (VecMap's --supervised: normalise, whiten, orthogonal map, "
-        "re-weight, de-whiten; Artetxe et al. 2018). Each runs its reference's recipe; result.json's 'reference' "
-        "says how a run differs"))] = "procrustes",
-    select_on: Annotated[str, typer.Option("--select-on", help=(
-        "How procrustes picks its refinement round: criterion (unsupervised mean CSLS cosine, default) | last | "
-        "eval (MUSE's supervised rule: P@1 on --eval-dict, so the reported P@k is tuned on the test pairs)"))]
-    = "criterion",
-    spectral: Annotated[bool, typer.Option(
-        "--spectral", help="--method rcsls: clip the map's singular values to [0, 1] after every step "
-                           "(fastText's --model spectral)")] = False,
-    rcsls_niter: Annotated[int | None, typer.Option(
-        "--rcsls-niter", help="--method rcsls: fastText's --niter, N+1 full-batch updates as its loop makes",
-        show_default="10, as fastText")] = None,
-    rcsls_lr: Annotated[float | None, typer.Option(
-        "--rcsls-lr", help="--method rcsls: fastText's --lr (its README's example: --rcsls-lr 25 --rcsls-niter 10)",
-        show_default="1.0, as fastText")] = None,
     criterion: Annotated[bool, typer.Option(
         "--criterion", help="--method rcsls|vecmap: also score the map by the unsupervised mean CSLS cosine "
                             "(procrustes always does; costs a CSLS search)")] = False,
-    dico_build: Annotated[str, typer.Option("--dico-build", help="S2T | T2S | S2T|T2S | S2T&T2S")] = "S2T&T2S",
-    dico_max_rank: Annotated[int | None, typer.Option(
-        "--dico-max-rank", help="Refinement dictionary rank limit (default: 10000 with --train-dict, 15000 with "
-                                "--dictionary-mode, as MUSE's supervised/unsupervised dico_max_rank)")] = None,
     max_vocab: Annotated[int | None, typer.Option(
         "--max-vocab", help="Read at most N words per side (MUSE's 200000); 0: every word, as VecMap")] = 200000,
     keep_case: Annotated[bool, typer.Option(
@@ -136,6 +139,7 @@ def align_command(
         "guaranteed; below 20000 words the same as exact)"))] = "exact",
     eval_words: Annotated[Path | None, typer.Option(
         "--eval-words", help="Evaluate only these source words (one per line), to compare models on one set")] = None,
+    allow_overlap: AllowOverlapOption = False,
     export_mapped: Annotated[bool, typer.Option(
         "--export-mapped", help="Also write vectors-<lang>.txt as MUSE's export does")] = False,
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
@@ -148,54 +152,34 @@ def align_command(
         show_default="a new alignment-<src>-<tgt>[-N] in the current directory, never an existing one (printed)")]
     = None,
     threads: ThreadsOption = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: OverwriteOption = False,
+    device: Annotated[str, device_option("auto | cpu | cuda | cuda:N (with --run)")] = "auto",
+    verbose: VerboseOption = False,
+    **knobs: Any,
 ) -> None:
     """Supervised alignment (Procrustes + CSLS refinement, RCSLS or VecMap); P@1/5/10 with nn and csls under
-    MUSE's and fastText's protocols (and, with --run, on composed words), each beside its own baselines."""
-    seed = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
-    _align(src, tgt, run, src_lang, tgt_lang, side, train_dict, eval_dict, seed, refine, normalize, dico_build,
-           dico_max_rank, max_vocab, keep_case, lenient, lexicon, wn_dir, out, verbose, knn, eval_words, export_mapped,
-           threads, overwrite, device, method, select_on, spectral, reverse_dicts=reverse_dicts,
-           rcsls_niter=rcsls_niter, rcsls_lr=rcsls_lr, criterion=criterion)
+    MUSE's and fastText's protocols (and, with --run, on composed words), each beside its own baselines.
 
-
-def _side_name(vectors: Path | None, lang: str | None, fallback: str) -> str:
-    """A side's short name for a default output folder: its language, else its file's stem."""
-    if lang:
-        return lang
-    if vectors is not None:
-        name = vectors.name
-        for suffix in (".gz", ".bz2", ".xz", ".vec", ".bin", ".txt"):
-            name = name.removesuffix(suffix)
-        return name or fallback
-    return fallback
-
-
-@cli_errors
-def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str | None, tgt_lang: str | None,
-           side: str, train_dict: Path | None, eval_dict: Path | None, seed: str | None, refine: int | None,
-           normalize: str | None, dico_build: str, dico_max_rank: int | None, max_vocab: int | None, keep_case: bool,
-           lenient: bool, lexicon: list[str] | None, wn_dir: Path | None, out: Path | None, verbose: bool,
-           knn: str = "exact", eval_words: Path | None = None, export_mapped: bool = False,
-           threads: int | None = None, overwrite: bool = False, device: str = "auto", method: str = "procrustes",
-           select_on: str = "criterion", spectral: bool = False, *, reverse_dicts: bool = False,
-           rcsls_niter: int | None = None, rcsls_lr: float | None = None, criterion: bool = False) -> None:
+    Each method's knobs are its own options (--refine, --rcsls-lr, --vecmap-whiten, ...), refused with
+    another method."""
+    from eval.methods.registry import build_config
     from polyglot_groc.analysis.alignment import align
+    from polyglot_groc.analysis.alignment_starts import method_for
 
+    dictionary_mode = deprecated_alias("--dictionary-mode", "--seed", dictionary_mode, seed_old)
     setup_logging(verbose)
+    name = method_for(method, dictionary_mode, train_dict)
+    config = build_config(name, None, knobs)  # a knob of another method is refused here, before anything runs
     defaulted = out is None
     if out is None:
         base = f"alignment-{_side_name(src, src_lang, 'src')}-{_side_name(tgt, tgt_lang, 'tgt')}"
         out = fresh_output(Path(base))
     res = align(src=src, tgt=tgt, run=run, src_lang=src_lang, tgt_lang=tgt_lang, side=side, train_dict=train_dict,
-                eval_dict=eval_dict, dictionary_mode=seed, refine=refine, normalize=normalize, dico_build=dico_build,
-                dico_max_rank=dico_max_rank, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
-                eval_words=eval_words, export_mapped=export_mapped, lenient=lenient, lexicon=lexicon,
-                wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads, method=method,
-                select_on=select_on, spectral=spectral, reverse_dicts=reverse_dicts, rcsls_n_iter=rcsls_niter,
-                rcsls_lr=rcsls_lr, criterion=criterion or None)
+                eval_dict=eval_dict, dictionary_mode=dictionary_mode, method=name, method_config=config,
+                normalize=normalize, max_vocab=max_vocab, keep_case=keep_case, knn=knn, eval_words=eval_words,
+                allow_overlap=allow_overlap, export_mapped=export_mapped, lenient=lenient, lexicon=lexicon,
+                wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads,
+                reverse_dicts=reverse_dicts, criterion=criterion or None)
     for line in res.summary():
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     if defaulted:  # the user did not name the folder: say which one it is
@@ -203,23 +187,9 @@ def _align(src: Path | None, tgt: Path | None, run: Path | None, src_lang: str |
     print_json(res.to_dict())
 
 
-def _key_values(items: list[str] | None, flag: str, example: str) -> dict[str, str]:
-    """``KEY=VALUE`` options (repeatable) as a dict; a malformed or repeated key is bad input."""
-    from groc_base.errors import InputError
-
-    out: dict[str, str] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key or not value:
-            raise InputError(f"{flag} {item!r}: write KEY=FILE, e.g. {flag} {example}")
-        same = next((k for k in out if k.lower() == key.lower()), None)
-        if same is not None:  # en and EN: one OUT/<lang>.vec on a case-insensitive disk, one lost
-            twice = key if same == key else f"{same} and {key}"
-            raise InputError(f"{flag} {twice} is given twice (keys do not differ by case); give each once")
-        out[key] = value
-    return out
-
-
+@app.command("align-many")
+@cli_errors
+@method_options
 def align_many_command(
     vectors: Annotated[list[str], typer.Option(
         "--vectors", help="LANG=FILE, repeated: each language's vectors (word2vec .vec/.bin, plain or compressed)")],
@@ -228,45 +198,45 @@ def align_many_command(
         "--train-dict", help="L-PIVOT=FILE (or PIVOT-L=FILE, read reversed), one per non-pivot language")],
     eval_dict: Annotated[list[str] | None, typer.Option(
         "--eval-dict", help="A-B=FILE, repeated: a test dictionary for any two languages (P@k table)")] = None,
-    method: Annotated[str, typer.Option("--method", help="procrustes | rcsls (vecmap moves the pivot: refused)")]
-    = "procrustes",
+    method: Annotated[str, typer.Option("--method", help=method_help(pivot=True))] = "procrustes",
     normalize: Annotated[str, typer.Option("--normalize", help="Chain of renorm, center, iternorm[:N]")] = "",
-    refine: Annotated[int | None, typer.Option("--refine", help="Procrustes refinement rounds (default 5)")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per language")] = 200000,
     keep_case: Annotated[bool, typer.Option("--keep-case", help="Keep every word as written")] = False,
     knn: Annotated[str, typer.Option("--knn", help="CSLS ranking: exact | approximate")] = "exact",
     lenient: Annotated[bool, typer.Option("--lenient", help="Skip malformed dictionary lines")] = False,
+    allow_overlap: AllowOverlapOption = False,
+    export_mapped: Annotated[bool, typer.Option(
+        "--export-mapped", help="Also write OUT/<lang>.vec: every language's vocabulary in the pivot's space "
+                                "(large: the maps OUT/W-<lang>.npy are always written)")] = False,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Output directory",
         show_default="a new alignment-many-<pivot>[-N] in the current directory, never an existing one (printed)")]
     = None,
     threads: ThreadsOption = None,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    overwrite: OverwriteOption = False,
+    verbose: VerboseOption = False,
+    **knobs: Any,
 ) -> None:
-    """Map several languages into one space (each onto --pivot) and print a P@k table for every --eval-dict pair.
+    """Map several languages into one space (each onto --pivot) and print, for every --eval-dict pair, the
+    report align prints (coverage, dropped pairs, training overlap, nn and csls beside every baseline).
 
-    Writes OUT/<lang>.vec (every language in the pivot's space), OUT/W-<lang>.npy and OUT/result.json.
+    Writes OUT/W-<lang>.npy and OUT/result.json (with --export-mapped, OUT/<lang>.vec too). Progress per
+    language on a terminal (in a log: with --verbose).
     """
-    _align_many(vectors, pivot, train_dict, eval_dict, method, normalize, refine, max_vocab, keep_case, knn,
-                lenient, out, threads, overwrite, verbose)
-
-
-@cli_errors
-def _align_many(vectors: list[str], pivot: str, train_dict: list[str], eval_dict: list[str] | None, method: str,
-                normalize: str, refine: int | None, max_vocab: int | None, keep_case: bool, knn: str, lenient: bool,
-                out: Path | None, threads: int | None, overwrite: bool, verbose: bool) -> None:
+    from eval.methods.registry import build_config
     from polyglot_groc.analysis.alignment_many import align_many
 
-    setup_logging(verbose)
+    setup_logging(verbose, progress=("polyglot_groc.analysis.alignment_many",))
+    config = build_config(method, None, knobs)  # a knob of another method is refused here, before anything runs
     defaulted = out is None
     if out is None:  # a fresh folder: running it twice never fails on, or replaces, the first result
         out = fresh_output(Path(f"alignment-many-{pivot}"))
-    res = align_many(vectors=_key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
-                     train_dicts=_key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
-                     eval_dicts=_key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
-                     normalize=normalize, refine=refine, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
-                     lenient=lenient, out=out, overwrite=overwrite, threads=threads)
+    res = align_many(vectors=key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
+                     train_dicts=key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
+                     eval_dicts=key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
+                     method_config=config, normalize=normalize, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
+                     lenient=lenient, allow_overlap=allow_overlap, export_mapped=export_mapped, out=out,
+                     overwrite=overwrite, threads=threads)
     for line in res.table():
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     if defaulted:
@@ -274,6 +244,8 @@ def _align_many(vectors: list[str], pivot: str, train_dict: list[str], eval_dict
     print_json(res.to_dict())
 
 
+@app.command("similarity")
+@cli_errors
 def similarity_command(
     dataset: Annotated[list[Path], typer.Option("--dataset", help="Word-similarity file(s): w1 w2 score")],
     vectors: Annotated[Path | None, typer.Option(
@@ -290,9 +262,10 @@ def similarity_command(
         "--src-vectors", help="Cross-lingual: source vectors (already mapped), first word of each pair")] = None,
     tgt_vectors: Annotated[Path | None, typer.Option(
         "--tgt-vectors", help="Cross-lingual: target vectors, second word of each pair")] = None,
-    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda | cuda:N (with --run)")] = "auto",
+    allow_untrained: AllowUntrainedOption = False,
+    device: Annotated[str, device_option("auto | cpu | cuda | cuda:N (with --run)")] = "auto",
     threads: ThreadsOption = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    verbose: VerboseOption = False,
 ) -> None:
     """Spearman rho between cosine similarity and human judgements (MUSE's mono- and cross-lingual evaluation).
 
@@ -300,17 +273,9 @@ def similarity_command(
     its own: a bad one is reported as an error entry and the others still count (exit 2 only if
     all fail).
     """
-    _similarity(dataset, vectors, run, lang, side, max_vocab, keep_case, verbose, src_vectors, tgt_vectors, device,
-                threads)
-
-
-@cli_errors
-def _similarity(datasets: list[Path], vectors: Path | None, run: Path | None, lang: str | None, side: str,
-                max_vocab: int | None, keep_case: bool, verbose: bool, src_vectors: Path | None = None,
-                tgt_vectors: Path | None = None, device: str = "auto", threads: int | None = None) -> None:
     from polyglot_groc.analysis.similarity import similarity
 
     setup_logging(verbose)
-    print_json(similarity(datasets=datasets, vectors=vectors, run=run, lang=lang, side=side, max_vocab=max_vocab,
-                          keep_case=keep_case, src_vectors=src_vectors, tgt_vectors=tgt_vectors, device=device,
-                          threads=threads).to_dict())
+    print_json(similarity(datasets=dataset, vectors=vectors, run=run, lang=lang, side=side, max_vocab=max_vocab,
+                          keep_case=keep_case, src_vectors=src_vectors, tgt_vectors=tgt_vectors,
+                          allow_untrained=allow_untrained, device=device, threads=threads).to_dict())

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from groc_base.errors import InputError
+from groc_base.wording import counted
 from polyglot_groc.commands._common import cli_errors, console, language_codes, print_json, setup_logging
+from polyglot_groc.commands._options import data_option, languages_option
 
 app = typer.Typer(
+    name="lexicon",
     help="Wordnets for GroC's relational and definitional forms: import, info, lookup, coverage.",
     no_args_is_help=True,
 )
@@ -28,9 +31,8 @@ _WN_DIR = typer.Option(
 _BACKEND = typer.Option("wn", "--backend", help="Lexicon backend: wn, nltk or tsv.")
 _TSV = typer.Option(None, "--tsv", help="TSV lexicon file (with --backend tsv).")
 _NLTK = typer.Option(None, "--nltk-data", envvar="NLTK_DATA", help="NLTK data directory (with --backend nltk).")
-_LANGUAGES = typer.Option(None, "--languages", envvar="POLYGLOT_GROC_LANGUAGES", show_default=False,
-                          help="Languages TOML file adding your own languages; their wordnets and fallback "
-                               "settings apply (default: $POLYGLOT_GROC_LANGUAGES).")
+_LANGUAGES = languages_option("Languages TOML file adding your own languages; their wordnets and fallback settings "
+                              "apply (default: $POLYGLOT_GROC_LANGUAGES).")
 _FALLBACK = typer.Option(None, "--fallback", show_default=False,
                          help="wn: en = glosses and hyponyms from the English wordnet through ILI where a word's own "
                               "wordnet has none; none = only its own (default: each language's registry entry: the "
@@ -43,16 +45,6 @@ _SPECS = typer.Option(
 
 def _split(value: str | None) -> list[str]:
     return [x.strip() for x in (value or "").split(",") if x.strip()]
-
-
-def _open(backend: str, langs: list[str], specs: str | None, wn_dir: Path | None, tsv: Path | None,
-          nltk_data: Path | None, flag: str, languages: Path | None = None,
-          fallback: str | None = None) -> tuple[Any, list[str]]:
-    """The lexicon the options name, and the languages to use it in (see :func:`open_lexicon_for`)."""
-    from polyglot_groc.analysis.lexicon import open_lexicon_for
-
-    return open_lexicon_for(backend, langs, _split(specs), wn_dir, tsv, nltk_data, flag, languages=languages,
-                            fallback=fallback)
 
 
 def _refused(lexicon: Any) -> list[str]:
@@ -112,7 +104,7 @@ def lookup(
     max_related: int = typer.Option(3, help="Related words GroC uses (the first ones; counted in the output)."),
     max_definition: int = typer.Option(10, help="Definition tokens GroC uses."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    languages: Path | None = _LANGUAGES,
+    languages: Annotated[Path | None, _LANGUAGES] = None,
     fallback: str | None = _FALLBACK,
 ) -> None:
     """Print a word's relational and definitional forms (a short summary, or JSON with --json).
@@ -123,12 +115,14 @@ def lookup(
     or fallback = "en" in their --languages entry.
     """
     from lexicons.service import LexiconService
+    from polyglot_groc.analysis.lexicon import open_lexicon_for
 
     setup_logging(False, progress=("lexicons",))  # the first read of a wordnet takes a while: say so
     langs = _split(lang)
     if lang is not None and not langs:
         raise InputError("--lang needs at least one language code, e.g. --lang fr")
-    lexicon, langs = _open(backend, langs, specs, wn_dir, tsv, nltk_data, "--lang", languages, fallback)
+    lexicon, langs = open_lexicon_for(backend, langs, _split(specs), wn_dir, tsv, nltk_data, "--lang",
+                                      languages=languages, fallback=fallback)
     service = LexiconService(lexicon, max_related, max_definition)
     forms = service.lookup(word, langs)
     if as_json:
@@ -154,7 +148,8 @@ def lookup(
     related = " | ".join(forms.related) or "-"
     typer.echo(f"  related ({len(forms.related)}, GroC uses {min(max_related, len(forms.related))}): {related}")
     if forms.definition:
-        typer.echo(f"  definition ({forms.definition_lang or 'language unknown'}, {len(forms.definition)} tokens, "
+        lang = forms.definition_lang or "language unknown"
+        typer.echo(f"  definition ({lang}, {counted(len(forms.definition), 'token')}, "
                    f"GroC uses {min(max_definition, len(forms.definition))}): {' '.join(forms.definition)}")
     else:
         typer.echo("  definition: -")
@@ -163,7 +158,7 @@ def lookup(
 @app.command("coverage")
 @cli_errors
 def coverage(
-    data: Path = typer.Option(..., "--data", help="Corpus directory laid out as <DIR>/<lang>/train.txt."),
+    data: Annotated[Path, data_option("Corpus directory laid out as <DIR>/<lang>/train.txt.")],
     langs: str | None = typer.Option(
         None, "--langs", help="Languages, comma-separated (default: the languages of --specs, else en)."),
     backend: str = _BACKEND,
@@ -173,7 +168,7 @@ def coverage(
     nltk_data: Path | None = _NLTK,
     min_count: int = typer.Option(1, help="Only count word types seen at least this often."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    languages: Path | None = _LANGUAGES,
+    languages: Annotated[Path | None, _LANGUAGES] = None,
     fallback: str | None = _FALLBACK,
 ) -> None:
     """Share of each language's vocabulary (types and tokens) with relations / a definition."""
@@ -206,10 +201,9 @@ def import_(
         None, show_default=False,
         help="Your own wordnet: WN-LMF XML (.xml, .xml.gz; wn's format) or an OMW tab file (.tab, PWN 3.0 offsets). "
              "Without it: the shared data's PWN 3.0 + OMW wordnets of --langs."),
-    data: Path | None = typer.Option(
-        None, "--data", envvar="POLYGLOT_GROC_DATA", help="Shared data root (wordnet/, omw/; a tab FILE takes its ILI "
-                                                          "map and PWN 3.0 relations from there)."
-    ),
+    data: Annotated[Path | None, data_option(
+        "Shared data root (wordnet/, omw/; a tab FILE takes its ILI map and PWN 3.0 relations from there).",
+        envvar="POLYGLOT_GROC_DATA")] = None,
     langs: str | None = typer.Option(
         None, "--langs", help="Without FILE: languages to install from the shared data, comma-separated (en is always "
                               "added; default en,fr).", show_default=False),

@@ -7,18 +7,22 @@ from typing import Annotated
 
 import typer
 
-from polyglot_groc.commands._common import (
-    OVERWRITE_HELP,
-    check_output,
-    cli_errors,
-    print_json,
-    setup_logging,
+from polyglot_groc.commands._common import check_non_negative, check_output, cli_errors, print_json, setup_logging
+from polyglot_groc.commands._options import (
+    LanguagesOption,
+    OverwriteOption,
+    VerboseOption,
+    data_option,
+    threads_option,
 )
-from polyglot_groc.commands.data import LANGUAGES_ENV, LANGUAGES_HELP
+
+app = typer.Typer()
 
 
+@app.command("pretrain-vectors")
+@cli_errors
 def pretrain_vectors_command(
-    data: Annotated[Path, typer.Option("--data", help="Corpus root <data>/<lang>/train.txt")],
+    data: Annotated[Path, data_option("Corpus root <data>/<lang>/train.txt")],
     out: Annotated[Path, typer.Option("--out", help="Output .vec file")],
     langs: Annotated[str, typer.Option("--langs", help="Comma-separated language codes")] = "en",
     algorithm: Annotated[str, typer.Option("--algorithm", help="word2vec | fasttext")] = "word2vec",
@@ -27,30 +31,27 @@ def pretrain_vectors_command(
     extra: Annotated[list[Path] | None, typer.Option(
         "--extra", help="More in-domain text, one sentence a line")] = None,
     seed: Annotated[int, typer.Option("--seed")] = 0,
-    overwrite: Annotated[bool, typer.Option("--overwrite", help=OVERWRITE_HELP)] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
-    languages: Annotated[Path | None, typer.Option(
-        "--languages", envvar=LANGUAGES_ENV, help=LANGUAGES_HELP, show_default=False)] = None,
+    threads: Annotated[int, threads_option(
+        "gensim's worker threads; 1 gives the same vectors every run, more are faster but vary from run to run; "
+        "0: pick from the free cores", show_default="1")] = 1,
+    overwrite: OverwriteOption = False,
+    verbose: VerboseOption = False,
+    languages: LanguagesOption = None,
 ) -> None:
     """Train word2vec/fastText vectors on the training text (and --extra files) with gensim."""
-    _pretrain(data, out, langs, algorithm, dim, epochs, extra or [], seed, verbose, overwrite, languages)
-
-
-@cli_errors
-def _pretrain(data: Path, out: Path, langs: str, algorithm: str, dim: int, epochs: int, extra: list[Path],
-              seed: int, verbose: bool, overwrite: bool = False, languages: Path | None = None) -> None:
     from groc_base.checks import check_input_file
     from groc_base.errors import InputError
     from langpairs.registry import load_registry, parse_lang_spec
     from polyglot_groc.training.pretrain import pretrain_vectors
 
     setup_logging(verbose)
-    extra = [check_input_file(path, flag="--extra") for path in extra]
+    check_non_negative(threads=threads)
+    extra = [check_input_file(path, flag="--extra") for path in extra or []]
     codes = parse_lang_spec(langs, registry=load_registry(languages, env=False))
     check_output(out, overwrite)
     texts = [data / lang / "train.txt" for lang in codes]
     for t in texts:
         if not t.is_file():
             raise InputError(f"{t} does not exist; --data needs <DIR>/<lang>/train.txt")
-    n = pretrain_vectors([*texts, *extra], out, algorithm, dim, epochs=epochs, seed=seed)
+    n = pretrain_vectors([*texts, *extra], out, algorithm, dim, epochs=epochs, seed=seed, threads=threads)
     print_json({"out": str(out), "words": n, "dim": dim, "algorithm": algorithm})

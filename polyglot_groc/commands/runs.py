@@ -11,7 +11,7 @@ import typer
 from groc_base.errors import GrocError
 from polyglot_groc.commands._common import cli_errors, console, print_json, warn
 
-app = typer.Typer(help="Summarise run directories.", no_args_is_help=True,
+app = typer.Typer(name="runs", help="Summarise run directories.", no_args_is_help=True,
                   context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 
 

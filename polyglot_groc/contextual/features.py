@@ -33,6 +33,8 @@ import torch
 from groc_base.checks import check_output, check_positive, option
 from groc_base.errors import InputError, ResourceMissingError
 from groc_base.fileio import atomic_output_dir, dumps_json, write_then_rename
+from groc_base.wording import agree, counted
+from polyglot_groc.model.access import run_access_doc
 from polyglot_groc.model.bundle import ModelBundle, load_bundle
 from polyglot_groc.model.checkpoint import atomic_write_text
 from polyglot_groc.model.device import use_threads
@@ -77,7 +79,8 @@ def _ids(bundle: ModelBundle, sentences: Sequence[Sequence[str]], lang: str) -> 
     if unseen and bundle.model.compositional_input:
         view = bundle.with_new_words({lang: unseen})
     elif unseen and UNK not in bundle.vocab:
-        raise InputError(f"{len(unseen)} words (e.g. {unseen[0]!r}) are outside the {bundle.model.kind} model's "
+        raise InputError(f"{counted(len(unseen), 'word')} (e.g. {unseen[0]!r}) {agree(len(unseen), 'is', 'are')} "
+                         f"outside the {bundle.model.kind} model's "
                          "vocabulary, which has no <unk>; use a character-level run (bilm, elmo, groc)")
     index = {w: i for i, w in enumerate(view.vocab.words)}
     return view, index
@@ -165,7 +168,7 @@ def layer_maps(align_dir: PathLike, n_layers: int, dim: int) -> list[np.ndarray]
         if not path.is_file():
             raise InputError(f"{path} does not exist; {option('align')} needs one map per layer, as "
                              f"align-layers writes "
-                             f"({n_layers} layers)")
+                             f"({counted(n_layers, 'layer')})")
         try:
             W = np.load(path)
         except (OSError, ValueError) as exc:
@@ -192,8 +195,8 @@ def mix_layers(layers: np.ndarray, mix: Sequence[float], gamma: float = 1.0) -> 
     """AllenNLP's ScalarMix: ``gamma * sum_j softmax(mix)_j layers[j]``.  (L, T, D) -> (T, D)"""
     w = np.asarray(mix, dtype=np.float64)
     if w.shape != (layers.shape[0],):
-        raise InputError(f"{option('mix')} has {w.size} weights but the run has {layers.shape[0]} layers; give one per "
-                         "layer")
+        raise InputError(f"{option('mix')} has {counted(w.size, 'weight')} but the run has "
+                         f"{counted(layers.shape[0], 'layer')}; give one per layer")
     s = np.exp(w - w.max())
     s /= s.sum()
     return (gamma * np.tensordot(s, layers, axes=1)).astype(np.float32)
@@ -336,6 +339,7 @@ def _import_h5py() -> Any:
     return h5py
 
 
+@run_access_doc
 def features(
     *,
     run: PathLike | ModelBundle,
@@ -376,7 +380,7 @@ def features(
             by ``h @ W(j).T`` before selecting or mixing.
         batch_size: Sentences per batch.
         max_sentences: Read at most this many sentences.
-        checkpoint, device, threads: The run's checkpoint (best|last), device and CPU threads.
+        {run_access}
         overwrite: Replace an existing ``out``.
         progress: Called with the number of sentences done after each batch.
 
@@ -578,7 +582,9 @@ def align_layers(
     train_dict: PathLike,
     eval_dict: PathLike | None = None,
     refine: int = 0,
+    allow_overlap: bool = False,
     overwrite: bool = False,
+    threads: int | None = None,
 ) -> LayerAlignResult:
     """Align each layer's anchors of ``src`` onto those of ``tgt`` with the ``align`` workflow.
 
@@ -594,7 +600,9 @@ def align_layers(
         train_dict: Seed dictionary, ``src tgt`` word pairs (MUSE format).
         eval_dict: Evaluation dictionary (P@k per layer), or None.
         refine: CSLS refinement iterations (0: Procrustes only, as the thesis).
+        allow_overlap: score even when more than 5% of the test pairs are training pairs (``align``'s check).
         overwrite: Replace a non-empty ``out``.
+        threads: CPU threads of the BLAS and OpenMP pools (``align``'s ``threads``).
 
     Returns:
         A :class:`LayerAlignResult` with each layer's ``align`` JSON.
@@ -616,6 +624,7 @@ def align_layers(
     with atomic_output_dir(out, overwrite=overwrite) as tmp:
         for j in range(len(n_src)):
             res = align(src=src / f"layer{j}.vec", tgt=tgt / f"layer{j}.vec", train_dict=train_dict,
-                        eval_dict=eval_dict, refine=refine, out=tmp / f"layer{j}")
+                        eval_dict=eval_dict, refine=refine, allow_overlap=allow_overlap, out=tmp / f"layer{j}",
+                        threads=threads)
             results.append(res.to_dict())
     return LayerAlignResult(str(out), results)

@@ -25,6 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from groc_base.errors import InputError
+from groc_base.wording import counted
 from polyglot_groc.config import check_ranges, ranged
 from polyglot_groc.contextual.mst import decode_mst
 from polyglot_groc.contextual.treebank import Sentence, universal_relation
@@ -184,12 +185,14 @@ def _batch(data: _Data, rows: Sequence[int], device: torch.device) -> tuple[torc
 
 def _data(sentences: Sequence[Sentence], inputs: Sequence[np.ndarray], label_index: dict[str, int]) -> _Data:
     if len(sentences) != len(inputs):
-        raise InputError(f"{len(sentences)} trees but {len(inputs)} feature arrays; extract features from the "
+        raise InputError(f"{counted(len(sentences), 'tree')} but {counted(len(inputs), 'feature array')}; extract "
+                         "features from the "
                          "same CoNLL-U file")
     for s, x in zip(sentences, inputs, strict=True):
         n = x.shape[1] if x.ndim == 3 else x.shape[0]
         if n != len(s.words):
-            raise InputError(f"a tree has {len(s.words)} words but its features {n} tokens; extract features from "
+            raise InputError(f"a tree has {counted(len(s.words), 'word')} but its features {counted(n, 'token')}; "
+                             "extract features from "
                              "the same CoNLL-U file (syntactic words)")
     heads = [np.asarray(s.heads, dtype=np.int64) for s in sentences]
     labels = [np.asarray([label_index.get(universal_relation(r), 0) for r in s.deprels], dtype=np.int64)

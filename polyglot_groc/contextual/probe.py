@@ -13,6 +13,7 @@ import numpy as np
 
 from groc_base.checks import check_non_negative, option
 from groc_base.errors import InputError
+from groc_base.wording import counted
 from polyglot_groc.contextual.parser import ParserConfig, attachment_scores, parse, train_parser
 from polyglot_groc.contextual.treebank import Sentence, read_conllu
 
@@ -110,7 +111,7 @@ def probe(
     tst = _trees(test)
     pool: list[Sentence] = _trees(target) if target is not None and n_target > 0 else []
     if n_target > len(pool):
-        raise InputError(f"n_target={n_target} but the target pool has {len(pool)} trees")
+        raise InputError(f"n_target={n_target} but the target pool has {counted(len(pool), 'tree')}")
     pick = sorted(np.random.default_rng(seed).choice(len(pool), size=n_target, replace=False)) if n_target else []
     tgt = [pool[i] for i in pick]
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from groc_base.errors import InputError
-from groc_base.fileio import read_bytes
+from groc_base.textio import read_text
+from groc_base.wording import counted
 
 
 @dataclass(frozen=True)
@@ -24,9 +25,7 @@ class Sentence:
 
 
 def _open_text(path: Path) -> str:
-    from langpairs.corpus import decode_utf8
-
-    return decode_utf8(read_bytes(path, "treebank", InputError), path, InputError)
+    return read_text(path, what="treebank", error=InputError, nfc=True)
 
 
 def read_conllu(path: str | os.PathLike[str], max_sentences: int | None = None) -> list[Sentence]:
@@ -49,7 +48,7 @@ def read_conllu(path: str | os.PathLike[str], max_sentences: int | None = None) 
         bad = [h for h in heads if not 0 <= h <= len(words)]
         if bad:
             raise InputError(f"{path} sentence ending at line {lineno}: HEAD {bad[0]} is outside the sentence of "
-                             f"{len(words)} words; fix the treebank")
+                             f"{counted(len(words), 'word')}; fix the treebank")
         out.append(Sentence(tuple(words), tuple(heads), tuple(rels)))
         words.clear()
         heads.clear()

@@ -35,8 +35,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from groc_base.checks import check_input_file
+from groc_base.checks import check_input_file, is_int
 from groc_base.errors import CheckpointError, InputError, ModelError, ResourceMissingError
+from groc_base.textio import decode_text
+from groc_base.wording import counted
 from polyglot_groc.config import PrefixConfig, SurfaceConfig
 from polyglot_groc.model.charset import ELMO_BOS_TOKEN, ELMO_EOS_TOKEN, ELMO_N_CHARS, Charset
 from polyglot_groc.model.surface import Highway, SurfaceEncoder
@@ -128,10 +130,10 @@ def load_bilm_options(path: str | Path) -> ElmoOptions:
     if path.exists():  # a FIFO would block the read: refused before it
         check_input_file(path, flag="--elmo-options", what="JSON options file")
     try:
-        values = json.loads(path.read_text(encoding="utf-8"))
+        values = json.loads(decode_text(path.read_bytes(), path, what="elmo options file", error=CheckpointError))
     except FileNotFoundError as exc:
         raise ResourceMissingError(f"elmo options file {path} does not exist; check the path") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except json.JSONDecodeError as exc:
         raise CheckpointError(f"elmo options file {path} is not valid JSON: {exc}") from exc
     if not isinstance(values, Mapping):
         raise CheckpointError(f"elmo options file {path} must hold a JSON object, got {type(values).__name__}")
@@ -142,8 +144,7 @@ def load_bilm_options(path: str | Path) -> ElmoOptions:
     raw_filters = _get(cnn, "filters", "char_cnn.", path, list)
     filters: list[tuple[int, int]] = []
     for f in raw_filters:
-        if (not isinstance(f, list) or len(f) != 2 or not all(isinstance(v, int) and not isinstance(v, bool)
-                                                               for v in f) or min(f) <= 0):
+        if not isinstance(f, list) or len(f) != 2 or not all(is_int(v) for v in f) or min(f) <= 0:
             raise CheckpointError(f"elmo options {path}: char_cnn.filters entry {f!r} must be [width, n_filters] "
                                   "with positive integers")
         filters.append((f[0], f[1]))
@@ -359,8 +360,8 @@ class ElmoForwardLstm(nn.Module):
 
     def _check_state(self, state: LstmState, batch: int) -> None:
         if len(state) != self.n_layers:
-            raise ModelError(f"elmo lstm state has {len(state)} layers, the model {self.n_layers}; pass the state "
-                             "this model returned (or None)")
+            raise ModelError(f"elmo lstm state has {counted(len(state), 'layer')}, the model {self.n_layers}; pass "
+                             "the state this model returned (or None)")
         for c, h in state:
             if c.shape != (batch, self.lstm_dim) or h.shape != (batch, self.output_dim):
                 raise ModelError(f"elmo lstm state shapes {tuple(c.shape)}/{tuple(h.shape)} do not fit batch size "

@@ -115,7 +115,8 @@ def _without_synthetic_unk(vocab: Vocab) -> Vocab:
         return vocab
     keep = [j for j in range(len(vocab)) if j != i]
     return Vocab(tuple(vocab.words[j] for j in keep), tuple(vocab.counts[j] for j in keep), vocab.langs,
-                 vocab.membership[keep])
+                 vocab.membership[keep], None if vocab.lang_counts is None else vocab.lang_counts[keep],
+                 None if vocab.train_counts is None else vocab.train_counts[keep])
 
 
 def convert_elmo_bundle(elmo: ModelBundle, kind: str = "groc") -> ModelBundle:
@@ -344,7 +345,9 @@ def cover_corpus(bundle: ModelBundle, corpus: MultilingualCorpus) -> ModelBundle
     n_new = len(words) - len(vocab)
     log.info("finetuning corpus: %d new words and %d new word-language pairs added to the vocabulary "
              "(embedded compositionally)", n_new, len(marks) - n_new)
-    new_vocab = Vocab(tuple(words), vocab.counts + (0,) * n_new, vocab.langs, membership)
+    padded = None if vocab.train_counts is None else np.concatenate(
+        [vocab.train_counts, np.zeros((n_new, len(vocab.langs)), dtype=np.int64)])
+    new_vocab = Vocab(tuple(words), vocab.counts + (0,) * n_new, vocab.langs, membership, train_counts=padded)
     out = dataclasses.replace(bundle, vocab=new_vocab)
     out.install_words()
     return out
@@ -382,6 +385,9 @@ def converted_trainer(bundle: ModelBundle, cfg: RunConfig, run_dir: Path, *,
     splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
     corpus = corpus if corpus is not None else load_corpus(cfg.data, splits)
     bundle = cover_corpus(dataclasses.replace(bundle, cfg=cfg), corpus)
+    # What the finetuned run has read in training: the elmo model's training text and this one's.
+    seen = bundle.vocab.with_training({lang: corpus.counts(lang, ("train",)) for lang in corpus.langs})
+    bundle = dataclasses.replace(bundle, vocab=seen)
     # The Trainer prepares (or refuses) the run directory before the costly evaluation.
     trainer = Trainer(cfg, run_dir, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=bundle,
                       start_info=start_info)

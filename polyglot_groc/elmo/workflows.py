@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from groc_base.checks import option, setting
+from groc_base.checks import option, override
 from groc_base.errors import ConfigError, InputError
 from polyglot_groc.config import ParentConfig, RunConfig, load_config, merge_overrides, to_dict
 
@@ -195,7 +195,7 @@ def _check_overrides(overrides: Mapping[str, Any], allowed: tuple[str, ...], for
     for key in overrides:
         bad = any(key == f or key.startswith(f + ".") for f in forbidden)
         if bad or (allowed and not any(key == a or key.startswith(a + ".") for a in allowed)):
-            raise ConfigError(f"{setting(key, '...')} is not allowed here: {why}; drop it")
+            raise ConfigError(f"{override(key, '...')} is not allowed here: {why}; drop it")
 
 
 def _from_run(run: Path, which: str, data: PathLike | None, overrides: Mapping[str, Any],

@@ -17,11 +17,13 @@ import torch
 
 from groc_base.checks import setting
 from groc_base.errors import CheckpointError, ConfigError, ModelError
+from groc_base.wording import agree, counted
 from polyglot_groc.config import ModelConfig, RunConfig, from_dict, stored_values, to_dict
+from polyglot_groc.kind_traits import kind_traits
+from polyglot_groc.model.access import check_checkpoint_name
 from polyglot_groc.model.charset import Charset, check_word_lengths
 from polyglot_groc.model.checkpoint import load_checkpoint
 from polyglot_groc.model.embedder import LexiconForms
-from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lm import LanguageModel
 from polyglot_groc.model.vocab import Vocab
 
@@ -62,7 +64,7 @@ class ModelBundle:
         all_words = list(self.vocab.words) + list(self.extra_words)
         check_word_lengths(all_words)
         chars = torch.from_numpy(self.charset.encode(all_words))  # (V + extra, L)
-        uses_lexicon = kind(self.model.kind).uses_lexicon
+        uses_lexicon = kind_traits(self.model.kind).uses_lexicon
         if uses_lexicon and self.forms is None:
             raise ModelError(f"a {self.model.kind} model needs compiled lexicon forms; pass "
                              f"{setting('model.lexicon.specs', ['SPEC'])}")
@@ -107,9 +109,9 @@ class ModelBundle:
         try:
             fresh = compile_forms(self.cfg.model.lexicon, vocab, recorded=self.lexicon_info)
         except LexiconError as exc:
-            log.warning("the run's lexicon (%s) is unavailable, so %d new words get no relational/definitional "
+            log.warning("the run's lexicon (%s) is unavailable, so %s %s no relational/definitional "
                         "forms (r = d = 0) and results differ from those with it; install it there: %s",
-                        describe(self.cfg.model.lexicon), n_new, exc)
+                        describe(self.cfg.model.lexicon), counted(n_new, "new word"), agree(n_new, "gets", "get"), exc)
         else:
             if fresh.forms.related_ids.shape[1:] == f.related_ids.shape[1:] and \
                     fresh.forms.definition_ids.shape[1:] == f.definition_ids.shape[1:]:
@@ -221,8 +223,7 @@ def build_model(m: ModelConfig, n_chars: int, n_words: int, lang_ids: Mapping[st
 
 
 def run_checkpoint_path(run_dir: Path, which: str = "best") -> Path:
-    if which not in ("best", "last"):
-        raise CheckpointError(f"checkpoint {which!r} is unknown; use best or last")
+    check_checkpoint_name(which)
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise CheckpointError(f"run directory {run_dir} does not exist; train one with polyglot-groc train")

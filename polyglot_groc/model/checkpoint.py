@@ -6,7 +6,6 @@ tensors, numbers, strings, lists and dicts.
 
 from __future__ import annotations
 
-import hashlib
 import io
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import torch
 
 from groc_base.errors import CheckpointError
-from groc_base.fileio import atomic_write
+from groc_base.fileio import atomic_write, file_digest
 
 __all__ = ["atomic_write", "atomic_write_text", "file_sha256", "load_checkpoint", "save_checkpoint"]
 
@@ -40,11 +39,7 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
 
 def file_sha256(path: Path) -> str:
     """Hex sha256 of a file's bytes (a checkpoint's identity)."""
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return file_digest(path).hexdigest()
 
 
 def load_checkpoint(path: Path) -> dict[str, Any]:

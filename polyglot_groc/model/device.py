@@ -2,8 +2,9 @@
 
 The model parts never name a device: they follow their parameters (``next(parameters()).device``),
 so the same code runs on CPU and CUDA. This module resolves the user's choice, rejects impossible
-ones with a one-line :class:`ConfigError` (exit 2 in the CLI), and builds the autocast context for
-``train.precision``.
+ones with a one-line :class:`ConfigError` (exit 2 in the CLI), builds the autocast context for
+``train.precision``, and applies the CPU thread count (:func:`set_threads`, the one place; the count
+a caller leaves open is picked by :mod:`polyglot_groc.model.threads`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import torch
 from groc_base.checks import option
 from groc_base.errors import ConfigError
 from polyglot_groc.config import DEVICE_PATTERN, PRECISIONS, THREADS_MAX
+from polyglot_groc.model.threads import ThreadChoice, omp_num_threads, pick_threads, usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -122,33 +124,46 @@ def maybe_compile(fn: Callable[[torch.Tensor], torch.Tensor]) -> Callable[[torch
     return run
 
 
-def set_threads(threads: int) -> None:
+def set_threads(threads: int) -> ThreadChoice:
     """Use ``threads`` CPU threads for torch's intra-op work and for the BLAS and OpenMP pools
-    (NumPy's GEMMs in alignment's k-NN kernel, faiss's heaps); ``0`` keeps the defaults.
-
-    The default is ``$OMP_NUM_THREADS`` when that is set, else the number of cores; a positive
-    ``threads`` wins over it (``torch.set_num_threads``, and ``threadpoolctl`` for the native
-    pools). On a shared or loaded machine, fewer threads than cores is often much faster (no
-    oversubscription).
+    (NumPy's GEMMs in alignment's k-NN kernel, faiss's heaps); ``0`` picks a count that is safe on a
+    busy machine (:func:`~polyglot_groc.model.threads.pick_threads`: ``$OMP_NUM_THREADS`` when set,
+    else the cores that other processes leave free). The one place threads are applied
+    (``torch.set_num_threads``, and ``threadpoolctl`` for the native pools); the choice and its reason
+    are logged and returned.
     """
     top = THREADS_MAX  # train.threads' upper bound
     if not 0 <= threads <= top:
-        raise ConfigError(f"{option('threads', threads)} must lie in [0, {top}] (0: torch's default, "
-                          f"$OMP_NUM_THREADS or "
-                          "all cores)")
-    if threads > 0:
-        from threadpoolctl import threadpool_limits
+        raise ConfigError(f"{option('threads', threads)} must lie in [0, {top}] (0: pick from the free cores)")
+    from threadpoolctl import threadpool_limits
 
-        torch.set_num_threads(threads)
-        threadpool_limits(limits=threads)  # process-wide, as torch's setting; pools loaded by now
-        log.info("using %d CPU thread(s)", threads)
+    global _applied
+    choice = pick_threads(threads)
+    torch.set_num_threads(choice.threads)
+    threadpool_limits(limits=choice.threads)  # process-wide, as torch's setting; pools loaded by now
+    _applied = choice.threads
+    log.info("%s", choice.describe())
+    return choice
 
 
-def use_threads(threads: int | None) -> None:
-    """:func:`set_threads` for an optional count: ``None`` leaves torch's setting alone (the library's
-    workflows take ``threads=None`` by default)."""
-    if threads is not None:
-        set_threads(threads)
+def use_threads(threads: int | None) -> ThreadChoice | None:
+    """:func:`set_threads` for an optional count (the library's workflows take ``threads=None`` by
+    default): None picks as 0 does, unless the caller set torch's count itself
+    (``torch.set_num_threads``, seen as a count that is neither torch's default nor the last one
+    applied here): that is kept (None returned)."""
+    if threads is None and _caller_set_threads():
+        return None
+    return set_threads(threads or 0)
+
+
+#: The count :func:`set_threads` last applied (None: none yet), to tell it from the caller's own.
+_applied: int | None = None
+
+
+def _caller_set_threads() -> bool:
+    current = torch.get_num_threads()
+    default = omp_num_threads() or usable_cores()  # what torch starts with (OpenMP's own default)
+    return current not in (default, _applied)
 
 
 def to_cpu(obj: object) -> object:
@@ -166,4 +181,4 @@ def to_cpu(obj: object) -> object:
 
 __all__ = ["PRECISIONS", "autocast", "bf16_supported", "check_device_spec", "check_precision", "device_name",
            "maybe_compile", "resolve_device", "resolve_precision", "set_matmul_precision", "set_threads", "to_cpu",
-           "use_threads"]
+           "use_threads", "ThreadChoice"]

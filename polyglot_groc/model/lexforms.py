@@ -23,6 +23,7 @@ import torch
 
 from groc_base.cache import default_cache_root
 from polyglot_groc.config import LexiconConfig
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.vocab import Vocab
 
@@ -77,7 +78,7 @@ def lexicon_for_languages(cfg: LexiconConfig, kind: str, codes: Sequence[str], r
     if refused and not cfg.no_fallback:
         cfg = dataclasses.replace(cfg, no_fallback=refused)
     wordnets = {c: list(registry.get(c).wordnets) for c in codes if registry.get(c).wordnets}
-    if wordnets and not cfg.specs and cfg.backend == "wn" and kind == "groc-lex":
+    if wordnets and not cfg.specs and cfg.backend == "wn" and kind_traits(kind).uses_lexicon:
         from lexicons.service import open_lexicon
 
         opened = open_lexicon("wn", langs=list(codes), lang_specs=wordnets, wn_dir=cfg.wn_dir or None)

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from groc_base.errors import ModelError
 from polyglot_groc.config import ModelConfig
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.kinds import build_parts
 from polyglot_groc.model.prefix import LSTMPrefix, State
@@ -91,12 +92,14 @@ class LanguageModel(nn.Module):
         self.bias: nn.Module = parts.bias
         self.scorer: nn.Module = parts.scorer
         self._parts = parts
+        #: The kind's traits (polyglot_groc/kind_traits.py): what the parts compose, whether they sample.
+        self.traits = kind_traits(cfg.kind)
         if cfg.freeze_input:
             # Seed 003: the input table stays fixed; biases and every other part keep training.
             for p in self.input_embedder.parameters():
                 p.requires_grad_(False)
         self.word_drop = cfg.prefix.word_dropout
-        bidirectional = parts.bidirectional
+        bidirectional = self.traits.bidirectional
         self.prefix = LSTMPrefix(cfg.prefix, d, cfg.init_range, project=bidirectional)
         #: The backward stack of a bidirectional kind (its own weights, the same sizes), else None.
         self.backward_prefix: LSTMPrefix | None = (
@@ -120,11 +123,11 @@ class LanguageModel(nn.Module):
 
     @property
     def compositional_output(self) -> bool:
-        return self._parts.compositional_output
+        return self.traits.composes_output
 
     @property
     def compositional_input(self) -> bool:
-        return self._parts.compositional_input
+        return self.traits.composes_input
 
     def set_words(self, chars: torch.Tensor, forms: LexiconForms | None,
                   lang_ids: Mapping[str, torch.Tensor]) -> None:
@@ -213,7 +216,7 @@ class LanguageModel(nn.Module):
         if not self.training:
             raise ModelError("sampled candidates are for training steps only; evaluation scores the full "
                              "screened vocabulary (call model.train() or leave candidates out)")
-        if not self._parts.samples:
+        if not self.traits.samples:
             raise ModelError(f"a {self.kind} model scores its vocabulary in bands, not word by word, so it cannot "
                              "train on a sampled softmax; set train.softmax=full")
         ids = candidates.ids  # (C,)

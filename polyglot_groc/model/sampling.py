@@ -39,9 +39,7 @@ import numpy as np
 import torch
 
 from groc_base.errors import ConfigError
-
-#: Proposal distributions over a language's screened vocabulary (``train.sampled_proposal``).
-PROPOSALS = ("log-uniform", "unigram")
+from polyglot_groc.config import PROPOSALS  # the proposals' names, checked by the config (one list)
 
 
 @dataclass(frozen=True)

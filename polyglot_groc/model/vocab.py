@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -23,13 +23,18 @@ EOS = "<eos>"
 @dataclass(frozen=True)
 class Vocab:
     words: tuple[str, ...]
-    #: Total training-data count of each word (0 for words added at evaluation time).
+    #: Each word's count over the splits the vocabulary was built from (train, or train+valid+test for a
+    #: closed vocabulary; 0 for words added at evaluation time): its frequency rank.
     counts: tuple[int, ...]
     langs: tuple[str, ...]
     #: membership[i, j]: word i occurs in language langs[j].  # (V, n_langs) bool
     membership: np.ndarray = field(repr=False)
-    #: lang_counts[i, j]: training count of word i in language langs[j].  # (V, n_langs) int64
+    #: lang_counts[i, j]: count of word i in language langs[j] over those splits.  # (V, n_langs) int64
     lang_counts: np.ndarray | None = field(default=None, repr=False)
+    #: train_counts[i, j]: count of word i in the training split of language langs[j] (a closed
+    #: vocabulary also holds valid/test words, with 0 here); None: not recorded (a vocabulary saved
+    #: before this field; ``polyglot_groc.analysis.seen_words`` then derives it).  # (V, n_langs) int64
+    train_counts: np.ndarray | None = field(default=None, repr=False)
     _index: dict[str, int] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -37,10 +42,17 @@ class Vocab:
         object.__setattr__(self, "_index", {w: i for i, w in enumerate(self.words)})
         if len(self._index) != len(self.words):
             raise InputError("vocabulary has duplicate words; build it with Vocab.build")
+        if self.train_counts is not None:
+            assert self.train_counts.shape == self.membership.shape
 
     @classmethod
-    def build(cls, lang_counts: Mapping[str, Counter[str]], add_unk: bool = False, min_count: int = 1) -> Vocab:
+    def build(cls, lang_counts: Mapping[str, Counter[str]], add_unk: bool = False, min_count: int = 1,
+              train_counts: Mapping[str, Counter[str]] | None = None) -> Vocab:
         """Union of per-language counts, sorted by total frequency then string (deterministic).
+
+        ``train_counts``: each language's counts in its training split alone, recorded as
+        :attr:`train_counts` (a closed vocabulary is built from more splits than training reads);
+        None: ``lang_counts`` are the training counts (an open vocabulary).
 
         ``min_count`` (needs ``add_unk``): words whose total count over the languages is lower are
         left out, so their tokens encode as ``<unk>``. ``<unk>`` then takes its rank from the
@@ -73,7 +85,8 @@ class Vocab:
             per_lang[ids, j] = np.fromiter(c.values(), dtype=np.int64, count=len(c))
         if add_unk:
             membership[index[UNK], :] = True  # every language may emit <unk>
-        return cls(tuple(words), tuple(total[w] for w in words), langs, membership, per_lang)
+        trained = per_lang if train_counts is None else _count_table(index, langs, train_counts)
+        return cls(tuple(words), tuple(total[w] for w in words), langs, membership, per_lang, trained.copy())
 
     def __len__(self) -> int:
         return len(self.words)
@@ -150,16 +163,28 @@ class Vocab:
         full = np.concatenate([base, np.stack(extra_rows)]) if extra_rows else base
         n_new = len(words) - len(self.words)
         counts = self.counts + (0,) * n_new
-        per_lang = None
-        if self.lang_counts is not None:
-            per_lang = np.concatenate([self.lang_counts, np.zeros((n_new, len(self.langs)), dtype=np.int64)])
-        return Vocab(tuple(words), counts, self.langs, full, per_lang)
+        return Vocab(tuple(words), counts, self.langs, full, _pad_rows(self.lang_counts, n_new),
+                     _pad_rows(self.train_counts, n_new))
+
+    def trained(self) -> np.ndarray | None:
+        """Whether training read each word, in any language (None: not recorded).  # (V,) bool"""
+        return None if self.train_counts is None else self.train_counts.sum(axis=1) > 0
+
+    def with_training(self, more: Mapping[str, Counter[str]]) -> Vocab:
+        """This vocabulary with ``more`` training counts added (a finetuning corpus's training split: its
+        words must be in the vocabulary already); unchanged when the training counts are not recorded."""
+        if self.train_counts is None:
+            return self
+        add = _count_table(self._index, self.langs, more)
+        return replace(self, train_counts=self.train_counts + add)
 
     def to_state(self) -> dict[str, object]:
         state: dict[str, object] = {"words": list(self.words), "counts": list(self.counts),
                                     "langs": list(self.langs), "membership": torch_tensor(self.membership)}
         if self.lang_counts is not None:
             state["lang_counts"] = torch_tensor(self.lang_counts)
+        if self.train_counts is not None:
+            state["train_counts"] = torch_tensor(self.train_counts)
         return state
 
     @classmethod
@@ -170,12 +195,33 @@ class Vocab:
             return x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
         membership = arr(state["membership"])
-        lc = state.get("lang_counts")
+        lc, tc = state.get("lang_counts"), state.get("train_counts")
         words: Any = state["words"]
         counts: Any = state["counts"]
         langs: Any = state["langs"]
         return cls(tuple(words), tuple(int(c) for c in counts), tuple(langs), membership.astype(bool),
-                   arr(lc).astype(np.int64) if lc is not None else None)
+                   arr(lc).astype(np.int64) if lc is not None else None,
+                   arr(tc).astype(np.int64) if tc is not None else None)
+
+
+def _count_table(index: Mapping[str, int], langs: Sequence[str], counts: Mapping[str, Counter[str]]) -> np.ndarray:
+    """``counts[lang][word]`` as a (V, n_langs) int64 table over ``index``'s words (other words and
+    languages are not counted: a word the vocabulary left out, ``min_count``'s, has no row)."""
+    table = np.zeros((len(index), len(langs)), dtype=np.int64)
+    for j, lang in enumerate(langs):
+        c = counts.get(lang) or Counter()
+        ids = np.fromiter((index.get(w, -1) for w in c), dtype=np.int64, count=len(c))  # (n,) -1: no row
+        ns = np.fromiter(c.values(), dtype=np.int64, count=len(c))  # (n,)
+        kept = ids >= 0
+        table[ids[kept], j] = ns[kept]
+    return table
+
+
+def _pad_rows(table: np.ndarray | None, n_new: int) -> np.ndarray | None:
+    """``table`` (V, n_langs) with ``n_new`` zero rows below (None stays None)."""
+    if table is None:
+        return None
+    return np.concatenate([table, np.zeros((n_new, table.shape[1]), dtype=table.dtype)])
 
 
 def torch_tensor(a: np.ndarray) -> object:

@@ -51,11 +51,20 @@ def vocab_policy(data: DataConfig, composes_output: bool) -> tuple[bool, int]:
 
 
 def build_vocab(corpus: MultilingualCorpus, mode: str, add_unk: bool, min_count: int = 1) -> Vocab:
-    """The vocabulary of ``corpus``'s splits for ``mode``; ``min_count`` as in :meth:`Vocab.build`."""
+    """The vocabulary of ``corpus``'s splits for ``mode``; ``min_count`` as in :meth:`Vocab.build`.
+
+    It records each word's training-split count as well (``Vocab.train_counts``): a closed
+    vocabulary also holds words only the valid and test splits have, whose lookup rows training
+    never updates from data, and analysis must tell them apart (``analysis.seen_words``).
+    """
     counts: dict[str, Counter[str]] = {}
+    train: dict[str, Counter[str]] = {}
     for lang in corpus.langs:
-        counts[lang] = corpus.counts(lang, vocab_splits(mode, tuple(corpus.splits[lang])))
-    return Vocab.build(counts, add_unk=add_unk, min_count=min_count)
+        splits = vocab_splits(mode, tuple(corpus.splits[lang]))
+        counts[lang] = corpus.counts(lang, splits)
+        if splits != ("train",):
+            train[lang] = corpus.counts(lang, ("train",))
+    return Vocab.build(counts, add_unk=add_unk, min_count=min_count, train_counts=train or None)
 
 
 def unk_report(vocab: Vocab, corpus: MultilingualCorpus, streams: Mapping[str, np.ndarray],

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+import math
+import time
+from collections.abc import Callable, Iterator
 
 import numpy as np
+import torch
 
 from eval.perplexity import PerplexityResult
+from groc_base.checks import setting
 from groc_base.errors import InputError
+from groc_base.wording import agree, counted
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.scoring import evaluate_streams
@@ -22,7 +27,7 @@ from polyglot_groc.training.data import encode_stream, unseen_words
 
 log = logging.getLogger(__name__)
 
-__all__ = ["evaluate_split", "evaluation_vocab", "split_streams"]
+__all__ = ["estimate_evaluation_seconds", "evaluate_split", "evaluation_vocab", "split_streams"]
 
 
 @contextlib.contextmanager
@@ -39,8 +44,9 @@ def evaluation_vocab(bundle: ModelBundle, corpus: MultilingualCorpus, split: str
         outside = {lang: [w for w in ws if w in bundle.vocab] for lang, ws in outside.items()}
     if any(outside.values()):
         if bundle.cfg.data.vocab_mode == "closed" and any(unknown.values()):
-            log.warning("%d %s words are outside the closed training vocabulary; scoring them compositionally",
-                        sum(map(len, unknown.values())), split)
+            n = sum(map(len, unknown.values()))
+            log.warning("%s %s outside the closed training vocabulary; scoring them compositionally",
+                        counted(n, f"{split} word"), agree(n, "is", "are"))
         view = bundle.with_new_words(outside)
         try:
             yield view
@@ -59,17 +65,61 @@ def split_streams(bundle: ModelBundle, corpus: MultilingualCorpus, split: str, n
     if not unk and not bundle.model.compositional_output:
         missing = sum(map(len, unseen_words(bundle.vocab, corpus, split).values()))
         if missing:
-            raise InputError(f"{missing} {split} words are outside the {bundle.model.kind} model's vocabulary, "
-                             "which has no <unk>; train it with --vocab-mode open or evaluate on its own data")
+            raise InputError(f"{counted(missing, f'{split} word')} {agree(missing, 'is', 'are')} outside the "
+                             f"{bundle.model.kind} model's vocabulary, which has no <unk>; train it with "
+                             f"{setting('data.vocab_mode', 'open')} or evaluate on its own data")
     return {lang: encode_stream(bundle.vocab, corpus.splits[lang][split], n_streams, unk) for lang in corpus.langs}
 
 
 def evaluate_split(bundle: ModelBundle, corpus: MultilingualCorpus, split: str,
                    batch_size: int, bptt: int, screen: bool = True,
-                   direction: str = "forward") -> dict[str, PerplexityResult]:
+                   direction: str = "forward",
+                   progress: Callable[[int, int], None] | None = None) -> dict[str, PerplexityResult]:
     """Per-language perplexity of ``split`` (``batch_size`` parallel streams, windows of ``bptt``),
     scored over the language's screen (``screen``) or the whole vocabulary; ``direction="backward"``
-    scores a bidirectional model's backward LM (right to left)."""
+    scores a bidirectional model's backward LM (right to left). ``progress(done, total)``: called with
+    the target tokens scored so far and in all, once before the first window and after each."""
     with evaluation_vocab(bundle, corpus, split) as view:
         streams = split_streams(view, corpus, split, batch_size)
-        return evaluate_streams(view.model, streams, bptt, screen=screen, direction=direction)
+        tick = None if progress is None else _counting(progress, sum(s.shape[0] * max(s.shape[1] - 1, 0)
+                                                                     for s in streams.values()))
+        return evaluate_streams(view.model, streams, bptt, screen=screen, direction=direction, progress=tick)
+
+
+def _counting(progress: Callable[[int, int], None], total: int) -> Callable[[int], None]:
+    """A per-window ``tick(tokens)`` that reports ``progress(done, total)``; reports ``(0, total)`` now."""
+    done = [0]
+
+    def tick(n: int) -> None:
+        done[0] += n
+        progress(min(done[0], total), total)
+
+    progress(0, total)
+    return tick
+
+
+def estimate_evaluation_seconds(bundle: ModelBundle, corpus: MultilingualCorpus, split: str, batch_size: int,
+                                bptt: int, screen: bool = True, windows: int = 3) -> float:
+    """Seconds an :func:`evaluate_split` of ``split`` will take, from timing its first ``windows`` windows
+    in each language: the first carries the one-time costs (the output table's encoding), the others
+    the cost of a window, which the language's remaining windows are charged at. Costs a few windows."""
+    began = time.perf_counter()
+    total = 0.0
+    with evaluation_vocab(bundle, corpus, split) as view:
+        streams = split_streams(view, corpus, split, batch_size)
+        sync = torch.cuda.synchronize if view.model.device.type == "cuda" else (lambda: None)
+        setup = time.perf_counter() - began
+        for lang, stream in streams.items():
+            n_windows = max(1, math.ceil((stream.shape[1] - 1) / bptt))
+            head = stream[:, : min(stream.shape[1], windows * bptt + 1)]
+            stamps = [time.perf_counter()]
+
+            def stamp(_: int, stamps: list[float] = stamps) -> None:
+                sync()  # a CUDA window's work is queued: wait for it, or the stamps time the launches
+                stamps.append(time.perf_counter())
+
+            evaluate_streams(view.model, {lang: head}, bptt, screen=screen, progress=stamp)
+            first = stamps[1] - stamps[0]
+            per_window = (stamps[-1] - stamps[1]) / (len(stamps) - 2) if len(stamps) > 2 else first
+            total += first + per_window * (n_windows - 1)
+    return setup + total

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from groc_base.checks import option, setting
+from groc_base.checks import option, override
 from groc_base.errors import CheckpointError, ConfigError, InputError
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import ParentConfig, RunConfig, load_config, merge_overrides, to_dict
@@ -176,7 +176,7 @@ def finetune_config(cfg: RunConfig, data: Path, langs: tuple[str, ...], lr: floa
     """
     for key in overrides or {}:
         if key != "train" and not key.startswith("train."):
-            raise ConfigError(f"{setting(key, '...')} is not allowed in finetune: the finetuned run keeps the "
+            raise ConfigError(f"{override(key, '...')} is not allowed in finetune: the finetuned run keeps the "
                               f"run's model and "
                               "data settings; set train.* only")
     base = to_dict(cfg)
@@ -243,6 +243,8 @@ def finetune_trainer(run_dir: Path, data: Path, out: Path, epochs: int | None = 
     opt_state = extend_optimizer_state(payload["optimizer"], bundle, extended) if resume_optimizer else None
     if opt_state is not None:
         log.info("resuming the optimizer state of %s (lr %g)", run_dir, new_cfg.train.lr)
-    extended = dataclasses.replace(extended, cfg=new_cfg)
+    # What the finetuned run has read in training: the parent's training text and this one's.
+    seen = extended.vocab.with_training({lang: corpus.counts(lang, ("train",)) for lang in corpus.langs})
+    extended = dataclasses.replace(extended, cfg=new_cfg, vocab=seen)
     return Trainer(new_cfg, out, overwrite=overwrite, hooks=hooks, corpus=corpus, bundle=extended,
                    optimizer_state=opt_state)

@@ -13,7 +13,6 @@ fingerprints existed resumes as before, with a warning that its data could not b
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from groc_base.errors import InputError
-from groc_base.fileio import atomic_write_bytes, dumps_json
+from groc_base.fileio import atomic_write_bytes, dumps_json, file_digest
 from langpairs.corpus import find_split
 
 log = logging.getLogger(__name__)
@@ -31,17 +30,11 @@ __all__ = ["FINGERPRINT_NAME", "check_data", "data_fingerprint", "record_data"]
 #: The file in a run directory that records its data.
 FINGERPRINT_NAME = "data-fingerprint.json"
 FINGERPRINT_FORMAT = 1
-_CHUNK = 1 << 20
 
 
 def _file_entry(path: Path) -> dict[str, Any]:
-    h = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(chunk)
-            size += len(chunk)
-    return {"bytes": size, "sha256": h.hexdigest()}
+    size = path.stat().st_size
+    return {"bytes": size, "sha256": file_digest(path).hexdigest()}
 
 
 def data_fingerprint(root: Path, splits: Mapping[str, Iterable[str]]) -> dict[str, Any]:

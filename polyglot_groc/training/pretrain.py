@@ -15,7 +15,9 @@ import numpy as np
 from eval.vectors import write_vec
 from groc_base.checks import check_positive, check_seed, option
 from groc_base.errors import ConfigError, InputError, ResourceMissingError
-from polyglot_groc.config import D_MAX
+from groc_base.textio import read_text
+from polyglot_groc.config import D_MAX, THREADS_MAX
+from polyglot_groc.model.threads import pick_threads
 
 log = logging.getLogger(__name__)
 
@@ -25,18 +27,21 @@ ALGORITHMS = ("word2vec", "fasttext")
 def read_sentences(paths: Sequence[Path]) -> list[list[str]]:
     sentences: list[list[str]] = []
     for path in paths:
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot read {path}: {exc.strerror}; check the path") from exc
+        text = read_text(Path(path), what="text file")
         sentences += [line.split() for line in text.splitlines() if line.strip()]
     return sentences
 
 
 def pretrain_vectors(texts: Sequence[Path], out: Path, algorithm: str = "word2vec", dim: int = 256,
                      epochs: int = 5, window: int = 5, min_count: int = 1, seed: int = 0,
-                     workers: int = 1) -> int:
-    """Train skip-gram vectors (word2vec or fastText) and write them as a .vec file; returns #words."""
+                     threads: int = 1) -> int:
+    """Train skip-gram vectors (word2vec or fastText) and write them as a .vec file; returns #words.
+
+    ``threads``: gensim's worker threads. One (the default) gives the same vectors on every run with
+    the same ``seed``; more are faster but the order in which the workers update the vectors varies,
+    and so do the vectors (gensim's documented limit). 0 picks from the free cores
+    (:func:`~polyglot_groc.model.threads.pick_threads`), as the other workflows' ``threads=0`` does.
+    """
     if algorithm not in ALGORITHMS:
         raise InputError(f"unknown algorithm {algorithm!r}; use word2vec or fasttext")
     # Checked here, not in the command, so the benchmarks calling this get the same one-line errors.
@@ -46,6 +51,11 @@ def pretrain_vectors(texts: Sequence[Path], out: Path, algorithm: str = "word2ve
                           f"size, at "
                           f"most {D_MAX}")
     check_seed(seed=seed)
+    if not 0 <= threads <= THREADS_MAX:
+        raise ConfigError(f"{option('threads', threads)} must lie in [0, {THREADS_MAX}] (0: pick from the free cores)")
+    if threads == 0:
+        threads = pick_threads(0).threads
+    log.info("gensim with %d worker thread%s", threads, "" if threads == 1 else "s")
     sentences = read_sentences(texts)
     if not sentences:
         raise InputError(f"no text in {', '.join(map(str, texts))}; give a corpus with a train split")
@@ -56,7 +66,7 @@ def pretrain_vectors(texts: Sequence[Path], out: Path, algorithm: str = "word2ve
 
     cls = Word2Vec if algorithm == "word2vec" else FastText
     model = cls(sentences=sentences, vector_size=dim, window=window, min_count=min_count, sg=1,
-                epochs=epochs, seed=seed, workers=workers)
+                epochs=epochs, seed=seed, workers=threads)
     words = list(model.wv.index_to_key)
     vectors = np.asarray(model.wv.vectors, dtype=np.float32)  # (n, dim)
     write_vec(out, words, vectors)

@@ -23,6 +23,7 @@ from types import TracebackType
 from filelock import FileLock, Timeout
 
 from groc_base.errors import InputError
+from groc_base.fileio import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +33,6 @@ OWNER_NAME = ".lock.owner"
 
 class RunLockedError(InputError):
     """Another live process is writing this run directory."""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _describe(owner: dict[str, object]) -> str:
@@ -96,7 +87,7 @@ class RunLock:
                                  "wait for it to finish or choose another --out") from None
         previous = self._owner()
         if previous and previous.get("host") == socket.gethostname() and isinstance(previous.get("pid"), int) \
-                and not _pid_alive(int(previous["pid"])):  # type: ignore[call-overload]
+                and not pid_alive(int(previous["pid"])):  # type: ignore[call-overload]
             log.warning("taking over the stale lock of %s, which is no longer running", _describe(previous))
         owner = {"pid": os.getpid(), "host": socket.gethostname(), "command": self.command,
                  "argv": sys.argv[:8], "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

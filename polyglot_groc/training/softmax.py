@@ -1,10 +1,13 @@
 """Which training softmax a run uses (``train.softmax``), why, and the sampler of a sampled run.
 
 ``auto`` samples where the full softmax's cost would dominate: the largest screened vocabulary
-(the words one step scores) has more than :data:`~polyglot_groc.config.AUTO_SAMPLED_ABOVE` words,
-the kind scores words one by one (not the adaptive softmax) and ``train.sampled_k`` draws would
-not cover the vocabulary anyway. The choice and its reason go to the log, to the hooks'
-``on_start`` info and to ``result.json``.
+(the words one step scores) has more words than the kind's
+:attr:`~polyglot_groc.kind_traits.KindTraits.sampled_above` (5,000 for a kind that composes every
+output word from its spelling at every step, 50,000 for one that multiplies by a table: see
+:mod:`polyglot_groc.kind_traits`), the kind scores words one by one (not the adaptive softmax) and
+``train.sampled_k`` draws would not cover the vocabulary anyway. A resumed run keeps the choice it
+started with (its checkpoints record it), so a resume continues exactly. The choice and its reason
+go to the log, to the hooks' ``on_start`` info and to ``result.json``.
 """
 
 from __future__ import annotations
@@ -15,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from polyglot_groc.config import AUTO_SAMPLED_ABOVE, TrainConfig
-from polyglot_groc.model.kinds import kind
+from polyglot_groc.config import TrainConfig
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.lm import LanguageModel
 from polyglot_groc.model.sampling import CandidateSampler, build_sampler
 
-__all__ = ["SoftmaxChoice", "choose_softmax", "make_sampler"]
+__all__ = ["LEGACY_SAMPLED_ABOVE", "SoftmaxChoice", "choose_softmax", "make_sampler"]
 
 
 @dataclass(frozen=True)
@@ -56,27 +59,43 @@ class SoftmaxChoice:
         return f"softmax: {self.mode}{how}: {self.reason}"
 
 
-def choose_softmax(t: TrainConfig, model: LanguageModel, screen: bool) -> SoftmaxChoice:
-    """Resolve ``t.softmax`` for ``model`` (``screen``: data.screen, each language scored on its own)."""
+#: ``auto``'s line for every kind in the runs checkpointed before the choice was recorded (and before
+#: the line depended on the kind): a resumed run of that time goes on as it started.
+LEGACY_SAMPLED_ABOVE = 50_000
+
+
+def choose_softmax(t: TrainConfig, model: LanguageModel, screen: bool,
+                   resumed: Mapping[str, Any] | None = None) -> SoftmaxChoice:
+    """Resolve ``t.softmax`` for ``model`` (``screen``: data.screen, each language scored on its own).
+
+    ``resumed``: for a resumed run, the choice its checkpoint recorded (:meth:`SoftmaxChoice.to_dict`;
+    empty for a checkpoint written before choices were recorded): ``auto`` keeps the mode the run
+    started with, so a resume continues exactly whatever the rule is today.
+    """
     screen_ids = model.screen.lang_ids if screen else {None: model.screen.all_ids}
     largest = max(int(ids.numel()) for ids in screen_ids.values())
-    samples = kind(model.kind).samples
+    traits = kind_traits(model.kind)
     if t.softmax == "full":
         return SoftmaxChoice("full", "train.softmax=full", largest)
     sampled = SoftmaxChoice("sampled", "", largest, t.sampled_k, t.sampled_proposal)
     if t.softmax == "sampled":
         return replace(sampled, reason="train.softmax=sampled")
     # auto
-    if not samples:
+    if not traits.samples:
         return SoftmaxChoice("full", f"train.softmax=auto and a {model.kind} model cannot sample", largest)
-    if largest <= AUTO_SAMPLED_ABOVE:
+    if resumed is not None and resumed.get("mode") in ("full", "sampled"):
+        kept = sampled if resumed["mode"] == "sampled" else SoftmaxChoice("full", "", largest)
+        return replace(kept, reason=f"train.softmax=auto, as the run chose when it started: {resumed.get('reason')}")
+    line = LEGACY_SAMPLED_ABOVE if resumed is not None else traits.sampled_above
+    why = "auto's line when this run started" if resumed is not None else f"auto's line for {model.kind}"
+    if largest <= line:
         return SoftmaxChoice("full", f"train.softmax=auto and the largest screened vocabulary ({largest:,} words) "
-                                     f"is at most {AUTO_SAMPLED_ABOVE:,}", largest)
+                                     f"is at most {line:,} ({why})", largest)
     if t.sampled_k >= largest:
         return SoftmaxChoice("full", f"train.softmax=auto and train.sampled_k={t.sampled_k} covers the largest "
                                      f"screened vocabulary ({largest:,} words)", largest)
     return replace(sampled, reason=f"train.softmax=auto and the largest screened vocabulary ({largest:,} words) is "
-                                   f"above {AUTO_SAMPLED_ABOVE:,}")
+                                   f"above {line:,} ({why})")
 
 
 def make_sampler(choice: SoftmaxChoice, t: TrainConfig, model: LanguageModel,

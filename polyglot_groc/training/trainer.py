@@ -14,7 +14,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,9 +25,11 @@ import torch
 from groc_base.checks import in_cli, option
 from groc_base.errors import CheckpointError, InputError
 from groc_base.fileio import dumps_json, sweep_folder
+from groc_base.wording import agree, counted
 from langpairs.batching import LanguageSchedule, MultilingualBatcher, epoch_restart
 from langpairs.corpus import MultilingualCorpus
 from polyglot_groc.config import RunConfig, dump_toml
+from polyglot_groc.kind_traits import kind_traits
 from polyglot_groc.model.bundle import ModelBundle
 from polyglot_groc.model.checkpoint import atomic_write_text, rng_state, save_checkpoint, set_rng_state
 from polyglot_groc.model.device import (
@@ -42,22 +44,23 @@ from polyglot_groc.model.device import (
 )
 from polyglot_groc.model.embedder import LexiconForms
 from polyglot_groc.model.init_input import init_input_table
-from polyglot_groc.model.kinds import kind
 from polyglot_groc.model.lexforms import compile_forms
 from polyglot_groc.model.lm import LanguageModel, count_parameters, parameter_split
 from polyglot_groc.model.prefix import detach_state
 from polyglot_groc.model.sampling import CandidateSampler
 from polyglot_groc.model.scoring import pooled_nll
+from polyglot_groc.model.threads import ThreadChoice
 from polyglot_groc.model.vocab import UNK
 from polyglot_groc.training import distributed
 from polyglot_groc.training.data import build_vocab, load_corpus, unk_report, vocab_policy
 from polyglot_groc.training.distributed import local_device
-from polyglot_groc.training.evaluation import evaluate_split, split_streams
+from polyglot_groc.training.evaluation import estimate_evaluation_seconds, evaluate_split, split_streams
 from polyglot_groc.training.fingerprint import FINGERPRINT_NAME, record_data
 from polyglot_groc.training.loop import LoopState, RunningLoss
 from polyglot_groc.training.progress import eta_seconds, format_eta
 from polyglot_groc.training.regularizers import ar_tar_penalty
 from polyglot_groc.training.softmax import SoftmaxChoice, choose_softmax, make_sampler
+from polyglot_groc.training.speed import SpeedWatch
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +120,10 @@ class TrainResult:
     #: The training softmax and why (:meth:`~polyglot_groc.training.softmax.SoftmaxChoice.to_dict`:
     #: ``mode`` full | sampled, ``reason``, ``largest_vocab``, and ``k``, ``proposal`` when sampled).
     softmax: dict[str, Any] = field(default_factory=dict)
+    #: The CPU threads the run used and why (:meth:`~polyglot_groc.model.threads.ThreadChoice.to_dict`:
+    #: ``threads``, ``reason``, ``auto``, ``cores``, ``load``, ``wait_policy``), and ``slowdown``, the
+    #: warning given when training's speed collapsed (:class:`~polyglot_groc.training.speed.SpeedWatch`).
+    threads: dict[str, Any] = field(default_factory=dict)
 
     @property
     def diverged(self) -> bool:
@@ -164,6 +171,8 @@ class TrainResult:
             out["unk"] = dict(self.unk)
         if self.softmax:
             out["softmax"] = dict(self.softmax)
+        if self.threads:
+            out["threads"] = dict(self.threads)
         return out
 
 
@@ -180,7 +189,9 @@ class TrainHooks(Protocol):
     ``n_params_split``, ``vocab``, ``langs``, ``kind``, ``start_step``, ``steps_per_epoch``, ``config``
     (the run's :class:`RunConfig`), ``unk`` (as :attr:`TrainResult.unk`) and what the workflow adds
     (``changes`` on resume, ``elmo`` for a converted model). ``on_step(StepInfo)``: after every step.
-    ``on_eval(record)``: after every validation, with its metrics.jsonl record. ``on_step`` may raise
+    ``on_eval(record)``: after every validation, with its metrics.jsonl record. Optional:
+    ``on_eval_progress(done, total)`` during a validation (target tokens scored so far, in all; the
+    backward pass of a bilm counts again from 0), for a validation of minutes. ``on_step`` may raise
     :class:`StopTraining` to end the run there as a limit would (validated, checkpointed, result
     written; ``stop_reason`` "stopped"); any other exception raised by a hook stops training at once.
     """
@@ -348,7 +359,7 @@ def seed_everything(seed: int) -> None:
 
 def build_bundle(cfg: RunConfig, corpus: MultilingualCorpus) -> ModelBundle:
     """Vocabulary, lexicon forms and a freshly initialised model for ``cfg``."""
-    traits = kind(cfg.model.kind)
+    traits = kind_traits(cfg.model.kind)
     add_unk, min_count = vocab_policy(cfg.data, traits.composes_output)
     vocab = build_vocab(corpus, cfg.data.vocab_mode, add_unk, min_count)
     forms: LexiconForms | None = None
@@ -402,7 +413,9 @@ class Trainer:
                 prepare_run_dir(self.run_dir, overwrite)
             remove_temp_files(self.run_dir)
         seed_everything(cfg.train.seed)
-        set_threads(cfg.train.threads)
+        #: The CPU threads and why (train.threads, 0: picked from the free cores); re-picked when speed collapses.
+        self.threads: ThreadChoice = set_threads(cfg.train.threads)
+        self.slowdown: str | None = None
         # A closed vocabulary is built from train+valid+test (the seeds' setup); open from train only.
         splits = ("train", "valid", "test") if cfg.data.vocab_mode == "closed" else ("train", "valid")
         self.corpus = corpus if corpus is not None else load_corpus(cfg.data, splits, cfg.languages)
@@ -415,8 +428,8 @@ class Trainer:
         if self.dist.enabled and cfg.train.shard_vocab and self.model.compositional_output:
             self.model.vocab_encoder = distributed.sharded_encoder(self.model.output_embedder, self.dist)
         n_cut = self.bundle.charset.n_truncated([*self.bundle.vocab.words, *self.bundle.extra_words])
-        log.info("%d vocabulary words are longer than model.charset.max_word_len=%d and keep prefix+suffix",
-                 n_cut, self.bundle.charset.max_word_len)
+        log.info("%s longer than model.charset.max_word_len=%d %s prefix+suffix",
+                 counted(n_cut, "vocabulary word"), self.bundle.charset.max_word_len, agree(n_cut, "keeps", "keep"))
         self.metrics_lines: list[str] = []
         #: The step that ``last.pt`` holds (None: no checkpoint yet), for an interrupted run's report.
         self.checkpoint_step: int | None = int(resume["step"]) if resume is not None else None
@@ -467,7 +480,14 @@ class Trainer:
         return TrainResult(self.run_dir, state.step, state.epoch(loop.steps_per_epoch), stop_reason, loop.n_params,
                            state.tokens / max(state.train_time, 1e-9), state.train_time, state.best_valid,
                            state.last_valid, loop.history, loop.n_params_split, checkpoint_step=self.checkpoint_step,
-                           unk=loop.unk, softmax=loop.softmax.to_dict())
+                           unk=loop.unk, softmax=loop.softmax.to_dict(), threads=self.threads_record())
+
+    def threads_record(self) -> dict[str, Any]:
+        """``result.json``'s ``threads``: the choice in force at the end, and the slowdown warning if one was given."""
+        out = self.threads.to_dict()
+        if self.slowdown:
+            out["slowdown"] = self.slowdown
+        return out
 
     def _record(self) -> None:
         """Write config.toml (on resume too: its limits may have been extended, see resume_config) and,
@@ -488,7 +508,9 @@ class Trainer:
         schedule = LanguageSchedule(windows, mode=cfg.data.schedule, temperature=cfg.data.temperature, seed=t.seed)
         batcher = MultilingualBatcher(train_streams, t.bptt, schedule,
                                       variable_seed=t.seed if t.bptt_mode == "variable" else None)
-        choice = choose_softmax(t, self.model, cfg.data.screen)
+        # A resumed run keeps the softmax it started with (its checkpoints record it; {}: an older checkpoint).
+        resumed = dict(self.resume.get("softmax") or {}) if self.resume is not None else None
+        choice = choose_softmax(t, self.model, cfg.data.screen, resumed)
         loop = _Loop(batcher=batcher, optimizer=self.make_optimizer(), steps_per_epoch=sum(windows.values()),
                      n_params=count_parameters(self.model), n_params_split=parameter_split(self.model),
                      started=time.monotonic(), unk=self._unk_report(train_streams), softmax=choice,
@@ -499,7 +521,8 @@ class Trainer:
                                     "langs": list(self.corpus.langs), "kind": model.kind,
                                     "start_step": int(self.resume["step"]) if self.resume is not None else 0,
                                     "steps_per_epoch": loop.steps_per_epoch, "config": cfg, "unk": dict(loop.unk),
-                                    "softmax": choice.to_dict(), **self.start_info})
+                                    "softmax": choice.to_dict(), "threads": self.threads.to_dict(),
+                                    **self.start_info})
         log.info("%s", choice.describe())
         log.info("model %s: %d parameters (embeddings %d, prefix %d, output %d), vocabulary %d, "
                  "%d steps per epoch", model.kind, loop.n_params, split["embeddings"], split["prefix"],
@@ -510,7 +533,7 @@ class Trainer:
         """:func:`unk_report` of a lookup-output model with ``<unk>`` (else empty), logged."""
         if self.model.compositional_output or UNK not in self.bundle.vocab:
             return {}
-        composes = kind(self.cfg.model.kind).composes_output
+        composes = kind_traits(self.cfg.model.kind).composes_output
         report = unk_report(self.bundle.vocab, self.corpus, train_streams, vocab_policy(self.cfg.data, composes)[1])
         log.info("data.min_count=%d: %d training word types are outside the vocabulary; %.2f%% of the training "
                  "tokens are <unk>", report["min_count"], report["dropped_words"], 100 * report["unk_share"])
@@ -579,13 +602,19 @@ class Trainer:
             log.info("%s had already stopped early at step %d; nothing to resume", self.run_dir, state.step)
             return "early_stopping"
         self.model.train()
-        loop.start_step = state.step
+        loop.start_step, loop.start_train_time = state.step, state.train_time
+        if t.max_minutes:
+            loop.validation_estimate = self._estimate_validation()
+        # On CPU only: a CUDA step's time is not measured synchronously, and it needs no CPU threads.
+        speed = SpeedWatch() if self.device.type == "cpu" else None
         stop_reason = ""
         while not stop_reason:
             stop_reason = self._limit_reached(loop, state)
             if stop_reason:
                 break
             lang = self._train_step(loop, state, loss)
+            if speed is not None and (warning := speed.update(state.step, state.tokens, state.train_time)):
+                self._slowed(warning)
             due = (t.eval_every and state.step % t.eval_every == 0) or (not t.eval_every and state.step % spe == 0)
             log_point = bool(t.log_every) and state.step % t.log_every == 0
             timed = not due and self._checkpoint_due(loop, log_point)
@@ -611,23 +640,86 @@ class Trainer:
             return self._evaluate_and_checkpoint(loop, state, loss, scheduled=False) or stop_reason
         return stop_reason
 
+    def _estimate_validation(self) -> float:
+        """Seconds a validation (and its checkpoint) will take, timed on the first windows of the valid split
+        (:func:`~polyglot_groc.training.evaluation.estimate_evaluation_seconds`), for ``train.max_minutes``."""
+        t = self.cfg.train
+        seconds = estimate_evaluation_seconds(self.bundle, self.corpus, "valid", t.eval_batch_size, t.bptt,
+                                              screen=self.cfg.data.screen)
+        if self.model.bidirectional:  # the backward LM is validated too
+            seconds *= 2
+        if self.dist.enabled:  # every rank keeps the same reserve: the slowest rank's estimate
+            value = torch.tensor([seconds], device=self.device)
+            torch.distributed.all_reduce(value, op=torch.distributed.ReduceOp.MAX)
+            seconds = float(value.item())
+        log.info("a validation will take about %s (timed on its first windows): train.max_minutes keeps that long "
+                 "for the last one", format_eta(seconds))
+        return seconds
+
+    def _validation_progress(self, step: int, estimate: float) -> Callable[[int, int], None]:
+        """The ``progress(done, total)`` of a validation: the hooks' optional ``on_eval_progress``, and an
+        INFO line every 30 s of a long one, so a validation of minutes is never silent."""
+        hook = getattr(self.hooks, "on_eval_progress", None)
+        began = time.monotonic()
+        last = [began]
+        if estimate >= 30:
+            log.info("validating at step %d (about %s)", step, format_eta(estimate))
+
+        def progress(done: int, total: int) -> None:
+            if hook is not None:
+                hook(done, total)
+            now = time.monotonic()
+            if now - last[0] >= 30 and total:
+                last[0] = now
+                left = (now - began) * (total - done) / done if done else None
+                log.info("validating at step %d: %d%% of %s tokens, %s left", step, 100 * done // total,
+                         f"{total:,}", format_eta(left))
+
+        return progress
+
+    def _slowed(self, warning: str) -> None:
+        """Training's speed collapsed: say so (a warning, and result.json's ``threads.slowdown``) and, where
+        the thread count was picked here, pick it again from the load now; else name the fix."""
+        before = self.threads
+        if before.auto:
+            self.threads = set_threads(0)
+        if self.threads.threads < before.threads:
+            what = f"now {counted(self.threads.threads, 'thread')} instead of {before.threads} ({self.threads.reason})"
+        elif before.threads > 1:
+            what = f"fewer threads may help: {option('threads', 1)}"
+        else:
+            what = "it already runs on one thread"
+        self.slowdown = f"{warning}; {what}"
+        log.warning("%s", self.slowdown)
+
     def _log_progress(self, loop: _Loop, state: LoopState, loss: RunningLoss) -> None:
         """The INFO line of a log point: step, epoch, running loss, lr, speed and the time left
         (by the step budget at this speed, capped by ``train.max_minutes``)."""
         t = self.cfg.train
         total = t.max_steps or loop.steps_per_epoch * t.max_epochs
         eta = eta_seconds(state.step, total, loop.start_step, time.monotonic() - loop.started, t.max_minutes)
-        log.info("step %d/%d (epoch %.2f): loss %.3f, ppl %.1f, lr %.3g, %.0f tokens/s, ETA %s", state.step, total,
-                 state.epoch(loop.steps_per_epoch), loss.last, math.exp(min(loss.last, 50.0)), state.lr,
-                 state.tokens / max(state.train_time, 1e-9), format_eta(eta))
+        ppl = math.exp(min(loss.last, 50.0))
+        # A sampled softmax's training loss estimates the full one; validation perplexities are exact.
+        what = f"sampled loss {loss.last:.3f}, ppl ~{ppl:,.1f} (sampled-softmax estimate)" if loop.softmax.sampled \
+            else f"loss {loss.last:.3f}, ppl {ppl:,.1f}"
+        speed = state.tokens / max(state.train_time, 1e-9)
+        log.info("step %s/%s (epoch %.2f): %s, lr %.3g, %s tokens/s, ETA %s", f"{state.step:,}", f"{total:,}",
+                 state.epoch(loop.steps_per_epoch), what, state.lr, f"{speed:,.0f}", format_eta(eta))
 
     def _limit_reached(self, loop: _Loop, state: LoopState) -> str:
-        """The limit that stops the run before its next step ("" while none does)."""
+        """The limit that stops the run before its next step ("" while none does).
+
+        ``train.max_minutes`` counts this invocation's wall time, validations included: the run stops when
+        one more step and the final validation (as long as the last one took, or the estimate made before
+        the first) would not fit, after at least one step."""
         t = self.cfg.train
         if t.max_steps and state.step >= t.max_steps:
             return "max_steps"
-        if t.max_minutes and time.monotonic() - loop.started >= 60 * t.max_minutes:  # this invocation's minutes
-            return "max_minutes"
+        if t.max_minutes and state.step > loop.start_step:
+            per_step = (state.train_time - loop.start_train_time) / (state.step - loop.start_step)
+            reserve = (loop.last_validation_seconds or loop.validation_estimate) + per_step
+            if time.monotonic() - loop.started + reserve >= 60 * t.max_minutes:
+                return "max_minutes"
         if state.step >= loop.steps_per_epoch * t.max_epochs:
             return "max_epochs"
         return ""
@@ -696,8 +788,10 @@ class Trainer:
         """
         cfg, t = self.cfg, self.cfg.train
         began = time.monotonic()
+        progress = self._validation_progress(state.step, loop.last_validation_seconds or loop.validation_estimate)
         # Callers read the running loss first (_diverged), so loss_acc covers every step.
-        results = evaluate_split(self.bundle, self.corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen)
+        results = evaluate_split(self.bundle, self.corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen,
+                                 progress=progress)
         nll = pooled_nll(results)
         state.last_valid = {lang: r.perplexity for lang, r in results.items()}
         improved = nll < state.best_ckpt_nll  # a new best.pt
@@ -713,7 +807,7 @@ class Trainer:
                   "lang_batches": dict(state.lang_batches), "improved": improved, "scheduled": scheduled}
         if self.model.bidirectional:  # bilm: the backward LM too (selection stays on the forward NLL)
             back = evaluate_split(self.bundle, self.corpus, "valid", t.eval_batch_size, t.bptt, screen=cfg.data.screen,
-                                  direction="backward")
+                                  direction="backward", progress=progress)
             record["valid_perplexity_backward"] = {lang: r.perplexity for lang, r in back.items()}
         if scheduled:
             state.loss_acc, state.loss_n = 0.0, 0
@@ -744,8 +838,10 @@ class Trainer:
                     g["lr"] = state.lr
                 log.info("no improvement for %d evaluations: learning rate now %g", state.bad_evals, state.lr)
         # Everything the loop carries, so that a resume continues exactly (_restore reads it back).
-        extra = {**state.to_checkpoint(loop.steps_per_epoch), "batcher": loop.batcher.state_dict()}
+        extra = {**state.to_checkpoint(loop.steps_per_epoch), "batcher": loop.batcher.state_dict(),
+                 "softmax": loop.softmax.to_dict()}
         self._save(("last.pt", "best.pt") if improved else ("last.pt",), loop.optimizer, extra)
+        loop.last_validation_seconds = time.monotonic() - began  # the checkpoint's writing too
         return "early_stopping" if scheduled and state.bad_evals >= t.stop_patience else ""
 
 
@@ -773,5 +869,11 @@ class _Loop:
     #: for the wall-clock checkpoints (``train.checkpoint_minutes``).
     last_checkpoint: float = 0.0
     last_eval_seconds: float = 0.0
-    #: The step this process started from (0, or where a resumed run was), for the time left.
+    #: The step this process started from (0, or where a resumed run was), for the time left, and the
+    #: run's training seconds then (the steps' own time in this process is the difference).
     start_step: int = 0
+    start_train_time: float = 0.0
+    #: Seconds the last validation and its checkpoint took in this process (0: none yet), and the estimate
+    #: made before the first when ``train.max_minutes`` is set: the budget keeps that long for the last one.
+    last_validation_seconds: float = 0.0
+    validation_estimate: float = 0.0

@@ -36,6 +36,7 @@ from groc_base.fileio import dumps_json
 from langpairs.corpus import check_corpora
 from langpairs.registry import load_registry, parse_lang_spec
 from polyglot_groc.config import PRESETS, RunConfig, load_config, merge_overrides, to_dict
+from polyglot_groc.kind_traits import UNTIE
 from polyglot_groc.model.bundle import ModelBundle, bundle_from_payload
 from polyglot_groc.model.checkpoint import atomic_write_text, load_checkpoint
 from polyglot_groc.model.device import set_threads
@@ -46,6 +47,7 @@ from polyglot_groc.training.finetune import finetune_trainer
 from polyglot_groc.training.fingerprint import FINGERPRINT_NAME, check_data
 from polyglot_groc.training.interrupts import Terminated, TrainingInterrupted
 from polyglot_groc.training.loop import LoopState
+from polyglot_groc.training.metrics import read_metrics
 from polyglot_groc.training.runlock import RunLock, RunLockedError, describe_owner, lock_holder, locked_run_dir
 from polyglot_groc.training.trainer import (
     StepInfo,
@@ -65,8 +67,6 @@ __all__ = ["PRESETS", "StepInfo", "TrainHooks", "TrainResult", "TrainingInterrup
 #: A file or folder path, as a string or any ``os.PathLike`` (``pathlib.Path``).
 PathLike = str | os.PathLike[str]
 
-#: ``untie``: the tied kind (and its old name lookup) becomes untied, with untied's own defaults.
-UNTIE = {"tied": "untied", "lookup": "untied"}
 #: Files a new run removes again when it stops before its first checkpoint in a directory it did not
 #: create (curves.png: the CLI's hooks draw it).
 NEW_RUN_FILES = ("config.toml", "metrics.jsonl", "curves.png", FINGERPRINT_NAME)
@@ -114,7 +114,7 @@ def train(
         extra_langs: More language codes, added after those.
         untie: Turn the tied kind into untied (separate input and output tables, untied's defaults).
         max_steps, max_epochs, max_minutes: Stop limits (``train.*``; 0 is no limit for steps and minutes).
-        threads: CPU threads for torch (``train.threads``; 0: torch's default).
+        threads: CPU threads for torch (``train.threads``; 0: picked from the free cores).
         device: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (``train.device``).
         overwrite: Replace what ``out`` holds.
         hooks: Progress callbacks (:class:`TrainHooks`), e.g. a progress bar.
@@ -166,7 +166,7 @@ def _train_config(*, langs: str | Sequence[str] | None, data: PathLike | None, m
         # Untie turns the kind before its defaults are chosen: untied's, not tied's.
         cfg = load_config(PRESETS[size or "small"] if config is None else config, values,
                           kind_map=UNTIE if untie else None)
-    if untie and cfg.model.kind != "untied":
+    if untie and cfg.model.kind not in UNTIE.values():
         log.warning("%s applies to the tied kind only; %s is kept", option("untie", True), cfg.model.kind)
     # A languages file and the config may define languages ([languages.xx]); the codes are resolved
     # against them.
@@ -429,19 +429,7 @@ def load_result(*, run: PathLike) -> TrainResult:
     """
     run = Path(run)
     metrics = run / "metrics.jsonl"
-    lines = metrics.read_text(encoding="utf-8").splitlines() if metrics.is_file() else []
-    history = []
-    for no, line in enumerate(lines, 1):
-        if line.strip():
-            try:
-                record = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"{metrics}:{no} is not a JSON record ({exc}); the metrics file is damaged: "
-                                 "restore it, or move it away") from exc
-            if not isinstance(record, dict):
-                raise InputError(f"{metrics}:{no} is not a JSON object; the metrics file is damaged: restore it, "
-                                 "or move it away")
-            history.append(record)
+    history = read_metrics(metrics) if metrics.is_file() else []
     if (run / "result.json").is_file():
         try:
             r = json.loads((run / "result.json").read_text(encoding="utf-8"))

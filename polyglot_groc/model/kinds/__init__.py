@@ -1,78 +1,68 @@
 """Model kinds: each kind is a module that builds the word-side parts behind one small interface.
 
-A kind returns a :class:`~polyglot_groc.model.kinds.base.KindParts` (input embedder, output
-embedder, output net, bias, scorer and two flags); :class:`~polyglot_groc.model.lm.LanguageModel`
-wires those parts to the shared prefix and the training loop never looks at the kind. Adding a
-kind = adding a module here and one registry line.
+A kind's facts (input and output embeddings, whether it samples, composes outputs or reads a
+lexicon, its own defaults) are one torch-free record in :mod:`polyglot_groc.kind_traits`; its torch
+parts are a builder in a module of this package, registered with ``@register("name")``
+(:mod:`~polyglot_groc.model.kinds.base`). Every module of this package is imported here, so a new
+kind's module needs no import line. A builder returns a
+:class:`~polyglot_groc.model.kinds.base.KindParts` (input embedder, output embedder, output net,
+bias, scorer); :class:`~polyglot_groc.model.lm.LanguageModel` wires those parts to the shared
+prefix and reads the kind's traits, and the training loop never looks at the kind.
 
-============== ===================== ============================= ==========
-kind           input embedding       output embedding              bias
-============== ===================== ============================= ==========
-untied         lookup                separate lookup               per word
-tied (lookup)  lookup                the same table                per word
-bilinear       lookup                E W, W d x d (seed 002)       per word
-deep-residual  lookup                depth-k residual net of E     per word
-adaptive       adaptive input        tied adaptive softmax (001)   none
-conv           lookup                char-CNN + per-word corr.     per word
-elmo           char-CNN              separate lookup               per word
-bilm           char-CNN (fwd + bwd)  separate lookup (shared)      per word
-groc           char-CNN              the same function             computed
-groc-lex       char-CNN + r + d      the same function             computed
-============== ===================== ============================= ==========
+Modules: ``tables`` (untied, tied, bilinear, deep-residual), ``adaptive``, ``conv``,
+``compositional`` (elmo, bilm, groc, groc-lex). docs/internals.md, "Adding a model kind".
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import pkgutil
 from dataclasses import dataclass
 
-from groc_base.errors import ConfigError
 from polyglot_groc.config import ModelConfig
-from polyglot_groc.model.kinds import adaptive, compositional, conv, lookup
-from polyglot_groc.model.kinds.base import DotScorer, KindParts
+from polyglot_groc.kind_traits import BY_NAME, KINDS, KindTraits, kind_traits
+from polyglot_groc.model.kinds.base import BUILDERS, Builder, DotScorer, KindParts, register
 
-Builder = Callable[[ModelConfig, int, int], KindParts]
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")  # each registers its builders
+
+
+def _check_registrations() -> None:
+    """Every kind with traits has a builder and every builder a kind: a new kind missing one half
+    fails at import, naming the half, not at its first training run."""
+    named = {t.name for t in KINDS}
+    if named - set(BUILDERS):
+        raise RuntimeError(f"model kind(s) {sorted(named - set(BUILDERS))} have traits (polyglot_groc/kind_traits.py) "
+                           "but no builder: decorate one with @register(name) in a module of "
+                           "polyglot_groc/model/kinds/")
+    if set(BUILDERS) - named:
+        raise RuntimeError(f"builder(s) {sorted(set(BUILDERS) - named)} have no traits: add a KindTraits record "
+                           "to polyglot_groc/kind_traits.py")
+
+
+_check_registrations()
 
 
 @dataclass(frozen=True)
 class Kind:
-    """A kind's builder and the traits the code around the model must know BEFORE building it."""
+    """A ``model.kind`` value's traits and builder (an alias has its kind's)."""
 
+    traits: KindTraits
     build: Builder
-    #: Output words are composed from their spelling: an open vocabulary needs no ``<unk>`` row.
-    composes_output: bool = False
-    #: The embedder reads lexicon forms (WordNet relatives and definition words): compile them.
-    uses_lexicon: bool = False
-    #: Can train on a sampled softmax (``train.softmax``): every kind whose scorer scores words one by
-    #: one; must match ``KindParts.samples`` and config.FULL_SOFTMAX_KINDS (a test checks).
-    samples: bool = True
 
 
-#: kind name -> Kind. ``lookup`` is the historical name of ``tied``.
-REGISTRY: dict[str, Kind] = {
-    "untied": Kind(lookup.build_untied),
-    "tied": Kind(lookup.build_tied),
-    "lookup": Kind(lookup.build_tied),
-    "bilinear": Kind(lookup.build_bilinear),
-    "deep-residual": Kind(lookup.build_deep_residual),
-    "adaptive": Kind(adaptive.build, samples=False),
-    "conv": Kind(conv.build),
-    "elmo": Kind(compositional.build_elmo),
-    "bilm": Kind(compositional.build_bilm),
-    "groc": Kind(compositional.build_groc, composes_output=True),
-    "groc-lex": Kind(compositional.build_groc, composes_output=True, uses_lexicon=True),
-}
+#: ``model.kind`` value (names and aliases, polyglot_groc.config.MODEL_KINDS) -> its Kind.
+REGISTRY: dict[str, Kind] = {name: Kind(t, BUILDERS[t.name]) for name, t in BY_NAME.items()}
 
 
 def kind(name: str) -> Kind:
-    try:
-        return REGISTRY[name]
-    except KeyError as exc:
-        raise ConfigError(f"unknown model kind {name!r}; use one of {', '.join(REGISTRY)}") from exc
+    """The Kind of ``model.kind`` value ``name``; ConfigError naming the kinds if unknown."""
+    kind_traits(name)  # ConfigError naming the kinds for an unknown one
+    return REGISTRY[name]
 
 
 def build_parts(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
     return kind(cfg.kind).build(cfg, n_chars, n_words)
 
 
-__all__ = ["REGISTRY", "DotScorer", "Kind", "KindParts", "build_parts", "kind"]
+__all__ = ["REGISTRY", "DotScorer", "Kind", "KindParts", "build_parts", "kind", "register"]

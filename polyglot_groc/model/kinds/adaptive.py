@@ -26,7 +26,7 @@ from torch.utils.weak import WeakIdKeyDictionary
 
 from groc_base.errors import ConfigError
 from polyglot_groc.config import ModelConfig
-from polyglot_groc.model.kinds.base import KindParts, NoBias
+from polyglot_groc.model.kinds.base import KindParts, NoBias, register
 from polyglot_groc.model.outputs import ResidualOutputNet, VariationalDropout
 
 
@@ -121,6 +121,7 @@ class AdaptiveScorer(nn.Module):
         return torch.cat(parts, dim=-1)
 
 
+@register("adaptive")
 def build(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
     o = cfg.output
     if o.inputs_after_dropout:
@@ -129,4 +130,4 @@ def build(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
     emb = AdaptiveEmbedder(n_words, cfg.d, o.cutoffs, o.adaptive_factor, cfg.init_range)
     # The output dropout lives in the scorer (on h), so the output net is the identity.
     return KindParts(emb, emb, ResidualOutputNet(cfg.d, 0, o.activation, 0.0), NoBias(),
-                     AdaptiveScorer(emb, cfg.d, o.dropout), samples=False)
+                     AdaptiveScorer(emb, cfg.d, o.dropout))

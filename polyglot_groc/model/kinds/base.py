@@ -1,12 +1,15 @@
-"""The interface every model kind implements: the word-side parts of a language model."""
+"""The interface every model kind implements (the word-side parts of a language model) and the
+registration of a kind's builder: ``@register("name")`` in the kind's own module."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
+from polyglot_groc.config import ModelConfig
 from polyglot_groc.model.screen import screened_logits
 
 
@@ -41,11 +44,26 @@ class KindParts:
     scorer: nn.Module
     #: The bias is computed from the output embedding (GroC) rather than looked up per word.
     computed_bias: bool = False
-    #: Input / output embeddings are functions of the spelling, so new words can be embedded.
-    compositional_input: bool = False
-    compositional_output: bool = False
-    #: A forward and a backward LSTM stack (ELMo's biLM, seed 004 ch. 3), each layer projected to d.
-    bidirectional: bool = False
-    #: The scorer scores each word on its own (a dot product), so a sampled softmax over a subset of
-    #: the vocabulary is the same function on fewer words (not so for the adaptive softmax's bands).
-    samples: bool = True
+
+
+#: A kind's builder: ``build(model config, n_chars, n_words)``. The kind's traits (composed inputs
+#: and outputs, bidirectional, samples: polyglot_groc/kind_traits.py) are not in the parts: the model
+#: and the code around it read them from the traits record.
+Builder = Callable[[ModelConfig, int, int], KindParts]
+
+#: kind name -> its builder, filled by :func:`register` as the kinds' modules are imported.
+BUILDERS: dict[str, Builder] = {}
+
+
+def register(*names: str) -> Callable[[Builder], Builder]:
+    """Register the decorated function as the builder of the kinds ``names`` (canonical names, as in
+    polyglot_groc/kind_traits.py; an alias is served by its kind's builder)."""
+    def decorate(build: Builder) -> Builder:
+        for name in names:
+            if name in BUILDERS:
+                raise RuntimeError(f"model kind {name!r} has two builders: {BUILDERS[name].__module__} and "
+                                   f"{build.__module__}")
+            BUILDERS[name] = build
+        return build
+
+    return decorate

@@ -12,7 +12,7 @@ import torch.nn as nn
 
 from polyglot_groc.config import ModelConfig
 from polyglot_groc.model.embedder import GroundedEmbedder, LexiconForms, LookupEmbedder
-from polyglot_groc.model.kinds.base import DotScorer, KindParts
+from polyglot_groc.model.kinds.base import DotScorer, KindParts, register
 from polyglot_groc.model.outputs import LookupBias, ResidualOutputNet
 
 
@@ -31,6 +31,7 @@ class ConvOutputEmbedder(nn.Module):
         return self.cnn(ids) + self.proj(self.correction[ids])
 
 
+@register("conv")
 def build(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
     o = cfg.output
     return KindParts(LookupEmbedder(n_words, cfg.d, cfg.init_range), ConvOutputEmbedder(cfg, n_chars, n_words),

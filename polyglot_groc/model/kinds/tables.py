@@ -1,4 +1,5 @@
-"""Lookup-input kinds (seed 000 Table 2): untied, tied, bilinear (tied + L) and deep residual."""
+"""Kinds whose words are rows of tables (seed 000 Table 2): untied, tied (once called lookup),
+bilinear (tied + L) and deep residual."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import torch.nn as nn
 
 from polyglot_groc.config import ModelConfig
 from polyglot_groc.model.embedder import LookupEmbedder
-from polyglot_groc.model.kinds.base import DotScorer, KindParts
+from polyglot_groc.model.kinds.base import DotScorer, KindParts, register
 from polyglot_groc.model.outputs import LookupBias, ResidualOutputNet, VariationalDropout
 
 
@@ -16,21 +17,21 @@ def _residual(cfg: ModelConfig) -> ResidualOutputNet:
     return ResidualOutputNet(cfg.d, o.depth, o.activation, o.dropout)
 
 
+@register("tied", "deep-residual")
 def build_tied(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
-    """Press & Wolf 2017: one table for inputs and outputs (k = model.output.depth, 0 by default)."""
+    """Press & Wolf 2017: one table for inputs and outputs (k = model.output.depth, 0 by default).
+
+    deep-residual (Pappas & Henderson 2019) is this with k >= 1 (its traits require it):
+    tied E through E^(j) = act(W_j drop(E^(j-1))) + E."""
     table = LookupEmbedder(n_words, cfg.d, cfg.init_range)
     return KindParts(table, table, _residual(cfg), LookupBias(n_words), DotScorer())
 
 
+@register("untied")
 def build_untied(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
     """The plain lookup-table LM: separate input and output tables, each V x d."""
     return KindParts(LookupEmbedder(n_words, cfg.d, cfg.init_range), LookupEmbedder(n_words, cfg.d, cfg.init_range),
                      _residual(cfg), LookupBias(n_words), DotScorer())
-
-
-def build_deep_residual(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
-    """Pappas & Henderson 2019: tied E through E^(j) = act(W_j drop(E^(j-1))) + E, depth k >= 1."""
-    return build_tied(cfg, n_chars, n_words)  # validate() requires model.output.depth >= 1 for this kind
 
 
 class BilinearOutput(nn.Module):
@@ -50,6 +51,7 @@ class BilinearOutput(nn.Module):
         return self.drop(self.w(e))
 
 
+@register("bilinear")
 def build_bilinear(cfg: ModelConfig, n_chars: int, n_words: int) -> KindParts:
     table = LookupEmbedder(n_words, cfg.d, cfg.init_range)
     return KindParts(table, table, BilinearOutput(cfg.d, cfg.output.dropout), LookupBias(n_words), DotScorer())

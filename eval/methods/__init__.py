@@ -1,0 +1,54 @@
+"""Alignment methods: one module each, registered by name (see :mod:`eval.methods.registry`).
+
+* ``procrustes`` (:mod:`eval.methods.procrustes`): MUSE's supervised script, Procrustes with
+  ``refine`` rounds of CSLS dictionary induction, the round chosen by ``select_on``;
+* ``rcsls`` (:mod:`eval.methods.rcsls`): fastText's ``align.py``, on unit rows;
+* ``vecmap`` (:mod:`eval.methods.vecmap`): VecMap's ``--supervised``; both spaces move.
+
+Each runs its reference's recipe by default (``normalize=None``: the reference's normalisation)
+and :func:`recipe` says in words what the reference does and how a call differs from it.
+:func:`~eval.methods.fitting.fit_mapping` fits any of them on arrays. Adding a method: a module
+here that declares a frozen config dataclass and registers its fit with
+:func:`~eval.methods.registry.register_method`, and its name on the import line below
+(docs/internals.md, "Adding an alignment method").
+
+Importing this package imports no numpy (the command line reads the configs to declare its
+options); :func:`fit_mapping` is loaded on first use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# The registration line: importing a method module registers it (in this order: --method's help lists them so).
+from eval.methods import procrustes, rcsls, vecmap  # noqa: F401
+from eval.methods.procrustes import ProcrustesConfig
+from eval.methods.rcsls import RcslsConfig
+from eval.methods.registry import (
+    FitContext,
+    Knob,
+    Method,
+    Plan,
+    build_config,
+    get_method,
+    knob,
+    knobs,
+    method_names,
+    methods,
+    recipe,
+    register_method,
+    resolve_normalize,
+)
+from eval.methods.vecmap import VecmapConfig
+
+__all__ = ["FitContext", "Knob", "Method", "Plan", "ProcrustesConfig", "RcslsConfig", "VecmapConfig", "build_config",
+           "fit_mapping", "get_method", "knob", "knobs", "method_names", "methods", "recipe", "register_method",
+           "resolve_normalize"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "fit_mapping":  # NumPy and faiss load with it, not with the registry
+        from eval.methods.fitting import fit_mapping
+
+        return fit_mapping
+    raise AttributeError(f"module 'eval.methods' has no attribute {name!r}")
