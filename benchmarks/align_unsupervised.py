@@ -228,7 +228,7 @@ def _sentences(data: Path, lang: str, max_tokens: int) -> list[list[str]]:
 
 def _halves(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     from eval.align import identical_pairs
-    from eval.methods import fit_mapping
+    from eval.methods import ProcrustesConfig, fit_mapping
     from eval.unsup import fit_unsupervised, muse_adversarial
     from eval.vectors import read_vec
 
@@ -256,7 +256,7 @@ def _halves(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     print("halves unsupervised", out["vecmap_unsupervised"], file=sys.stderr, flush=True)
     for refine in (0, 5):
         started = time.perf_counter()
-        sup = fit_mapping(a, b, train, method="procrustes", refine=refine)
+        sup = fit_mapping(a, b, train, method="procrustes", config=ProcrustesConfig(refine=refine))
         out[f"procrustes_refine{refine}"] = {"seconds": round(time.perf_counter() - started, 1),
                                              **_p_at_1(sup.map_source(a), sup.prepare_target(b), test)}
     if args.muse_epochs > 0:
