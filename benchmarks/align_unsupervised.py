@@ -208,7 +208,7 @@ def _train(sentences: list[list[str]], path: Path, args: argparse.Namespace) -> 
             text = Path(tmp) / "text.txt"
             text.write_text("\n".join(" ".join(s) for s in sentences) + "\n", encoding="utf-8")
             pretrain_vectors([text], path, algorithm="word2vec", dim=args.dim, epochs=args.epochs, min_count=3,
-                             seed=0, workers=1)
+                             seed=0, threads=1)
         info["train_seconds"] = round(time.perf_counter() - started, 1)
     with open(path, encoding="utf-8") as f:
         info["words"] = int(f.readline().split()[0])

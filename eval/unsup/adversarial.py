@@ -32,85 +32,20 @@ import dataclasses
 import logging
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from eval.align import align, build_dictionary
 from eval.knn import _unit_rows
-from eval.unsup.common import (
-    CRITERION_WORDS,
-    MapResult,
-    Timer,
-    check_chain,
-    check_float,
-    check_int,
-    check_spaces,
-    map_criterion,
-    normalized_pair,
-)
+from eval.methods.muse_adversarial import MUSE_MOST_FREQUENT, AdversarialConfig
+from eval.unsup.common import MapResult, Timer, check_spaces, map_criterion, normalized_pair
+from groc_base.checks import option
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["AdversarialConfig", "muse_adversarial"]
-
-#: MUSE's --dis_most_frequent.
-MUSE_MOST_FREQUENT = 75_000
-
-
-@dataclass(frozen=True)
-class AdversarialConfig:
-    """MUSE ``unsupervised.py``'s defaults; ranges checked once, here."""
-
-    normalize: tuple[str, ...] = ()  # MUSE: --normalize_embeddings "" by default
-    dis_layers: int = 2
-    dis_hid_dim: int = 2048
-    dis_dropout: float = 0.0
-    dis_input_dropout: float = 0.1
-    dis_steps: int = 5
-    dis_lambda: float = 1.0
-    dis_most_frequent: int | None = None  # None: 75,000 clipped to the vocabularies
-    dis_smooth: float = 0.1
-    dis_clip_weights: float = 0.0
-    n_epochs: int = 5
-    epoch_size: int = 1_000_000
-    batch_size: int = 32
-    map_lr: float = 0.1
-    dis_lr: float = 0.1
-    lr_decay: float = 0.98
-    min_lr: float = 1e-6
-    lr_shrink: float = 0.5
-    map_beta: float = 0.001
-    n_refinement: int = 5
-    dico_max_rank: int = 15_000
-    criterion_words: int = CRITERION_WORDS
-
-    def __post_init__(self) -> None:
-        for name, low in (("dis_layers", 0), ("dis_hid_dim", 1), ("dis_steps", 1), ("n_epochs", 0),
-                          ("epoch_size", 1), ("batch_size", 1), ("n_refinement", 0), ("dico_max_rank", 1),
-                          ("criterion_words", 1)):
-            check_int(name, getattr(self, name), low)
-        check_int("dis_most_frequent", self.dis_most_frequent, 1, none=True, hint="or None for MUSE's 75000")
-        check_float("dis_dropout", self.dis_dropout, 0.0, 0.99)
-        check_float("dis_input_dropout", self.dis_input_dropout, 0.0, 0.99)
-        check_float("dis_smooth", self.dis_smooth, 0.0, 0.49)
-        check_float("dis_clip_weights", self.dis_clip_weights, 0.0, 1e6)
-        for name in ("dis_lambda", "map_lr", "dis_lr"):
-            check_float(name, getattr(self, name), 0.0, 1e6, open_low=True)
-        check_float("lr_decay", self.lr_decay, 0.0, 1.0, open_low=True)
-        check_float("min_lr", self.min_lr, 0.0, 1.0)
-        check_float("lr_shrink", self.lr_shrink, 0.0, 1.0, open_low=True)
-        check_float("map_beta", self.map_beta, 0.0, 1.0)
-        object.__setattr__(self, "normalize", check_chain(self.normalize))
-
-    @classmethod
-    def reduced(cls, **changes: Any) -> AdversarialConfig:
-        """A CPU schedule: a discriminator of 2 x 512 units, 3 epochs of 250,000 words, the rest
-        MUSE's (about 1/20 of the reference's MLP work); ``changes`` override any field."""
-        return dataclasses.replace(cls(dis_hid_dim=512, n_epochs=3, epoch_size=250_000), **changes)
-
 
 def _discriminator(d: int, cfg: AdversarialConfig) -> Any:
     """MUSE's ``Discriminator``: input dropout, ``dis_layers`` hidden layers, one sigmoid output."""
@@ -210,23 +145,25 @@ def _s2t(x: np.ndarray, z: np.ndarray, w: np.ndarray, cfg: AdversarialConfig) ->
 
 
 def muse_adversarial(x: np.ndarray, z: np.ndarray, config: AdversarialConfig | None = None, *,
-                     seed: int | None = 0) -> MapResult:
+                     seed: int | None = 0, normalized: tuple[str, ...] | None = None) -> MapResult:
     """MUSE's ``unsupervised.py`` on the raw spaces ``x`` ``(n_x, d)`` and ``z`` ``(n_z, d)``:
     the adversarial start, then Procrustes refinement; the map with the best unsupervised
     criterion over both phases (see the module's text for the differences from the reference).
-    ``seed`` makes a run repeatable on one machine and thread count."""
+    ``seed`` makes a run repeatable on one machine and thread count; ``normalized``: the chain ``x`` and
+    ``z`` went through already (not applied again; the result's ``normalize`` is then empty)."""
     cfg = config or AdversarialConfig()
     x32, z32 = check_spaces(x, z)
     limit = min(x32.shape[0], z32.shape[0])
     if cfg.dis_most_frequent is not None and cfg.dis_most_frequent > limit:
-        raise InputError(f"dis_most_frequent={cfg.dis_most_frequent} is larger than the vocabularies "
-                         f"({x32.shape[0]} source, {z32.shape[0]} target words); pass at most {limit}, or None "
+        raise InputError(f"{option('muse_dis_most_frequent', cfg.dis_most_frequent)} is larger than the vocabularies "
+                         f"({x32.shape[0]} source, {z32.shape[0]} target words); pass at most {limit}, or drop it "
                          f"for MUSE's {MUSE_MOST_FREQUENT} clipped to the vocabulary")
     most_frequent = cfg.dis_most_frequent or min(MUSE_MOST_FREQUENT, limit)
     timer = Timer()
     history: list[dict[str, Any]] = []
+    ops = cfg.normalize if normalized is None else ()
     with timer("normalize"):
-        xn, zn = normalized_pair(x32, z32, cfg.normalize)
+        xn, zn = normalized_pair(x32, z32, ops)
     with timer("adversarial"):
         w, criterion = _adversarial(xn, zn, cfg, most_frequent, seed, history)
     with timer("refinement"):
@@ -240,8 +177,10 @@ def muse_adversarial(x: np.ndarray, z: np.ndarray, config: AdversarialConfig | N
                 w, criterion = np.asarray(refined.W, dtype=np.float32), refined.best_criterion
         dictionary = _s2t(xn, zn, w, cfg)
     logger.info("muse adversarial: criterion %.5f", criterion)
-    config_dict = {**dataclasses.asdict(cfg), "normalize": ",".join(cfg.normalize) or "none",
+    chain = cfg.normalize if normalized is None else tuple(normalized)
+    config_dict = {**dataclasses.asdict(cfg), "normalize": ",".join(chain) or "none",
                    "dis_most_frequent": most_frequent}
+    config_dict.pop("verdict", None)
     return MapResult(method="muse-adversarial", W=np.ascontiguousarray(w, dtype=np.float32), W_tgt=None,
-                     normalize=cfg.normalize, dictionary=dictionary, seed_dictionary=start, criterion=criterion,
+                     normalize=ops, dictionary=dictionary, seed_dictionary=start, criterion=criterion,
                      history=history, seconds=timer.seconds, seed=seed, config=config_dict)

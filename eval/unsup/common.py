@@ -25,8 +25,8 @@ import numpy as np
 
 from eval.align import AlignmentResult, mean_csls_criterion
 from eval.knn import _matrix, _unit_rows, csls_topk
-from eval.normalize import normalize_embeddings, parse_normalize
-from groc_base.errors import ConfigError, InputError
+from eval.normalize import normalize_embeddings
+from groc_base.errors import InputError
 from groc_base.fileio import atomic_write, dumps_json
 
 logger = logging.getLogger(__name__)
@@ -65,33 +65,6 @@ def normalized_pair(x: np.ndarray, z: np.ndarray, ops: Sequence[str]) -> tuple[n
         return x, z
     return (np.ascontiguousarray(normalize_embeddings(x, ops), dtype=np.float32),
             np.ascontiguousarray(normalize_embeddings(z, ops), dtype=np.float32))
-
-
-def check_chain(ops: Sequence[str] | str) -> tuple[str, ...]:
-    """A config's normalisation chain, checked (:func:`eval.normalize.parse_normalize`)."""
-    try:
-        return parse_normalize(ops)
-    except InputError as exc:
-        raise ConfigError(str(exc)) from None
-
-
-def check_int(name: str, value: object, low: int, *, none: bool = False, hint: str = "") -> None:
-    """``value`` must be an int >= ``low`` (or None where ``none``); ConfigError naming the fix."""
-    if value is None and none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ConfigError(f"{name}={value!r}; pass an integer >= {low}{' ' + hint if hint else ''}")
-
-
-def check_float(name: str, value: object, low: float, high: float, *, open_low: bool = False) -> None:
-    """``value`` must be a finite number in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
-    ok = isinstance(value, (int, float, np.floating)) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        v = float(value)  # type: ignore[arg-type]
-        ok = (v > low if open_low else v >= low) and v <= high
-    if not ok:
-        bracket = "(" if open_low else "["
-        raise ConfigError(f"{name}={value!r}; pass a number in {bracket}{low}, {high}]")
 
 
 def map_criterion(mapped_src: np.ndarray, tgt: np.ndarray, *, n_words: int = CRITERION_WORDS) -> float:

@@ -16,16 +16,12 @@ from typing import Any, Literal
 
 import numpy as np
 
+from eval.methods.registry import FitContext, get_method
+from eval.methods.registry import recipe as method_recipe
+from eval.methods.vecmap_self_learning import SemiSupervisedConfig
 from eval.unsup.adversarial import AdversarialConfig, muse_adversarial
 from eval.unsup.common import CSLS_K, MapResult
-from eval.unsup.selflearn import (
-    VECMAP_CUTOFF,
-    VECMAP_UNSUPERVISED_VOCAB,
-    SelfLearningConfig,
-    UnsupervisedConfig,
-    vecmap_self_learning,
-    vecmap_unsupervised,
-)
+from eval.unsup.selflearn import SelfLearningConfig, UnsupervisedConfig, vecmap_self_learning, vecmap_unsupervised
 from eval.unsup.verdict import Verdict, VerdictConfig, alignment_verdict
 from groc_base.errors import ArgumentTypeError, InputError
 
@@ -39,75 +35,20 @@ AnyConfig = UnsupervisedConfig | SelfLearningConfig | AdversarialConfig
 _CONFIGS: dict[str, type] = {"vecmap-unsupervised": UnsupervisedConfig, "vecmap-self-learning": SelfLearningConfig,
                              "muse-adversarial": AdversarialConfig}
 
-#: What each reference runs, in words.
-REFERENCE_RECIPES: dict[str, str] = {
-    "vecmap-unsupervised": (
-        "VecMap map_embeddings.py --unsupervised: normalise unit, center, unit; start from the CSLS matches of the "
-        "sorted similarity distributions of the top 4000 words (both directions); self-learning over the top 20000 "
-        "words: orthogonal map, CSLS (k=10) union dictionary with stochastic induction (keep probability 0.1, "
-        "doubled after 50 iterations without an objective gain of 1e-6); final map from the last dictionary on the "
-        "whole vocabulary: whiten, orthogonal map, re-weight by S^0.5, de-whiten each side with its own whitening"),
-    "vecmap-self-learning": (
-        "VecMap map_embeddings.py --identical / --semi_supervised DICT: the same self-learning and final map as "
-        "--unsupervised, started from the identical words or the seed dictionary"),
-    "muse-adversarial": (
-        "MUSE unsupervised.py: no normalisation; a linear map (identity start) against a discriminator (2 x 2048 "
-        "units, input dropout 0.1, smoothing 0.1) on the 75000 most frequent words, SGD lr 0.1, batches of 32, "
-        "5 discriminator steps per map step, orthogonalisation beta 0.001, 5 epochs of 1000000 words, lr decay "
-        "0.98 and shrink 0.5; then 5 Procrustes refinements on S2T CSLS dictionaries of the top 15000 words; the "
-        "map with the best mean-cosine CSLS criterion (top 10000 words) over both phases"),
-}
-
-#: Differences every call has, whatever its settings (the modules' texts say why).
-_ALWAYS: dict[str, tuple[str, ...]] = {
-    "vecmap-unsupervised": (
-        "two similarity passes per self-learning iteration and one dropout mask for both directions (VecMap: four "
-        "passes, one mask per direction); the same distribution of dictionaries, not VecMap's random stream",),
-    "vecmap-self-learning": (
-        "two similarity passes per self-learning iteration and one dropout mask for both directions (VecMap: four "
-        "passes, one mask per direction); the same distribution of dictionaries, not VecMap's random stream",),
-    "muse-adversarial": ("one seeded torch generator on the CPU (MUSE: unseeded by default, on a GPU)",),
-}
-
-
-def _self_learning_differences(cfg: SelfLearningConfig) -> list[str]:
-    ref, diffs = SelfLearningConfig(), []
-    if cfg.vocabulary_cutoff is not None and cfg.vocabulary_cutoff != VECMAP_CUTOFF:
-        diffs.append(f"self-learning over the top {cfg.vocabulary_cutoff} words (VecMap: {VECMAP_CUTOFF})")
-    for name in ("csls_k", "direction", "threshold", "stochastic_initial", "stochastic_multiplier",
-                 "stochastic_interval"):
-        if getattr(cfg, name) != getattr(ref, name):
-            diffs.append(f"{name} {getattr(cfg, name)} (VecMap: {getattr(ref, name)})")
-    if cfg.max_iterations is not None:
-        diffs.append(f"at most {cfg.max_iterations} self-learning iterations (VecMap: no cap)")
-    if cfg.normalize != ref.normalize:
-        diffs.append(f"normalisation {','.join(cfg.normalize) or 'none'} (VecMap: unit, center, unit)")
-    if cfg.final != ref.final:
-        diffs.append(f"final map {cfg.final} (VecMap: {ref.final})")
-    return diffs
+#: What each reference runs, in words (the registered methods' recipes: :mod:`eval.methods`).
+REFERENCE_RECIPES: dict[str, str] = {name: get_method(name).recipe for name in UNSUPERVISED_METHODS}
 
 
 def recipe(method: str, config: AnyConfig | None = None) -> dict[str, Any]:
-    """``{"recipe": what the reference runs, "differences": [how a call with ``config`` differs]}``."""
+    """``{"recipe": what the reference runs, "differences": [how a call with ``config`` differs]}`` for these
+    functions on arrays (:func:`eval.methods.recipe` of the registered method, nothing read from files)."""
     if method not in UNSUPERVISED_METHODS:
         raise InputError(f"unknown unsupervised method {method!r}; use one of {', '.join(UNSUPERVISED_METHODS)}")
-    cfg = config or _CONFIGS[method]()
-    diffs = list(_ALWAYS[method])
-    if isinstance(cfg, UnsupervisedConfig):
-        if cfg.unsupervised_vocab is not None and cfg.unsupervised_vocab != VECMAP_UNSUPERVISED_VOCAB:
-            diffs.append(f"the start compares the top {cfg.unsupervised_vocab} words "
-                         f"(VecMap: {VECMAP_UNSUPERVISED_VOCAB})")
-        diffs += _self_learning_differences(cfg.self_learning)
-    elif isinstance(cfg, SelfLearningConfig):
-        diffs += _self_learning_differences(cfg)
-    else:
-        ref = AdversarialConfig()
-        for f in dataclasses.fields(AdversarialConfig):
-            if f.name != "normalize" and getattr(cfg, f.name) != getattr(ref, f.name):
-                diffs.append(f"{f.name} {getattr(cfg, f.name)} (MUSE: {getattr(ref, f.name)})")
-        if cfg.normalize != ref.normalize:
-            diffs.append(f"normalisation {','.join(cfg.normalize)} (MUSE: none)")
-    return {"recipe": REFERENCE_RECIPES[method], "differences": diffs}
+    cfg: Any = config or _CONFIGS[method]()
+    ops = cfg.self_learning.normalize if isinstance(cfg, UnsupervisedConfig) else cfg.normalize
+    if isinstance(cfg, SelfLearningConfig):
+        cfg = SemiSupervisedConfig(self_learning=cfg)
+    return method_recipe(method, cfg, ops, FitContext(lowercase=False, max_vocab=None))
 
 
 @dataclass(frozen=True)
@@ -125,14 +66,14 @@ class UnsupervisedFit:
                 "restarts": [r.summary() for r in self.restarts], "reference": self.reference}
 
 
-def _run(method: str, x: np.ndarray, z: np.ndarray, cfg: Any, seed: int | None,
-         seed_pairs: np.ndarray | None) -> MapResult:
+def _run(method: str, x: np.ndarray, z: np.ndarray, cfg: Any, seed: int | None, seed_pairs: np.ndarray | None,
+         normalized: tuple[str, ...] | None, keep_target: bool) -> MapResult:
     if method == "vecmap-unsupervised":
-        return vecmap_unsupervised(x, z, cfg, seed=seed)
+        return vecmap_unsupervised(x, z, cfg, seed=seed, normalized=normalized, keep_target=keep_target)
     if method == "vecmap-self-learning":
         assert seed_pairs is not None
-        return vecmap_self_learning(x, z, seed_pairs, cfg, seed=seed)
-    return muse_adversarial(x, z, cfg, seed=seed)
+        return vecmap_self_learning(x, z, seed_pairs, cfg, seed=seed, normalized=normalized, keep_target=keep_target)
+    return muse_adversarial(x, z, cfg, seed=seed, normalized=normalized)
 
 
 def _restart(method: str, main: MapResult, cfg: Any, seed_pairs: np.ndarray | None, verdict: VerdictConfig,
@@ -145,7 +86,8 @@ def _restart(method: str, main: MapResult, cfg: Any, seed_pairs: np.ndarray | No
     if verdict.restart_cutoff is not None:
         sl = dataclasses.replace(sl, vocabulary_cutoff=min(verdict.restart_cutoff, *main.config["cutoff_words"]))
     if isinstance(cfg, UnsupervisedConfig):
-        words = max(2 * CSLS_K + 1, round(int(main.config["unsupervised_vocab"]) * verdict.init_vocab_factors[index]))
+        factor = verdict.init_vocab_factors[index % len(verdict.init_vocab_factors)]
+        words = max(2 * CSLS_K + 1, round(int(main.config["unsupervised_vocab"]) * factor))
         return dataclasses.replace(cfg, unsupervised_vocab=words, self_learning=sl), None
     assert seed_pairs is not None
     rng = np.random.default_rng(seed)
@@ -155,7 +97,8 @@ def _restart(method: str, main: MapResult, cfg: Any, seed_pairs: np.ndarray | No
 
 def fit_unsupervised(x: np.ndarray, z: np.ndarray, *, method: UnsupervisedMethod = "vecmap-unsupervised",
                      config: AnyConfig | None = None, seed_pairs: np.ndarray | None = None, seed: int = 0,
-                     verdict: VerdictConfig | None = None, main: MapResult | None = None) -> UnsupervisedFit:
+                     verdict: VerdictConfig | None = None, main: MapResult | None = None,
+                     normalized: tuple[str, ...] | None = None, keep_target: bool = False) -> UnsupervisedFit:
     """Fit ``method`` on the raw spaces ``x`` ``(n_x, d)`` and ``z`` ``(n_z, d)``, restart it
     ``verdict.restarts`` times (seeds ``seed + 1``, ...) and judge it.
 
@@ -164,6 +107,9 @@ def fit_unsupervised(x: np.ndarray, z: np.ndarray, *, method: UnsupervisedMethod
     ``muse-adversarial``; ``config`` the method's config (None: the reference's defaults).
     The restarts cost as much as the fit each; their summaries are in the result.  ``main``: the
     fit of these arguments made already (say in another process): only the restarts and the verdict run.
+    ``verdict`` None: the config's own (``UnsupervisedConfig.verdict``, ``AdversarialConfig.verdict``), else
+    the defaults. ``normalized`` and ``keep_target``: as :func:`~eval.unsup.vecmap_unsupervised`'s (the
+    spaces normalised by the caller; the target left in place).
     """
     if method not in UNSUPERVISED_METHODS:
         raise InputError(f"unknown unsupervised method {method!r}; use one of {', '.join(UNSUPERVISED_METHODS)}")
@@ -173,9 +119,9 @@ def fit_unsupervised(x: np.ndarray, z: np.ndarray, *, method: UnsupervisedMethod
     if (seed_pairs is None) == (method == "vecmap-self-learning"):
         raise InputError("seed_pairs start vecmap-self-learning and only it; pass seed_pairs with "
                          "method='vecmap-self-learning', or drop them for an unsupervised start")
-    vcfg = verdict or VerdictConfig()
+    vcfg = verdict or getattr(cfg, "verdict", None) or VerdictConfig()
     if main is None:
-        main = _run(method, x, z, cfg, seed, seed_pairs)
+        main = _run(method, x, z, cfg, seed, seed_pairs, normalized, keep_target)
     elif main.seed != seed:
         raise InputError(f"main was fitted with seed {main.seed} but seed={seed}; pass the seed it was fitted with "
                          "(the restarts use seed + 1, ...)")
@@ -183,7 +129,7 @@ def fit_unsupervised(x: np.ndarray, z: np.ndarray, *, method: UnsupervisedMethod
     for index in range(vcfg.restarts):
         r_seed = seed + 1 + index
         r_cfg, r_pairs = _restart(method, main, cfg, seed_pairs, vcfg, index, r_seed)
-        restarts.append(_run(method, x, z, r_cfg, r_seed, r_pairs))
+        restarts.append(_run(method, x, z, r_cfg, r_seed, r_pairs, normalized, keep_target))
     result = alignment_verdict(x, z, main, restarts, vcfg)
     logger.info("%s: %s (%s)", method, result.status, result.reason)
     return UnsupervisedFit(result=main, verdict=result, restarts=tuple(restarts), reference=recipe(method, cfg))

@@ -46,93 +46,45 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from dataclasses import dataclass, field
-from typing import Literal
 
 import faiss
 import numpy as np
 
 from eval.align import _check_pairs, procrustes
 from eval.knn import _heaps
-from eval.normalize import normalize_embeddings
-from eval.unsup.common import (
-    MapResult,
-    Timer,
-    check_chain,
-    check_float,
-    check_int,
-    check_spaces,
-    map_criterion,
-    normalized_pair,
+from eval.methods.vecmap_self_learning import (
+    VECMAP_CUTOFF,
+    VECMAP_UNSUPERVISED_VOCAB,
+    Direction,
+    SelfLearningConfig,
+    final_map,
 )
-from eval.vecmap import VecmapConfig, vecmap
-from groc_base.errors import ConfigError, InputError
+from eval.methods.vecmap_unsupervised import UnsupervisedConfig
+from eval.normalize import normalize_embeddings
+from eval.unsup.common import MapResult, Timer, check_spaces, map_criterion, normalized_pair
+from eval.vecmap import vecmap
+from groc_base.checks import option
+from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["SelfLearningConfig", "UnsupervisedConfig", "similarity_init", "vecmap_self_learning",
-           "vecmap_unsupervised"]
+__all__ = ["VECMAP_CUTOFF", "VECMAP_UNSUPERVISED_VOCAB", "SelfLearningConfig", "UnsupervisedConfig",
+           "similarity_init", "vecmap_self_learning", "vecmap_unsupervised"]
 
-Direction = Literal["forward", "backward", "union"]
-DIRECTIONS: tuple[str, ...] = ("forward", "backward", "union")
-#: VecMap's --vocabulary_cutoff and --unsupervised_vocab of its recommended recipes.
-VECMAP_CUTOFF = 20_000
-VECMAP_UNSUPERVISED_VOCAB = 4_000
 #: Floats per (rows, cutoff) similarity slab of one block (64 MiB); three such slabs are live.
 SLAB_FLOATS = 1 << 24
 
 
-@dataclass(frozen=True)
-class SelfLearningConfig:
-    """VecMap's self-learning settings (its ``--unsupervised`` / ``--identical`` /
-    ``--semi_supervised`` defaults); ranges checked once, here."""
-
-    vocabulary_cutoff: int | None = None  # None: VecMap's 20,000, clipped to each vocabulary
-    csls_k: int = 10  # 0: plain nearest neighbours
-    direction: Direction = "union"
-    threshold: float = 1e-6
-    stochastic_initial: float = 0.1
-    stochastic_multiplier: float = 2.0
-    stochastic_interval: int = 50
-    max_iterations: int | None = None  # None: until the schedule ends, as VecMap
-    normalize: tuple[str, ...] = ("renorm", "center", "renorm")
-    final: VecmapConfig = field(default_factory=VecmapConfig)
-
-    def __post_init__(self) -> None:
-        check_int("vocabulary_cutoff", self.vocabulary_cutoff, 2, none=True,
-                  hint="(the top words self-learning reads), or None for VecMap's 20000")
-        check_int("csls_k", self.csls_k, 0, hint="(0: nearest neighbours, VecMap: 10)")
-        if self.direction not in DIRECTIONS:
-            raise ConfigError(f"direction={self.direction!r}; use forward, backward or union")
-        check_float("threshold", self.threshold, 0.0, 1.0)
-        check_float("stochastic_initial", self.stochastic_initial, 0.0, 1.0, open_low=True)
-        check_float("stochastic_multiplier", self.stochastic_multiplier, 1.0, 1e6, open_low=True)
-        check_int("stochastic_interval", self.stochastic_interval, 1, hint="(VecMap: 50)")
-        check_int("max_iterations", self.max_iterations, 1, none=True, hint="or None for no cap")
-        object.__setattr__(self, "normalize", check_chain(self.normalize))
-
-
-@dataclass(frozen=True)
-class UnsupervisedConfig:
-    """VecMap's ``--unsupervised``: the similarity-distribution start over the top
-    ``unsupervised_vocab`` words (None: 4,000 clipped to the vocabularies), then self-learning."""
-
-    unsupervised_vocab: int | None = None
-    self_learning: SelfLearningConfig = field(default_factory=SelfLearningConfig)
-
-    def __post_init__(self) -> None:
-        check_int("unsupervised_vocab", self.unsupervised_vocab, 2, none=True,
-                  hint="(the top words the start compares), or None for VecMap's 4000")
-
-
 def _size(name: str, value: int | None, default: int, n_x: int, n_z: int) -> tuple[int, int]:
-    """Words of each side a setting reads: ``value`` (refused above either vocabulary) or VecMap's
-    ``default`` clipped to each."""
+    """Words of each side a setting reads: ``value`` (refused above either vocabulary, naming the knob
+    ``vecmap_<name>`` in the caller's face) or VecMap's ``default`` clipped to each."""
     if value is None:
         return min(default, n_x), min(default, n_z)
     if value > min(n_x, n_z):
-        raise InputError(f"{name}={value} is larger than the vocabularies ({n_x} source, {n_z} target words); "
-                         f"pass at most {min(n_x, n_z)}, or None for VecMap's {default} clipped to the vocabulary")
+        knob = f"vecmap_{name}"
+        raise InputError(f"{option(knob, value)} is larger than the vocabularies ({n_x} source, {n_z} target "
+                         f"words); pass at most {min(n_x, n_z)}, or drop it for VecMap's {default} clipped to the "
+                         f"vocabulary")
     return int(value), int(value)
 
 
@@ -315,29 +267,40 @@ def _self_learn(x: np.ndarray, z: np.ndarray, start: np.ndarray, cfg: SelfLearni
 
 
 def _finish(method: str, x: np.ndarray, z: np.ndarray, start: np.ndarray, cfg: SelfLearningConfig, n: int, m: int,
-            seed: int | None, timer: Timer, config: dict[str, object]) -> MapResult:
-    """Self-learning from ``start``, VecMap's final map from the whole vocabulary, and the criterion."""
+            seed: int | None, timer: Timer, config: dict[str, object], ops: tuple[str, ...],
+            keep_target: bool) -> MapResult:
+    """Self-learning from ``start``, the final map from the whole vocabulary (VecMap's, or an orthogonal map
+    of the source alone where the target stays), and the criterion."""
     rng = np.random.default_rng(seed)
     with timer("self_learning"):
         pairs, history = _self_learn(x, z, start, cfg, n, m, rng)
     with timer("final_map"):
-        final = vecmap(x, z, pairs, cfg.final)  # x @ W_src, z @ W_tgt
-        w, w_tgt = final.W_src.T, final.W_tgt.T  # (d', d): the AlignmentResult convention
+        w_tgt: np.ndarray | None
+        if final_map(cfg, keep_target) == "orthogonal":
+            w, w_tgt = procrustes(x[pairs[:, 0]], z[pairs[:, 1]]), None  # (d, d): x @ w.T ~ z
+        else:
+            final = vecmap(x, z, pairs, cfg.final)  # x @ W_src, z @ W_tgt
+            w, w_tgt = final.W_src.T, np.ascontiguousarray(final.W_tgt.T)  # (d', d): the AlignmentResult convention
     with timer("criterion"):
-        criterion = map_criterion(x @ final.W_src, z @ final.W_tgt)
+        criterion = map_criterion(x @ w.T, z if w_tgt is None else z @ w_tgt.T)
     logger.info("%s: %d iterations, criterion %.5f", method, len(history), criterion)
-    return MapResult(method=method, W=np.ascontiguousarray(w), W_tgt=np.ascontiguousarray(w_tgt),
-                     normalize=cfg.normalize, dictionary=pairs, seed_dictionary=start, criterion=criterion,
-                     history=history, seconds=timer.seconds, seed=seed, config=config)
+    return MapResult(method=method, W=np.ascontiguousarray(w, dtype=np.float32), W_tgt=w_tgt, normalize=ops,
+                     dictionary=pairs, seed_dictionary=start, criterion=criterion, history=history,
+                     seconds=timer.seconds, seed=seed, config=config)
 
 
 def vecmap_unsupervised(x: np.ndarray, z: np.ndarray, config: UnsupervisedConfig | None = None, *,
-                        seed: int | None = 0) -> MapResult:
+                        seed: int | None = 0, normalized: tuple[str, ...] | None = None,
+                        keep_target: bool = False) -> MapResult:
     """VecMap's ``--unsupervised`` recipe on the raw spaces ``x`` ``(n_x, d)`` and ``z`` ``(n_z, d)``.
 
     Normalises both (``config.self_learning.normalize``), starts from :func:`similarity_init`,
     self-learns, and fits the final map on the whole vocabulary (see the module's text for how this
     differs from the reference).  ``seed`` makes the stochastic induction repeatable.
+    ``normalized``: the chain ``x`` and ``z`` went through already (``align`` normalises first): they are
+    not normalised again, and the start's similarity rows get that chain; the result's ``normalize`` is
+    then empty (``map_source`` takes the normalised spaces). ``keep_target``: a config without
+    ``final_map`` ends with an orthogonal map of the source (``align-many``'s pivot stays).
     """
     cfg = config or UnsupervisedConfig()
     sl = cfg.self_learning
@@ -347,34 +310,40 @@ def vecmap_unsupervised(x: np.ndarray, z: np.ndarray, config: UnsupervisedConfig
                        z32.shape[0]))
     n, m = _size("vocabulary_cutoff", sl.vocabulary_cutoff, VECMAP_CUTOFF, x32.shape[0], z32.shape[0])
     timer = Timer()
+    ops = sl.normalize if normalized is None else tuple(normalized)
     with timer("normalize"):
-        xn, zn = normalized_pair(x32, z32, sl.normalize)
+        xn, zn = normalized_pair(x32, z32, ops if normalized is None else ())
     with timer("init"):
-        start = similarity_init(xn, zn, n_init, csls_k=sl.csls_k, direction=sl.direction, normalize=sl.normalize)
-    config_dict = {"unsupervised_vocab": n_init, **_sl_dict(sl, n, m)}
-    return _finish("vecmap-unsupervised", xn, zn, start, sl, n, m, seed, timer, config_dict)
+        start = similarity_init(xn, zn, n_init, csls_k=sl.csls_k, direction=sl.direction, normalize=ops)
+    config_dict = {"unsupervised_vocab": n_init, **_sl_dict(sl, n, m, ops)}
+    return _finish("vecmap-unsupervised", xn, zn, start, sl, n, m, seed, timer, config_dict,
+                   ops if normalized is None else (), keep_target)
 
 
 def vecmap_self_learning(x: np.ndarray, z: np.ndarray, seed_pairs: np.ndarray,
                          config: SelfLearningConfig | None = None, *, seed: int | None = 0,
-                         method: str = "vecmap-self-learning") -> MapResult:
+                         method: str = "vecmap-self-learning", normalized: tuple[str, ...] | None = None,
+                         keep_target: bool = False) -> MapResult:
     """VecMap's self-learning from a seed dictionary ``seed_pairs`` ``(n, 2)`` (row indices of ``x``
     and ``z``): its ``--identical`` recipe with :func:`eval.align.identical_pairs` as the seed, its
     ``--semi_supervised`` with a small dictionary, or the start from a lexicon.  ``method`` names
-    the start in the result (e.g. ``"vecmap-identical"``).
+    the start in the result (e.g. ``"vecmap-identical"``); ``normalized`` and ``keep_target`` as
+    :func:`vecmap_unsupervised`'s.
     """
     cfg = config or SelfLearningConfig()
     x32, z32 = check_spaces(x, z)
     start = _check_pairs(seed_pairs, x32.shape[0], z32.shape[0], name="seed_pairs")
     n, m = _size("vocabulary_cutoff", cfg.vocabulary_cutoff, VECMAP_CUTOFF, x32.shape[0], z32.shape[0])
     timer = Timer()
+    ops = cfg.normalize if normalized is None else tuple(normalized)
     with timer("normalize"):
-        xn, zn = normalized_pair(x32, z32, cfg.normalize)
-    return _finish(method, xn, zn, start, cfg, n, m, seed, timer, _sl_dict(cfg, n, m))
+        xn, zn = normalized_pair(x32, z32, ops if normalized is None else ())
+    return _finish(method, xn, zn, start, cfg, n, m, seed, timer, _sl_dict(cfg, n, m, ops),
+                   ops if normalized is None else (), keep_target)
 
 
-def _sl_dict(cfg: SelfLearningConfig, n: int, m: int) -> dict[str, object]:
+def _sl_dict(cfg: SelfLearningConfig, n: int, m: int, ops: tuple[str, ...]) -> dict[str, object]:
     out = dataclasses.asdict(cfg)
-    out["normalize"] = ",".join(cfg.normalize) or "none"
+    out["normalize"] = ",".join(ops) or "none"
     out["cutoff_words"] = [n, m]
     return out

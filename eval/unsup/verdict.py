@@ -36,47 +36,14 @@ from typing import Any, Literal
 import numpy as np
 
 from eval.knn import _unit_rows, csls_topk
-from eval.unsup.common import CSLS_K, MapResult, check_float, check_int, csls_translations
-from groc_base.errors import ConfigError, InputError
+from eval.methods.judging import VerdictConfig
+from eval.unsup.common import CSLS_K, MapResult, csls_translations
+from groc_base.errors import InputError
 
 __all__ = ["STATUSES", "Verdict", "VerdictConfig", "alignment_verdict", "mutual_agreement"]
 
 Status = Literal["aligned", "doubtful", "failed"]
 STATUSES: tuple[str, ...] = ("aligned", "doubtful", "failed")
-
-
-@dataclass(frozen=True)
-class VerdictConfig:
-    """How many restarts, which words they are compared on, and the thresholds (see the module)."""
-
-    restarts: int = 2
-    check_words: int = 2000
-    aligned_agreement: float = 0.5
-    failed_agreement: float = 0.1
-    #: VecMap unsupervised restarts: the start over this share of the main run's ``unsupervised_vocab``.
-    init_vocab_factors: tuple[float, ...] = (0.75, 0.5)
-    #: Seeded self-learning restarts: a random share of the seed dictionary.
-    seed_fraction: float = 0.5
-    #: Self-learning restarts read at most this many top words per side (None: as many as the fit):
-    #: half the words is a quarter of the work per iteration, and a weaker test.
-    restart_cutoff: int | None = None
-
-    def __post_init__(self) -> None:
-        check_int("restarts", self.restarts, 1, hint="(a verdict compares the map with at least one restart)")
-        check_int("check_words", self.check_words, 1)
-        check_float("failed_agreement", self.failed_agreement, 0.0, 1.0)
-        check_float("aligned_agreement", self.aligned_agreement, 0.0, 1.0)
-        if self.failed_agreement > self.aligned_agreement:
-            raise ConfigError(f"failed_agreement={self.failed_agreement} is above aligned_agreement="
-                              f"{self.aligned_agreement}; pass failed_agreement <= aligned_agreement")
-        factors = tuple(self.init_vocab_factors)
-        if len(factors) < self.restarts or any(not 0.0 < f <= 1.0 for f in factors):
-            raise ConfigError(f"init_vocab_factors={factors!r}; pass at least restarts={self.restarts} shares "
-                              "in (0, 1], e.g. (0.75, 0.5)")
-        object.__setattr__(self, "init_vocab_factors", factors)
-        check_float("seed_fraction", self.seed_fraction, 0.0, 1.0, open_low=True)
-        check_int("restart_cutoff", self.restart_cutoff, 2 * CSLS_K + 1, none=True,
-                  hint="(the restarts' self-learning words), or None for the fit's")
 
 
 @dataclass(frozen=True)
