@@ -54,8 +54,8 @@ def spaces(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _align(root: Path, *extra: str, tgt: str = "t.vec") -> list[str]:
-    return ["align", "--src", str(root / "s.vec"), "--tgt", str(root / tgt), *FAST, *extra]
+def _align(root: Path, *extra: str, tgt: str = "t.vec", fast: bool = True) -> list[str]:
+    return ["align", "--src", str(root / "s.vec"), "--tgt", str(root / tgt), *(FAST if fast else []), *extra]
 
 
 def test_unsupervised_aligns_a_rotated_copy_and_says_so(spaces: Path) -> None:
@@ -152,29 +152,32 @@ def test_align_many_maps_onto_a_pivot_without_a_dictionary(spaces: Path) -> None
      "--vecmap-unsupervised-vocab 500 is larger"),
     (["--dictionary-mode", "adversarial", "--muse-dis-most-frequent", "500"], "t.vec",
      "--vecmap-stochastic-interval sets up"),  # a knob of another method: refused before anything is read
+    (["--dictionary-mode", "adversarial", "--muse-dis-most-frequent", "500", "NOFAST"], "t.vec",
+     "--muse-dis-most-frequent 500 is larger"),
     (["--dictionary-mode", "unsupervised", "--train-dict", "SEED"], "t.vec",
      "--dictionary-mode unsupervised starts without a dictionary; drop --train-dict"),
-    (["--train-dict", "SEED", "--require-aligned"], "t.vec", "procrustes gives none"),
+    (["--train-dict", "SEED", "--require-aligned", "NOFAST"], "t.vec", "procrustes gives none"),
     (["--dictionary-mode", "unsupervised", "--refine", "3"], "t.vec", "--refine 3 applies to procrustes only"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(spaces: Path, extra: list[str], tgt: str, needle: str) -> None:
-    extra = [str(spaces / "seed.txt") if e == "SEED" else e for e in extra]
+    fast = "NOFAST" not in extra
+    extra = [str(spaces / "seed.txt") if e == "SEED" else e for e in extra if e != "NOFAST"]
     out = spaces / "bad"
-    line = one_error_line(runner.invoke(app, [*_align(spaces, *extra, tgt=tgt), "--out", str(out)]))
+    line = one_error_line(runner.invoke(app, [*_align(spaces, *extra, tgt=tgt, fast=fast), "--out", str(out)]))
     assert needle in line and not out.exists()
 
 
 def test_all_zero_vectors_are_refused(spaces: Path) -> None:
     args = ["align", "--src", str(spaces / "zero.vec"), "--tgt", str(spaces / "t.vec"), "--dictionary-mode",
             "unsupervised", *FAST, "--out", str(spaces / "z")]
-    assert "every source vector is zero" in one_error_line(runner.invoke(app, args))
+    assert "zero.vec: every vector is zero (150 words)" in one_error_line(runner.invoke(app, args))
     assert not (spaces / "z").exists()
 
 
 @pytest.mark.parametrize("kwargs, needle", [
     ({"tgt": "small.vec"}, "the target vocabulary has 6 words"),
     ({"tgt": "d6.vec"}, "dimension 8 but target vectors 6"),
-    ({"src": "zero.vec"}, "every source vector is zero"),
+    ({"src": "zero.vec"}, "zero.vec: every vector is zero"),
     ({"train_dict": "seed.txt"}, "dictionary_mode='unsupervised' starts without a dictionary; drop train_dict"),
     ({"method_config": UnsupervisedConfig(self_learning=SelfLearningConfig(vocabulary_cutoff=500))},
      "vecmap_vocabulary_cutoff=500 is larger"),
@@ -184,7 +187,7 @@ def test_all_zero_vectors_are_refused(spaces: Path) -> None:
 def test_bad_input_from_python_names_the_keyword(spaces: Path, kwargs: dict[str, object], needle: str) -> None:
     given = {"src": spaces / "s.vec", "tgt": spaces / "t.vec", "dictionary_mode": "unsupervised",
              "method_config": FAST_CONFIG, "out": spaces / "py"}
-    given.update({k: spaces / v if isinstance(v, str) else v for k, v in kwargs.items()})
+    given.update({k: spaces / v if k in ("src", "tgt", "train_dict") else v for k, v in kwargs.items()})
     with pytest.raises(InputError, match=needle) as exc:
         pg.align(**given)  # type: ignore[arg-type]
     assert "\n" not in str(exc.value) and not (spaces / "py").exists()

@@ -83,8 +83,8 @@ def fit_judged(method: str, src: np.ndarray, tgt: np.ndarray, pairs: np.ndarray 
                            seed=context.seed, verdict=verdict, normalized=context.normalize,
                            keep_target=context.keep_target)
     res = fit.result.alignment()
-    verdict = {"status": fit.verdict.status, "reason": fit.verdict.reason,
-               "criterion": {"name": CRITERION_NAME, "value": fit.result.criterion},
-               "evidence": {**fit.verdict.evidence, "seed": context.seed,
-                            "restart_seeds": [r.seed for r in fit.restarts]}}
-    return dataclasses.replace(res, verdict=verdict)
+    said: dict[str, Any] = {"status": fit.verdict.status, "reason": fit.verdict.reason,
+                            "criterion": {"name": CRITERION_NAME, "value": fit.result.criterion},
+                            "evidence": {**fit.verdict.evidence, "seed": context.seed,
+                                         "restart_seeds": [r.seed for r in fit.restarts]}}
+    return dataclasses.replace(res, verdict=said)

@@ -70,10 +70,10 @@ class AdversarialConfig(MethodConfig):
 
     def __post_init__(self) -> None:
         check_fields(self)
-        for name, low in (("dis_layers", 0), ("criterion_words", 1)):
+        for name, least in (("dis_layers", 0), ("criterion_words", 1)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"{name}={value!r}; pass an integer >= {low}")
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ConfigError(f"{name}={value!r}; pass an integer >= {least}")
         for name, low, high in (("dis_dropout", 0.0, 0.99), ("dis_input_dropout", 0.0, 0.99),
                                 ("dis_smooth", 0.0, 0.49), ("dis_clip_weights", 0.0, 1e6), ("dis_lambda", 0.0, 1e6),
                                 ("lr_decay", 0.0, 1.0), ("min_lr", 0.0, 1.0), ("lr_shrink", 0.0, 1.0),

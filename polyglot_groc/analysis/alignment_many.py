@@ -122,7 +122,7 @@ def align_many(
     method_config: MethodConfig | None = None,
     random_seed: int = 0,
     require_aligned: bool = False,
-    normalize: str = "",
+    normalize: str | None = None,
     refine: int | None = None,
     max_vocab: int | None = 200_000,
     keep_case: bool = False,
@@ -153,7 +153,9 @@ def align_many(
         random_seed: the seed of a method that draws (as ``align``'s).
         require_aligned: refuse (UnalignedError, nothing written) any language whose map its method
             judges doubtful or failed.
-        normalize: the chain of :func:`polyglot_groc.analysis.alignment.align`, applied to every language.
+        normalize: the chain of :func:`polyglot_groc.analysis.alignment.align`, applied to every language
+            (None: the method's reference, as ``align``'s: none for procrustes, renorm for rcsls,
+            renorm,center,renorm for VecMap's self-learning).
         refine: shorthand of ``ProcrustesConfig.refine`` (None: 5); refused with ``rcsls``.
         max_vocab: read at most N words per language.
         keep_case: keep every word as written (default lowercases, first occurrence wins).
@@ -219,7 +221,8 @@ class _Plan:
 
 
 def _plan(vectors: Mapping[str, Vectors], pivot: str, train_dicts: Mapping[str, Any], eval_dicts: Any,
-          dictionary_mode: str | None, method: str | None, method_config: Any, refine: int | None, normalize: str,
+          dictionary_mode: str | None, method: str | None, method_config: Any, refine: int | None,
+          normalize: str | None,
           max_vocab: int | None, knn: str, require_aligned: bool) -> _Plan:
     """Every option checked before anything is read or written."""
     from eval.align import KNN_MODES
@@ -239,12 +242,12 @@ def _plan(vectors: Mapping[str, Vectors], pivot: str, train_dicts: Mapping[str, 
     method = method or method_for(None, dictionary_mode, train_dicts or None)
     spec = get_method(method)
     config = build_config(method, method_config, {"refine": refine})
+    if spec.check is not None:  # first: a method that can keep the pivot says which of its settings moves it
+        spec.check(config, Plan(eval_dictionary=bool(eval_dicts), supervised=bool(train_dicts), pivot=True))
     if spec.moves(config, pivot=True):
         staying = method_names(where=lambda m: not m.moves_target or m.keeps_pivot is not None)
         raise InputError(f"{option('method', method)} moves the target space too, so languages cannot share one "
                          f"pivot; use {option('method', staying[0])} or {', '.join(staying[1:])} with align-many")
-    if spec.check is not None:
-        spec.check(config, Plan(eval_dictionary=bool(eval_dicts), supervised=bool(train_dicts), pivot=True))
     check_judged(spec, require_aligned)
     ops = resolve_normalize(method, normalize)  # the chain the fit applies: the pivot sits in the space mapped into
     check_positive(max_vocab=max_vocab)

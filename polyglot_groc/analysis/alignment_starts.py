@@ -84,10 +84,11 @@ def get_start(name: str) -> Start:
 
 
 def method_for(method: str | None, dictionary_mode: str | None, train_dict: object) -> str:
-    """The method a call runs: ``method``, else its start's own (``procrustes`` for a dictionary)."""
+    """The method a call runs: ``method``, else its start's own (``procrustes`` for a dictionary; a start
+    without one keeps its method beside a dictionary, which the call then refuses by name)."""
     if method:
         return method
-    if train_dict is None and dictionary_mode in _STARTS:
+    if dictionary_mode in _STARTS and (train_dict is None or _STARTS[dictionary_mode].pairs is None):
         return _STARTS[dictionary_mode].default_method
     return "procrustes"
 

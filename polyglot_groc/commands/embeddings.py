@@ -211,7 +211,9 @@ def align_many_command(
         "--method", help=method_help(pivot=True), show_default="procrustes, or the --dictionary-mode's own")] = None,
     random_seed: RandomSeedOption = 0,
     require_aligned: RequireAlignedOption = False,
-    normalize: Annotated[str, typer.Option("--normalize", help="Chain of renorm, center, iternorm[:N]")] = "",
+    normalize: Annotated[str | None, typer.Option(
+        "--normalize", help="Chain of renorm, center, iternorm[:N]; none for nothing",
+        show_default="the method's reference, as align's")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per language")] = 200000,
     keep_case: Annotated[bool, typer.Option("--keep-case", help="Keep every word as written")] = False,
     knn: Annotated[str, typer.Option("--knn", help="CSLS ranking: exact | approximate")] = "exact",
