@@ -17,14 +17,15 @@ among the restarts:
 * ``doubtful``: in between (part of the dictionary is stable, part is not; check it with a few
   known translations before relying on it).
 
-The thresholds come from measurements (docs/results.md, "Alignment without a dictionary"): on
-2,000 x 64 clustered spaces against a rotated, permuted, noised copy, restarts agreed 0.55-1.0
-wherever the main map reached P@1 >= 86%, and at most 0.025 where it failed (P@1 < 1%); unrelated
-spaces gave at most 0.007.  Two other signals are reported but not used, because those
-measurements show that they do not separate success from failure: the agreement of the two
-directions (mutual CSLS nearest neighbours; 0.72 between two unrelated Gaussian sets, as the map
-fits whatever it is given) and MUSE's mean-cosine criterion (0.79-0.84 both for failed runs and
-for unrelated clustered spaces, where a correct noisy map scored 0.84).
+The thresholds come from measurements (benchmarks/results/2026-11-28/align_unsupervised_synthetic.json:
+2,000 x 64 clustered spaces against a rotated, permuted, noised copy): restarts agreed 0.83-0.90
+where the map reached P@1 100% (noise 0.1) and 0.57-0.72 where it reached 86.7% (noise 1.0);
+two unrelated pairs (Gaussian, clustered) gave at most 0.005.  Two other signals are reported but
+not used, because the same run shows that they do not separate success from failure: the
+agreement of the two directions (mutual CSLS nearest neighbours; 0.72 between the unrelated
+Gaussian sets, as the map fits whatever it is given, against 0.87 for the aligned noisy copy) and
+MUSE's mean-cosine criterion (0.789 for the unrelated clustered pair, 0.837 for the aligned noisy
+copy, 0.788 for MUSE's own failed adversarial map of the clean copy).
 """
 
 from __future__ import annotations
