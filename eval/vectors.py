@@ -69,19 +69,23 @@ def vocabulary_index(words: Sequence[str], lower: bool = False) -> dict[str, int
     return dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
 
 
-def nudge_zero_rows(vectors: np.ndarray, where: str) -> int:
+def nudge_zero_rows(vectors: np.ndarray, where: str, *, whole: bool = True) -> int:
     """MUSE's reading rule for null vectors, in place: an all-zero row gets ``v[0] = 0.01``.
 
     MUSE (``read_txt_embeddings``: ``if np.linalg.norm(vect) == 0: vect[0] = 0.01``) does it so
     that normalising never divides by zero; the nudged word then ranks like any vector along the
     first axis, which changes neighbour lists and P@k.  Every reader here applies it (files, a
     run's vocabulary, vectors in memory), so all routes score the same numbers as MUSE.  Returns
-    the number of rows nudged (logged as one warning).
+    the number of rows nudged (logged as one warning).  ``whole``: ``vectors`` are a whole
+    vocabulary (not one chunk of a file), and if every one is zero there is nothing to align or
+    score: InputError naming ``where``.
     """
     if vectors.size == 0:
         return 0
     zero = ~vectors.any(axis=1)  # (n,)
     count = int(zero.sum())
+    if whole and count == vectors.shape[0]:
+        raise InputError(f"{where}: every vector is zero ({count} words); load trained vectors")
     if count:
         vectors[zero, 0] = np.float32(0.01)
         logger.warning("%s: %d all-zero vector(s) nudged to v[0] = 0.01, as MUSE does", where, count)
@@ -542,7 +546,7 @@ def iter_vec(
     chunk_rows = max(1, int(chunk_rows))
     with _opened(path, lower, max_vocab, False, chunk_rows) as (*_, chunks):
         for words, block in chunks:
-            nudge_zero_rows(block, str(path))
+            nudge_zero_rows(block, str(path), whole=False)
             yield words, block
 
 

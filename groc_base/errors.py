@@ -27,6 +27,11 @@ class ArgumentTypeError(ConfigError, TypeError):
     ``TypeError``, what Python itself raises for such calls)."""
 
 
+class UnalignedError(GrocError):
+    """An alignment that judges its own map found it doubtful or failed, and the caller required it aligned
+    (``require_aligned``, ``--require-aligned``)."""
+
+
 class CorpusError(InputError):
     """A corpus file is missing, empty, not UTF-8, or malformed."""
 

@@ -3,7 +3,13 @@
 * ``procrustes`` (:mod:`eval.methods.procrustes`): MUSE's supervised script, Procrustes with
   ``refine`` rounds of CSLS dictionary induction, the round chosen by ``select_on``;
 * ``rcsls`` (:mod:`eval.methods.rcsls`): fastText's ``align.py``, on unit rows;
-* ``vecmap`` (:mod:`eval.methods.vecmap`): VecMap's ``--supervised``; both spaces move.
+* ``vecmap`` (:mod:`eval.methods.vecmap`): VecMap's ``--supervised``; both spaces move;
+* ``vecmap-self-learning`` (:mod:`eval.methods.vecmap_self_learning`): VecMap's ``--identical`` /
+  ``--semi_supervised``, robust self-learning from any seed;
+* ``vecmap-unsupervised`` (:mod:`eval.methods.vecmap_unsupervised`): VecMap's ``--unsupervised``, no dictionary;
+* ``muse-adversarial`` (:mod:`eval.methods.muse_adversarial`): MUSE's ``unsupervised.py``, no dictionary.
+
+The last three judge their own map (:mod:`eval.methods.judging`: a verdict from restarts).
 
 Each runs its reference's recipe by default (``normalize=None``: the reference's normalisation)
 and :func:`recipe` says in words what the reference does and how a call differs from it.
@@ -20,8 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
-# The registration line: importing a method module registers it (in this order: --method's help lists them so).
+# The registration line: importing a method module registers it (in this order: --method's help lists them so);
+# the methods whose config is imported below register there (muse_adversarial, vecmap_self_learning, ...).
 from eval.methods import procrustes, rcsls, vecmap  # noqa: F401
+from eval.methods.judging import VerdictConfig
+from eval.methods.muse_adversarial import AdversarialConfig
 from eval.methods.procrustes import ProcrustesConfig
 from eval.methods.rcsls import RcslsConfig
 from eval.methods.registry import (
@@ -40,10 +49,13 @@ from eval.methods.registry import (
     resolve_normalize,
 )
 from eval.methods.vecmap import VecmapConfig
+from eval.methods.vecmap_self_learning import SelfLearningConfig, SemiSupervisedConfig
+from eval.methods.vecmap_unsupervised import UnsupervisedConfig
 
-__all__ = ["FitContext", "Knob", "Method", "Plan", "ProcrustesConfig", "RcslsConfig", "VecmapConfig", "build_config",
-           "fit_mapping", "get_method", "knob", "knobs", "method_names", "methods", "recipe", "register_method",
-           "resolve_normalize"]
+__all__ = ["AdversarialConfig", "FitContext", "Knob", "Method", "Plan", "ProcrustesConfig", "RcslsConfig",
+           "SelfLearningConfig", "SemiSupervisedConfig", "UnsupervisedConfig", "VecmapConfig", "VerdictConfig",
+           "build_config", "fit_mapping", "get_method", "knob", "knobs", "method_names", "methods", "recipe",
+           "register_method", "resolve_normalize"]
 
 
 def __getattr__(name: str) -> Any:

@@ -55,7 +55,10 @@ def fit_mapping(
     elif spec.needs_dictionary:
         raise InputError(f"{method} fits a dictionary; pass train_pairs (a seed dictionary)")
     uses_eval = spec.uses_eval_pairs is not None and spec.uses_eval_pairs(cfg)
-    ctx = dataclasses.replace(ctx, select_pairs=ctx.select_pairs if uses_eval else None)
+    # The chain applied here is the one the spaces went through; a caller that normalised them itself
+    # (normalize="none") says which in its context.
+    ctx = dataclasses.replace(ctx, select_pairs=ctx.select_pairs if uses_eval else None,
+                              normalize=tuple(ops) if ops else ctx.normalize)
     started = time.perf_counter()
     res = spec.fit(src_n, tgt_n, pairs, cfg, ctx)
     if ctx.criterion:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from groc_base.checks import check_non_negative, check_positive, is_int, option
-from groc_base.errors import ArgumentTypeError, InputError
+from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -170,7 +170,11 @@ class FitContext:
     mean-CSLS criterion (a method that selects by it always does); ``supervised``: the dictionary
     came from a file (MUSE's supervised defaults) rather than from identical strings, a wordnet
     or no dictionary at all; ``lowercase``/``max_vocab``: how the vocabularies were read (the
-    recipe's differences name them); ``seed``: the random seed of a method that draws.
+    recipe's differences name them); ``seed``: the random seed of a method that draws;
+    ``normalize``: the chain the spaces went through (a method that normalises more than the
+    spaces repeats it there: VecMap's unsupervised start, its sorted similarity rows);
+    ``keep_target``: the target must stay where it is (``align-many``'s pivot), for a method that
+    can leave it (:attr:`Method.keeps_pivot`).
     """
 
     knn_mode: str = "exact"
@@ -182,6 +186,8 @@ class FitContext:
     lowercase: bool = True
     max_vocab: int | None = 200_000
     seed: int = 0
+    normalize: tuple[str, ...] = ()
+    keep_target: bool = False
 
 
 @dataclass(frozen=True)
@@ -190,6 +196,8 @@ class Plan:
 
     eval_dictionary: bool
     supervised: bool
+    #: The call maps onto a shared pivot (``align-many``): the target must stay where it is.
+    pivot: bool = False
 
 
 #: ``fit(src, tgt, pairs, config, context)``: the spaces already through the normalisation chain
@@ -228,11 +236,22 @@ class Method:
     uses_eval_pairs: Callable[[Any], bool] | None = None
     #: Both spaces move (vecmap): languages cannot share one pivot.
     moves_target: bool = False
+    #: For a method that moves the target: whether ``config`` leaves it in place when the call asks
+    #: (``FitContext.keep_target``, ``align-many``); None: never (vecmap).
+    keeps_pivot: Callable[[Any], bool] | None = None
+    #: The fit returns a verdict on its own map (``AlignmentResult.verdict``): what ``require_aligned`` reads.
+    judges: bool = False
     #: False: the method starts without a dictionary (an unsupervised start).
     needs_dictionary: bool = True
     #: The rank limit of the method's own dictionary induction, when its config has one (MUSE's
     #: default otherwise: 10000 with a dictionary file, 15000 without).
     dico_max_rank: Callable[[Any], int | None] | None = None
+
+    def moves(self, config: Any, *, pivot: bool) -> bool:
+        """Whether ``config`` moves the target space in a call that maps onto a shared pivot (``pivot``) or not."""
+        if not self.moves_target:
+            return False
+        return not (pivot and self.keeps_pivot is not None and self.keeps_pivot(config))
 
     def selection_words(self, config: Any) -> str:
         return self.selection(config) if self.selection else f"none ({self.name} has no refinement rounds)"
@@ -351,7 +370,7 @@ def knobs(method: str | None = None) -> dict[str, list[Knob]]:
 
 def check_fields(config: Any) -> None:
     """Refuse a config whose knob fields are out of their declared ranges (a config's ``__post_init__``
-    calls this: the ranges are declared once, on the fields), naming the field."""
+    calls this: the ranges are declared once, on the fields), naming the field (ConfigError, an InputError)."""
     for f in dataclasses.fields(config):
         info = f.metadata.get(KNOB)
         if info is None:
@@ -364,11 +383,12 @@ def check_fields(config: Any) -> None:
         if value is None and optional:
             continue
         if choices and value not in choices:
-            raise InputError(f"{f.name}={value!r} is unknown; use {', '.join(map(str, choices[:-1]))} or {choices[-1]}")
+            raise ConfigError(f"{f.name}={value!r} is unknown; use {', '.join(map(str, choices[:-1]))} or "
+                              f"{choices[-1]}")
         if info.check is not None and not CHECKS[info.check][0](value):
-            raise InputError(f"{f.name}={value!r}; pass {CHECKS[info.check][1]}")
+            raise ConfigError(f"{f.name}={value!r}; pass {CHECKS[info.check][1]}")
         if kind is bool and not isinstance(value, bool):
-            raise InputError(f"{f.name}={value!r}; pass True or False")
+            raise ConfigError(f"{f.name}={value!r}; pass True or False")
 
 
 def _replace(config: Any, values: Mapping[tuple[str, ...], Any]) -> Any:

@@ -38,8 +38,8 @@ from eval.methods.registry import (
     recipe,
     resolve_normalize,
 )
-from groc_base.checks import check_non_negative, check_output, check_positive, option
-from groc_base.errors import InputError
+from groc_base.checks import check_non_negative, check_output, check_positive, check_seed, option
+from groc_base.errors import InputError, UnalignedError
 from groc_base.fileio import dumps_json, json_safe
 from polyglot_groc.analysis.alignment_starts import (
     Start,
@@ -59,7 +59,8 @@ if TYPE_CHECKING:  # at run time these come in with a run only (they import torc
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["AlignResult", "Vectors", "align", "check_input_files", "export_full_vocabulary", "lexicon_seed",
+__all__ = ["AlignResult", "Vectors", "align", "check_aligned", "check_input_files", "check_judged",
+           "export_full_vocabulary", "lexicon_seed",
            "load_bundle_once", "normalize_rows", "read_alignment", "read_pairs", "read_side", "training_means",
            "write_torch_legacy"]
 
@@ -263,6 +264,8 @@ def align(
     method_config: MethodConfig | None = None,
     normalize: str | None = None,
     criterion: bool | None = None,
+    random_seed: int = 0,
+    require_aligned: bool = False,
     max_vocab: int | None = 200_000,
     keep_case: bool = False,
     knn: str = "exact",
@@ -290,7 +293,11 @@ def align(
     Each side comes from ``src``/``tgt`` (a word2vec file or vectors in memory) or, without one,
     from ``run``'s vocabulary in ``src_lang``/``tgt_lang`` (the run is loaded once, and only if a
     side needs it). The seed dictionary is ``train_dict``, else ``dictionary_mode`` ``identical``
-    (identical strings) or ``lexicon`` (words sharing a wordnet synset). ``method`` is a method of
+    (identical strings) or ``lexicon`` (words sharing a wordnet synset); ``dictionary_mode``
+    ``unsupervised`` (VecMap's ``--unsupervised``) or ``adversarial`` (MUSE's ``unsupervised.py``)
+    starts from no dictionary at all. Those, and ``vecmap-self-learning`` from any seed, judge their
+    own map: the result's ``verdict`` is aligned, doubtful or failed (restart agreement) with MUSE's
+    criterion; a failed map is a result, not an error, unless ``require_aligned``. ``method`` is a method of
     :mod:`eval.methods` and ``method_config`` its config (:class:`~eval.methods.ProcrustesConfig`,
     :class:`~eval.methods.RcslsConfig`, :class:`~eval.methods.VecmapConfig`; None: the reference's
     defaults). Each method runs its reference's recipe unless told otherwise: ``procrustes``
@@ -321,17 +328,27 @@ def align(
         eval_dict: evaluation dictionary; None: no P@k.
         reverse_dicts: read both dictionaries as ``tgt src`` lines (e.g. an en-tl file to map tl
             onto en).
-        dictionary_mode: without ``train_dict``: ``identical`` or ``lexicon`` (the registered starts,
+        dictionary_mode: without ``train_dict``: ``identical``, ``lexicon`` (seed pairs), ``unsupervised`` or
+            ``adversarial`` (no dictionary; refused beside ``train_dict``) (the registered starts,
             :mod:`polyglot_groc.analysis.alignment_starts`).
-        method: ``procrustes`` (MUSE), ``rcsls`` (Joulin et al. 2018) or ``vecmap`` (Artetxe et al.
-            2018); None: procrustes (or, for a start without a dictionary, that start's method).
-        method_config: the method's knobs as its config dataclass; None: its reference's defaults.
+        method: ``procrustes`` (MUSE), ``rcsls`` (Joulin et al. 2018), ``vecmap`` (Artetxe et al.
+            2018), ``vecmap-self-learning`` (VecMap's ``--identical``/``--semi_supervised``: from any
+            seed), ``vecmap-unsupervised`` or ``muse-adversarial`` (no dictionary); None: procrustes (or,
+            for a start without a dictionary, that start's method).
+        method_config: the method's knobs as its config dataclass (:class:`~eval.methods.UnsupervisedConfig`,
+            :class:`~eval.methods.SemiSupervisedConfig`, :class:`~eval.methods.AdversarialConfig`, ...);
+            None: its reference's defaults.
         normalize: a chain of ``renorm``, ``center``, ``iternorm`` (iterative normalisation,
             ``iternorm:N`` for N rounds), e.g. ``renorm,center,renorm``, applied to both sides;
             ``none`` for nothing; None: the method's reference (procrustes none, rcsls renorm,
             vecmap renorm,center,renorm).
         criterion: also score an ``rcsls``/``vecmap`` map by the unsupervised mean-CSLS criterion
-            (None: only ``procrustes``, which selects by it); it costs a CSLS search.
+            (None: only ``procrustes``, which selects by it, and the methods that judge their map); it
+            costs a CSLS search.
+        random_seed: the seed of a method that draws (stochastic induction, the adversarial start, the
+            verdict's restarts use ``random_seed + 1``, ...): the same seed repeats a run on one machine.
+        require_aligned: refuse (UnalignedError, nothing written) a map its method judges doubtful or
+            failed; only with a method that judges its map.
         max_vocab: read at most N words per side (0 or None: every word).
         keep_case: keep every word as written, dictionaries matched as written; default lowercases
             with the first (most frequent) casing kept, as MUSE always does for training and
@@ -374,16 +391,18 @@ def align(
     Raises:
         InputError: a side without vectors, dimensions that differ, no seed dictionary or one
             with no pair in the vocabularies (naming ``reverse_dicts`` when the file reads the
-            other way round), a bad ``knn``, a knob of another method, too many test pairs that
-            are training pairs, an existing ``out`` without ``overwrite``;
-            LexiconMissingError: no wordnet for ``dictionary_mode="lexicon"``.
+            other way round), a dictionary beside a start without one, a bad ``knn``, a knob of
+            another method, too many test pairs that are training pairs, an existing ``out`` without
+            ``overwrite``, vocabularies too small (or a cutoff larger than them) for an unsupervised method;
+        LexiconMissingError: no wordnet for ``dictionary_mode="lexicon"``;
+        UnalignedError: ``require_aligned`` and the verdict is doubtful or failed.
     """
     check_non_negative(threads=threads)  # the arguments' own checks before any about the inputs
     knobs = {"refine": refine, "select_on": select_on, "dico_build": dico_build, "dico_max_rank": dico_max_rank,
              "spectral": spectral, "rcsls_n_iter": rcsls_n_iter, "rcsls_lr": rcsls_lr}
     plan = _plan(method, method_config, knobs, train_dict=train_dict, eval_dict=eval_dict,
                  dictionary_mode=dictionary_mode, normalize=normalize, criterion=criterion, max_vocab=max_vocab,
-                 keep_case=keep_case, knn=knn)
+                 keep_case=keep_case, knn=knn, random_seed=random_seed, require_aligned=require_aligned)
     _use_threads(threads, run)
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
@@ -412,6 +431,8 @@ def align(
         select_pairs = _dictionary_indices(dicts.test, eval_dict, src_words, tgt_words,  # type: ignore[arg-type]
                                            lower=plan.lower, reverse=reverse_dicts, name="eval_dict")[0]
     res = _fit(plan, src_n, tgt_n, seed, select_pairs)
+    if require_aligned:
+        check_aligned(res.verdict, f"{src_lang or 'source'} onto {tgt_lang or 'target'}")
     mapped = src_n @ res.W.T  # (n_src, d')
     target = tgt_n if res.W_tgt is None else tgt_n @ res.W_tgt.T  # (n_tgt, d')
     evaluation: dict[str, Any] = {}
@@ -468,9 +489,25 @@ class _Plan:
         return self.method.uses_eval_pairs is not None and self.method.uses_eval_pairs(self.config)
 
 
+def check_aligned(verdict: dict[str, Any] | None, what: str) -> None:
+    """``require_aligned``: refuse a map whose verdict is not ``aligned`` (UnalignedError naming it and the fix)."""
+    if verdict is not None and verdict["status"] != "aligned":
+        raise UnalignedError(f"the alignment of {what} is {verdict['status']} ({verdict['reason']}); nothing was "
+                             f"written: drop {option('require_aligned')} to keep it, or give a seed "
+                             f"({option('train_dict')} or {option('dictionary_mode', 'identical')})")
+
+
+def check_judged(spec: Method, require_aligned: bool) -> None:
+    """``require_aligned`` needs a method that judges its map."""
+    if require_aligned and not spec.judges:
+        raise InputError(f"{option('require_aligned')} reads the verdict of a method that judges its map; "
+                         f"{spec.name} gives none: use {option('dictionary_mode', 'unsupervised')}, "
+                         f"{option('method', 'vecmap-self-learning')} or drop {option('require_aligned')}")
+
+
 def _plan(method: str | None, method_config: Any, knobs: dict[str, Any], *, train_dict: object, eval_dict: object,
           dictionary_mode: str | None, normalize: str | None, criterion: bool | None, max_vocab: int | None,
-          keep_case: bool, knn: str) -> _Plan:
+          keep_case: bool, knn: str, random_seed: int, require_aligned: bool) -> _Plan:
     """Every option checked, the start and the method's config resolved: a refused call costs nothing."""
     from eval.align import KNN_MODES
 
@@ -487,16 +524,20 @@ def _plan(method: str | None, method_config: Any, knobs: dict[str, Any], *, trai
     elif dictionary_mode in start_names() and get_start(dictionary_mode).pairs is None:
         raise InputError(f"{option('dictionary_mode', dictionary_mode)} starts without a dictionary; drop "
                          f"{option('train_dict')} (or the mode, to start from the dictionary)")
+    check_seed(random_seed=random_seed)
     spec = get_method(method_for(method, dictionary_mode, train_dict))
     _check_start(spec, start)
+    check_judged(spec, require_aligned)
     config = build_config(spec.name, method_config, knobs)
     supervised = train_dict is not None
     if spec.check is not None:
         spec.check(config, Plan(eval_dictionary=eval_dict is not None, supervised=supervised))
+    ops = resolve_normalize(spec.name, normalize)
     context = FitContext(knn_mode=knn, criterion=bool(criterion), supervised=supervised, lowercase=not keep_case,
-                         max_vocab=max_vocab)
-    return _Plan(method=spec, config=config, ops=resolve_normalize(spec.name, normalize), start=start,
-                 context=context, dico_max_rank=dictionary_rank(spec, config, supervised))
+                         max_vocab=max_vocab, seed=random_seed, normalize=ops)
+    return _Plan(method=spec, config=config, ops=ops, start=start, context=context,
+                 dico_max_rank=dictionary_rank(spec, config, supervised))
+
 
 
 def _check_start(spec: Method, start: Start | None) -> None:

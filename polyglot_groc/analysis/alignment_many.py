@@ -27,10 +27,17 @@ from typing import Any
 import numpy as np
 
 from eval.methods.registry import FitContext, MethodConfig, build_config, get_method, method_names, resolve_normalize
-from groc_base.checks import check_non_negative, check_output, check_positive, in_cli, option
+from groc_base.checks import check_non_negative, check_output, check_positive, check_seed, in_cli, option
 from groc_base.errors import InputError
 from groc_base.fileio import atomic_output_dir, atomic_write, dumps_json, json_safe
-from polyglot_groc.analysis.alignment import Vectors, read_pairs, read_side
+from polyglot_groc.analysis.alignment import (
+    Vectors,
+    check_aligned,
+    check_judged,
+    read_pairs,
+    read_side,
+)
+from polyglot_groc.analysis.alignment_starts import Start, StartInputs, get_start, method_for
 
 logger = logging.getLogger(__name__)
 
@@ -65,15 +72,18 @@ class AlignManyResult:
         """What ``align-many`` prints on stderr: a line per mapped language, then for every evaluated pair
         the report ``align`` prints (coverage as scored of asked, dropped pairs, the training overlap,
         each protocol's model and baselines, explained columns)."""
-        from polyglot_groc.analysis.alignment_report import report_lines
+        from polyglot_groc.analysis.alignment_report import report_lines, verdict_lines
 
         lines = []
         for lang, info in self.languages.items():
             if info.get("pivot"):
                 continue
             train = info["train_dictionary"]
-            lines.append(f"{lang}: mapped onto {self.pivot} ({self.method}) from {train['found']} of "
-                         f"{train['pairs']} training pairs; criterion {info['criterion']:.4f}")
+            seed = (f"{train['found']} of {train['pairs']} training pairs" if "pairs" in train
+                    else f"--dictionary-mode {train['seed']} ({train['found']} seed pairs)")
+            lines.append(f"{lang}: mapped onto {self.pivot} ({self.method}) from {seed}; criterion "
+                         f"{info['criterion']:.4f}")
+            lines += ["  " + line for line in verdict_lines(info.get("verdict"))]
         for name, entry in self.pairs.items():
             a, b = name.split("-")
             lines.append(f"{name}: {a} -> {b}, both in {self.pivot}'s space")
@@ -105,11 +115,14 @@ def align_many(
     *,
     vectors: Mapping[str, Vectors],
     pivot: str,
-    train_dicts: Mapping[str, str | os.PathLike[str]],
+    train_dicts: Mapping[str, str | os.PathLike[str]] | None = None,
     eval_dicts: Mapping[str, str | os.PathLike[str]] | None = None,
-    method: str = "procrustes",
+    dictionary_mode: str | None = None,
+    method: str | None = None,
     method_config: MethodConfig | None = None,
-    normalize: str = "",
+    random_seed: int = 0,
+    require_aligned: bool = False,
+    normalize: str | None = None,
     refine: int | None = None,
     max_vocab: int | None = 200_000,
     keep_case: bool = False,
@@ -127,12 +140,22 @@ def align_many(
         vectors: language -> its vectors (a word2vec file, or words and vectors in memory).
         pivot: the language whose space all others are mapped onto; must be in ``vectors``.
         train_dicts: ``"L-P"`` or ``"P-L"`` -> a MUSE dictionary, one per non-pivot language ``L``
-            (a ``P-L`` dictionary is read reversed).
+            (a ``P-L`` dictionary is read reversed); a language without one starts from ``dictionary_mode``.
         eval_dicts: ``"A-B"`` -> a test dictionary, for any two languages of ``vectors``.
-        method: a method of :mod:`eval.methods` that leaves the target where it is: ``procrustes`` or
-            ``rcsls`` (``vecmap`` moves the pivot too and is refused).
+        dictionary_mode: the start of the languages without a training dictionary, as ``align``'s:
+            ``identical``, ``lexicon``, or ``unsupervised``/``adversarial`` (no dictionary at all; then
+            no ``train_dicts``).
+        method: a method of :mod:`eval.methods` that leaves the target where it is: ``procrustes``,
+            ``rcsls``, ``muse-adversarial``, or VecMap's self-learning methods, whose final map is then
+            orthogonal (``vecmap`` moves the pivot too and is refused); None: ``procrustes``, or the
+            start's own method (``vecmap-unsupervised`` for ``unsupervised``).
         method_config: the method's config (None: its reference's defaults).
-        normalize: the chain of :func:`polyglot_groc.analysis.alignment.align`, applied to every language.
+        random_seed: the seed of a method that draws (as ``align``'s).
+        require_aligned: refuse (UnalignedError, nothing written) any language whose map its method
+            judges doubtful or failed.
+        normalize: the chain of :func:`polyglot_groc.analysis.alignment.align`, applied to every language
+            (None: the method's reference, as ``align``'s: none for procrustes, renorm for rcsls,
+            renorm,center,renorm for VecMap's self-learning).
         refine: shorthand of ``ProcrustesConfig.refine`` (None: 5); refused with ``rcsls``.
         max_vocab: read at most N words per language.
         keep_case: keep every word as written (default lowercases, first occurrence wins).
@@ -151,11 +174,15 @@ def align_many(
 
     Raises:
         InputError: fewer than two languages, a pivot without vectors, a language without a
-            training dictionary to the pivot, a badly named pair, ``vecmap``, bad method options,
-            too many test pairs that are training pairs, an existing ``out`` without ``overwrite``.
+            training dictionary to the pivot and no ``dictionary_mode``, a badly named pair, ``vecmap``,
+            bad method options, too many test pairs that are training pairs, an existing ``out`` without
+            ``overwrite``;
+        UnalignedError: ``require_aligned`` and a language's verdict is doubtful or failed.
     """
     check_non_negative(threads=threads)  # the arguments' own checks before any about the inputs
-    plan = _plan(vectors, pivot, train_dicts, eval_dicts, method, method_config, refine, normalize, max_vocab, knn)
+    check_seed(random_seed=random_seed)
+    plan = _plan(vectors, pivot, train_dicts or {}, eval_dicts, dictionary_mode, method, method_config, refine,
+                 normalize, max_vocab, knn, require_aligned)
     if out is not None:
         check_output(Path(out), overwrite, directory=True)
     if threads:
@@ -168,8 +195,9 @@ def align_many(
     tests = {key: read_pairs(path, lower=lower, lenient=lenient, reverse=False)
              for key, (_, path) in plan.evals.items()}
     overlaps = _overlaps(plan, train, tests, allow_overlap)  # before any vectors: a refusal costs nothing
-    context = FitContext(knn_mode=knn, criterion=True, lowercase=lower, max_vocab=max_vocab)
-    spaces, unmapped, maps, info = _map_languages(plan, vectors, train, context, lower, max_vocab)
+    context = FitContext(knn_mode=knn, criterion=True, supervised=not plan.starts, lowercase=lower,
+                         max_vocab=max_vocab, seed=random_seed, normalize=plan.ops, keep_target=True)
+    spaces, unmapped, maps, info = _map_languages(plan, vectors, train, context, lower, max_vocab, require_aligned)
     scored = _score_pairs(plan, tests, spaces, unmapped, overlaps, lower, knn)
     result = AlignManyResult(pivot=pivot, method=plan.method, normalize=",".join(plan.ops), languages=info,
                              pairs=scored, out=str(out) if out is not None else None, spaces=spaces)
@@ -188,12 +216,17 @@ class _Plan:
     ops: tuple[str, ...]
     train_for: dict[str, tuple[Path, bool]]  # language -> (dictionary, read reversed)
     evals: dict[str, tuple[tuple[str, str], Path]]
+    start: Start | None = None  # the languages without a training dictionary start here
+    starts: tuple[str, ...] = ()  # those languages
 
 
-def _plan(vectors: Mapping[str, Vectors], pivot: str, train_dicts: Mapping[str, Any], eval_dicts: Any, method: str,
-          method_config: Any, refine: int | None, normalize: str, max_vocab: int | None, knn: str) -> _Plan:
+def _plan(vectors: Mapping[str, Vectors], pivot: str, train_dicts: Mapping[str, Any], eval_dicts: Any,
+          dictionary_mode: str | None, method: str | None, method_config: Any, refine: int | None,
+          normalize: str | None,
+          max_vocab: int | None, knn: str, require_aligned: bool) -> _Plan:
     """Every option checked before anything is read or written."""
     from eval.align import KNN_MODES
+    from eval.methods.registry import Plan
 
     langs = set(vectors)
     if len(langs) < 2:
@@ -202,11 +235,20 @@ def _plan(vectors: Mapping[str, Vectors], pivot: str, train_dicts: Mapping[str, 
     if pivot not in langs:
         raise InputError(f"{option('pivot', pivot)} has no vectors; add {_mapping_entry('vectors', pivot, 'FILE')} "
                          f"or pick one of {', '.join(sorted(langs))}")
-    if get_method(method).moves_target:
-        staying = method_names(where=lambda m: not m.moves_target)
+    start = get_start(dictionary_mode) if dictionary_mode is not None else None
+    if start is not None and start.pairs is None and train_dicts:
+        raise InputError(f"{option('dictionary_mode', start.name)} starts without a dictionary; drop "
+                         f"{option('train_dicts')} (or the mode, to start from the dictionaries)")
+    method = method or method_for(None, dictionary_mode, train_dicts or None)
+    spec = get_method(method)
+    config = build_config(method, method_config, {"refine": refine})
+    if spec.check is not None:  # first: a method that can keep the pivot says which of its settings moves it
+        spec.check(config, Plan(eval_dictionary=bool(eval_dicts), supervised=bool(train_dicts), pivot=True))
+    if spec.moves(config, pivot=True):
+        staying = method_names(where=lambda m: not m.moves_target or m.keeps_pivot is not None)
         raise InputError(f"{option('method', method)} moves the target space too, so languages cannot share one "
                          f"pivot; use {option('method', staying[0])} or {', '.join(staying[1:])} with align-many")
-    config = build_config(method, method_config, {"refine": refine})
+    check_judged(spec, require_aligned)
     ops = resolve_normalize(method, normalize)  # the chain the fit applies: the pivot sits in the space mapped into
     check_positive(max_vocab=max_vocab)
     if knn not in KNN_MODES:
@@ -222,11 +264,18 @@ def _plan(vectors: Mapping[str, Vectors], pivot: str, train_dicts: Mapping[str, 
             raise InputError(f"two training dictionaries for {other!r}; give one per language")
         train_for[other] = (Path(path), a == pivot)
     missing = sorted(langs - {pivot} - set(train_for))
-    if missing:
+    if missing and start is None:
         raise InputError(f"no training dictionary for {missing[0]!r}; add "
-                         f"{_mapping_entry('train_dicts', f'{missing[0]}-{pivot}', 'FILE')}")
+                         f"{_mapping_entry('train_dicts', f'{missing[0]}-{pivot}', 'FILE')} or "
+                         f"{option('dictionary_mode')} (identical, lexicon, unsupervised, adversarial)")
+    if missing and spec.needs_dictionary != (start is not None and start.pairs is not None):
+        words = "gives no dictionary" if spec.needs_dictionary else "gives seed pairs"
+        raise InputError(f"{option('dictionary_mode', start.name)} {words} and {option('method', method)} "  # type: ignore[union-attr]
+                         f"{'fits one' if spec.needs_dictionary else 'starts without one'}: drop {option('method')}")
+    if train_for and not spec.needs_dictionary:
+        raise InputError(f"{option('method', method)} starts without a dictionary; drop {option('train_dicts')}")
     evals = {key: (_pair_key(key, langs, "eval_dicts"), Path(path)) for key, path in (eval_dicts or {}).items()}
-    return _Plan(pivot, method, config, ops, train_for, evals)
+    return _Plan(pivot, method, config, ops, train_for, evals, start, tuple(missing))
 
 
 def _overlaps(plan: _Plan, train: dict[str, list[tuple[str, str]]], tests: dict[str, list[tuple[str, str]]],
@@ -247,12 +296,11 @@ def _overlaps(plan: _Plan, train: dict[str, list[tuple[str, str]]], tests: dict[
 
 
 def _map_languages(plan: _Plan, vectors: Mapping[str, Vectors], train: dict[str, list[tuple[str, str]]],
-                   context: FitContext, lower: bool, max_vocab: int | None
+                   context: FitContext, lower: bool, max_vocab: int | None, require_aligned: bool
                    ) -> tuple[dict[str, tuple[list[str], np.ndarray]], dict[str, np.ndarray], dict[str, np.ndarray],
                               dict[str, dict[str, Any]]]:
     """Every language read and normalised, the others mapped onto the pivot one by one (logged as they go):
     the mapped spaces, the normalised ones before the mapping (the no-mapping baseline), the maps, the facts."""
-    from eval.align import pairs_to_indices
     from eval.methods.fitting import fit_mapping
     from eval.normalize import normalize_embeddings
 
@@ -278,17 +326,38 @@ def _map_languages(plan: _Plan, vectors: Mapping[str, Vectors], train: dict[str,
             logger.info("[%d/%d] read the pivot %s: %d words (%.1fs)", step, len(order), lang, len(words),
                         time.perf_counter() - started)
             continue
-        path, reverse = plan.train_for[lang]
-        indices, stats = pairs_to_indices(train[lang], words, spaces[plan.pivot][0], lower=lower)
+        indices, train_info = _seed_of(plan, lang, train, words, spaces[plan.pivot][0], lower)
         res = fit_mapping(vn, spaces[plan.pivot][1], indices, method=plan.method, config=plan.config,
                           normalize="none", context=context)
+        if require_aligned:
+            check_aligned(res.verdict, f"{lang} onto {plan.pivot}")
         spaces[lang] = (words, np.ascontiguousarray(vn @ res.W.T, dtype=np.float32))
         maps[lang] = np.asarray(res.W)
-        info[lang] = {"words": len(words), "train_dictionary": {"path": str(path), "reversed": reverse, **stats},
-                      "best_iteration": res.best_iteration, "criterion": res.best_criterion}
-        logger.info("[%d/%d] mapped %s onto %s (%s, %d training pairs, %d words; %.1fs)", step, len(order), lang,
-                    plan.pivot, plan.method, len(indices), len(words), time.perf_counter() - started)
+        info[lang] = {"words": len(words), "train_dictionary": train_info, "best_iteration": res.best_iteration,
+                      "criterion": res.best_criterion}
+        if res.verdict is not None:
+            info[lang]["verdict"] = res.verdict
+        logger.info("[%d/%d] mapped %s onto %s (%s, %d seed pairs, %d words; %.1fs)", step, len(order), lang,
+                    plan.pivot, plan.method, 0 if indices is None else len(indices), len(words),
+                    time.perf_counter() - started)
     return spaces, unmapped, maps, info
+
+
+def _seed_of(plan: _Plan, lang: str, train: dict[str, list[tuple[str, str]]], words: list[str],
+             pivot_words: list[str], lower: bool) -> tuple[np.ndarray | None, dict[str, Any]]:
+    """A language's seed pairs onto the pivot ``(n, 2)`` (None: a start without a dictionary) and what the JSON
+    says of them: its training dictionary, else the start's pairs."""
+    from eval.align import pairs_to_indices
+
+    if lang in plan.train_for:
+        path, reverse = plan.train_for[lang]
+        indices, stats = pairs_to_indices(train[lang], words, pivot_words, lower=lower)
+        return indices, {"path": str(path), "reversed": reverse, **stats}
+    assert plan.start is not None
+    if plan.start.pairs is None:
+        return None, {"seed": plan.start.name, "found": 0}
+    pairs = plan.start.pairs(StartInputs(words, pivot_words, lang, plan.pivot))
+    return pairs, {"seed": plan.start.name, "found": int(len(pairs))}
 
 
 def _score_pairs(plan: _Plan, tests: dict[str, list[tuple[str, str]]], spaces: dict[str, tuple[list[str], np.ndarray]],

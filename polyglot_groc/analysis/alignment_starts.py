@@ -6,9 +6,10 @@ pairs, which every method that fits a dictionary accepts (procrustes, rcsls, vec
 self-learning, its ``--identical`` and ``--semi_supervised`` recipes), or gives none
 (``pairs=None``): an unsupervised start, which runs its own method (``default_method``; one
 registered with ``needs_dictionary=False`` in :mod:`eval.methods`) on the two spaces alone.
-Registering one (``register_start(Start("unsupervised", pairs=None,
-default_method="vecmap-unsupervised", help=...))``) makes it a ``--dictionary-mode`` value of
-``align`` and ``align-many`` (docs/internals.md, "Adding an alignment method").
+``unsupervised`` (VecMap's ``--unsupervised``) and ``adversarial`` (MUSE's ``unsupervised.py``) are
+such starts. Registering one (``register_start(Start(name, help, pairs=None, default_method=...))``)
+makes it a ``--dictionary-mode`` value of ``align`` and ``align-many`` (docs/internals.md, "Adding an
+alignment method").
 
 Torch- and numpy-free at import: the command line lists the starts in its help.
 """
@@ -83,10 +84,11 @@ def get_start(name: str) -> Start:
 
 
 def method_for(method: str | None, dictionary_mode: str | None, train_dict: object) -> str:
-    """The method a call runs: ``method``, else its start's own (``procrustes`` for a dictionary)."""
+    """The method a call runs: ``method``, else its start's own (``procrustes`` for a dictionary; a start
+    without one keeps its method beside a dictionary, which the call then refuses by name)."""
     if method:
         return method
-    if train_dict is None and dictionary_mode in _STARTS:
+    if dictionary_mode in _STARTS and (train_dict is None or _STARTS[dictionary_mode].pairs is None):
         return _STARTS[dictionary_mode].default_method
     return "procrustes"
 
@@ -128,3 +130,7 @@ def lexicon_seed(src_words: list[str], tgt_words: list[str], src_lang: str | Non
 register_start(Start("identical", "the strings both vocabularies share", _identical))
 register_start(Start("lexicon", "words sharing a wordnet synset (with --src-lang and --tgt-lang)",
                      lambda i: lexicon_seed(i.src_words, i.tgt_words, i.src_lang, i.tgt_lang, i.lexicon, i.wn_dir)))
+register_start(Start("unsupervised", "no dictionary: VecMap's robust self-learning (--unsupervised), judged",
+                     pairs=None, default_method="vecmap-unsupervised"))
+register_start(Start("adversarial", "no dictionary: MUSE's adversarial start and refinement, judged",
+                     pairs=None, default_method="muse-adversarial"))

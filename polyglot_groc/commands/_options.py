@@ -300,8 +300,8 @@ def method_help(pivot: bool = False) -> str:
     from eval.methods.registry import method_names, methods
 
     if pivot:
-        movers = method_names(where=lambda m: m.moves_target)
-        return (" | ".join(method_names(where=lambda m: not m.moves_target))
+        movers = method_names(where=lambda m: m.moves_target and m.keeps_pivot is None)
+        return (" | ".join(method_names(where=lambda m: not m.moves_target or m.keeps_pivot is not None))
                 + (f" ({', '.join(movers)} moves the pivot: refused)" if movers else ""))
     listed = " | ".join(f"{name} ({m.summary})" for name, m in methods().items())
     return f"{listed}. Each runs its reference's recipe; result.json's 'reference' says how a run differs"
@@ -312,3 +312,16 @@ def starts_help() -> str:
     from polyglot_groc.analysis.alignment_starts import start_names
 
     return "Without --train-dict: " + " | ".join(start_names())
+
+
+# -- align's and align-many's options (beside the method knobs above) ---------------------------------------
+
+#: ``--dictionary-mode`` of align and align-many: the registered starts.
+DictionaryModeOption = Annotated[str | None, option("--dictionary-mode", help=starts_help(), show_default=False)]
+#: ``--random-seed`` (not ``--seed``: align's old spelling of --dictionary-mode).
+RandomSeedOption = Annotated[int, option(
+    "--random-seed", help="Seed of a method that draws (VecMap's stochastic induction, MUSE's adversarial start; the "
+                          "verdict's restarts take the next seeds): the same seed repeats a run on one machine")]
+RequireAlignedOption = Annotated[bool, option(
+    "--require-aligned", help="Fail (one line, exit 2, nothing written) when the method judges its map doubtful or "
+                              "failed; without it such a map is written and its verdict printed")]

@@ -26,13 +26,15 @@ from polyglot_groc.commands._options import (
     AllowUntrainedOption,
     CheckpointOption,
     DeviceOption,
+    DictionaryModeOption,
     OverwriteOption,
+    RandomSeedOption,
+    RequireAlignedOption,
     ThreadsOption,
     VerboseOption,
     device_option,
     method_help,
     method_options,
-    starts_help,
 )
 
 app = typer.Typer()
@@ -117,7 +119,7 @@ def align_command(
     reverse_dicts: Annotated[bool, typer.Option(
         "--reverse-dicts", help="Read --train-dict and --eval-dict as 'target source' lines: flip a dictionary's "
                                 "direction (e.g. an en-tl file to map tl onto en)")] = False,
-    dictionary_mode: Annotated[str | None, typer.Option("--dictionary-mode", help=starts_help())] = None,
+    dictionary_mode: DictionaryModeOption = None,
     seed_old: Annotated[str | None, typer.Option("--seed", hidden=True, help="Deprecated: --dictionary-mode")] = None,
     method: Annotated[str | None, typer.Option("--method", help=method_help(), show_default="procrustes")] = None,
     normalize: Annotated[str | None, typer.Option("--normalize", help=(
@@ -128,6 +130,8 @@ def align_command(
     criterion: Annotated[bool, typer.Option(
         "--criterion", help="--method rcsls|vecmap: also score the map by the unsupervised mean CSLS cosine "
                             "(procrustes always does; costs a CSLS search)")] = False,
+    random_seed: RandomSeedOption = 0,
+    require_aligned: RequireAlignedOption = False,
     max_vocab: Annotated[int | None, typer.Option(
         "--max-vocab", help="Read at most N words per side (MUSE's 200000); 0: every word, as VecMap")] = 200000,
     keep_case: Annotated[bool, typer.Option(
@@ -157,11 +161,13 @@ def align_command(
     verbose: VerboseOption = False,
     **knobs: Any,
 ) -> None:
-    """Supervised alignment (Procrustes + CSLS refinement, RCSLS or VecMap); P@1/5/10 with nn and csls under
-    MUSE's and fastText's protocols (and, with --run, on composed words), each beside its own baselines.
+    """Align two embedding spaces (Procrustes + CSLS refinement, RCSLS, VecMap; or with no dictionary:
+    --dictionary-mode unsupervised|adversarial); P@1/5/10 with nn and csls under MUSE's and fastText's
+    protocols (and, with --run, on composed words), each beside its own baselines.
 
     Each method's knobs are its own options (--refine, --rcsls-lr, --vecmap-whiten, ...), refused with
-    another method."""
+    another method. A method that judges its map (no dictionary, or --method vecmap-self-learning)
+    prints its verdict first: aligned, doubtful or failed (exit 0 unless --require-aligned)."""
     from eval.methods.registry import build_config
     from polyglot_groc.analysis.alignment import align
     from polyglot_groc.analysis.alignment_starts import method_for
@@ -179,7 +185,8 @@ def align_command(
                 normalize=normalize, max_vocab=max_vocab, keep_case=keep_case, knn=knn, eval_words=eval_words,
                 allow_overlap=allow_overlap, export_mapped=export_mapped, lenient=lenient, lexicon=lexicon,
                 wn_dir=wn_dir, out=out, overwrite=overwrite, device=device, threads=threads,
-                reverse_dicts=reverse_dicts, criterion=criterion or None)
+                reverse_dicts=reverse_dicts, criterion=criterion or None, random_seed=random_seed,
+                require_aligned=require_aligned)
     for line in res.summary():
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
     if defaulted:  # the user did not name the folder: say which one it is
@@ -194,12 +201,19 @@ def align_many_command(
     vectors: Annotated[list[str], typer.Option(
         "--vectors", help="LANG=FILE, repeated: each language's vectors (word2vec .vec/.bin, plain or compressed)")],
     pivot: Annotated[str, typer.Option("--pivot", help="The language every other one is mapped onto")],
-    train_dict: Annotated[list[str], typer.Option(
-        "--train-dict", help="L-PIVOT=FILE (or PIVOT-L=FILE, read reversed), one per non-pivot language")],
+    train_dict: Annotated[list[str] | None, typer.Option(
+        "--train-dict", help="L-PIVOT=FILE (or PIVOT-L=FILE, read reversed), one per non-pivot language (those "
+                             "without one start from --dictionary-mode)")] = None,
     eval_dict: Annotated[list[str] | None, typer.Option(
         "--eval-dict", help="A-B=FILE, repeated: a test dictionary for any two languages (P@k table)")] = None,
-    method: Annotated[str, typer.Option("--method", help=method_help(pivot=True))] = "procrustes",
-    normalize: Annotated[str, typer.Option("--normalize", help="Chain of renorm, center, iternorm[:N]")] = "",
+    dictionary_mode: DictionaryModeOption = None,
+    method: Annotated[str | None, typer.Option(
+        "--method", help=method_help(pivot=True), show_default="procrustes, or the --dictionary-mode's own")] = None,
+    random_seed: RandomSeedOption = 0,
+    require_aligned: RequireAlignedOption = False,
+    normalize: Annotated[str | None, typer.Option(
+        "--normalize", help="Chain of renorm, center, iternorm[:N]; none for nothing",
+        show_default="the method's reference, as align's")] = None,
     max_vocab: Annotated[int | None, typer.Option("--max-vocab", help="Read at most N words per language")] = 200000,
     keep_case: Annotated[bool, typer.Option("--keep-case", help="Keep every word as written")] = False,
     knn: Annotated[str, typer.Option("--knn", help="CSLS ranking: exact | approximate")] = "exact",
@@ -225,17 +239,20 @@ def align_many_command(
     """
     from eval.methods.registry import build_config
     from polyglot_groc.analysis.alignment_many import align_many
+    from polyglot_groc.analysis.alignment_starts import method_for
 
     setup_logging(verbose, progress=("polyglot_groc.analysis.alignment_many",))
+    method = method_for(method, dictionary_mode, train_dict or None)
     config = build_config(method, None, knobs)  # a knob of another method is refused here, before anything runs
     defaulted = out is None
     if out is None:  # a fresh folder: running it twice never fails on, or replaces, the first result
         out = fresh_output(Path(f"alignment-many-{pivot}"))
     res = align_many(vectors=key_values(vectors, "--vectors", "fr=fr.vec"), pivot=pivot,
                      train_dicts=key_values(train_dict, "--train-dict", "fr-en=fr-en.0-5000.txt"),
-                     eval_dicts=key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"), method=method,
-                     method_config=config, normalize=normalize, max_vocab=max_vocab, keep_case=keep_case, knn=knn,
-                     lenient=lenient, allow_overlap=allow_overlap, export_mapped=export_mapped, out=out,
+                     eval_dicts=key_values(eval_dict, "--eval-dict", "fr-es=fr-es.5000-6500.txt"),
+                     dictionary_mode=dictionary_mode, method=method, method_config=config, random_seed=random_seed,
+                     require_aligned=require_aligned, normalize=normalize, max_vocab=max_vocab, keep_case=keep_case,
+                     knn=knn, lenient=lenient, allow_overlap=allow_overlap, export_mapped=export_mapped, out=out,
                      overwrite=overwrite, threads=threads)
     for line in res.table():
         err_console.print(line, highlight=False, markup=False, soft_wrap=True)
