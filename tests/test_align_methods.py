@@ -386,7 +386,7 @@ def test_a_method_is_its_module_and_one_registration(monkeypatch: pytest.MonkeyP
     from eval.align import AlignmentResult
     from eval.methods import registry
     from eval.methods.registry import MethodConfig, knob, knobs, method_names, recipe, register_method
-    from polyglot_groc.commands._options import method_options
+    from polyglot_groc.commands._align_options import method_options
 
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))  # the registration ends with the test
 

@@ -12,6 +12,13 @@ from typing import Annotated, Any
 import typer
 
 from groc_base.wording import counted
+from polyglot_groc.commands._align_options import (
+    DictionaryModeOption,
+    RandomSeedOption,
+    RequireAlignedOption,
+    method_help,
+    method_options,
+)
 from polyglot_groc.commands._common import (
     cli_errors,
     deprecated_alias,
@@ -26,15 +33,10 @@ from polyglot_groc.commands._options import (
     AllowUntrainedOption,
     CheckpointOption,
     DeviceOption,
-    DictionaryModeOption,
     OverwriteOption,
-    RandomSeedOption,
-    RequireAlignedOption,
     ThreadsOption,
     VerboseOption,
     device_option,
-    method_help,
-    method_options,
 )
 
 app = typer.Typer()
