@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from eval.methods.judging import VerdictConfig, fit_judged, verdict_differences
-from eval.methods.registry import FitContext, MethodConfig, check_fields, knob, register_method
-from groc_base.checks import either_face
+from eval.methods.registry import FitContext, MethodConfig, casing_difference, check_fields, knob, register_method
 from groc_base.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -104,8 +103,7 @@ def _differences(cfg: AdversarialConfig, context: FitContext) -> list[str]:
     ref = AdversarialConfig()
     diffs += [f"{f.name} {getattr(cfg, f.name)} (MUSE: {getattr(ref, f.name)})" for f in dataclasses.fields(cfg)
               if f.name not in ("normalize", "verdict") and getattr(cfg, f.name) != getattr(ref, f.name)]
-    if not context.lowercase:
-        diffs.append(f"every word kept as written (MUSE lowercases: drop {either_face('keep_case', True)})")
+    diffs += casing_difference(context, reference_lowercases=True)
     if context.max_vocab != 200_000:
         diffs.append(f"{context.max_vocab or 'every'} words per side read (MUSE: 200000)")
     return diffs + verdict_differences(cfg.verdict)

@@ -10,8 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from eval.methods.registry import FitContext, MethodConfig, check_fields, knob, register_method
-from groc_base.checks import either_face
+from eval.methods.registry import FitContext, MethodConfig, casing_difference, check_fields, knob, register_method
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,9 +46,7 @@ class RcslsConfig(MethodConfig):
 
 def _differences(cfg: RcslsConfig, context: FitContext) -> list[str]:
     diffs = []
-    if context.lowercase:
-        diffs.append("words lowercased, the first casing kept (MUSE's rule; the reference keeps every word as "
-                     f"written: {either_face('keep_case', True)})")
+    diffs += casing_difference(context, reference_lowercases=False)
     ref = RcslsConfig()
     for name in ("knn", "max_neg", "n_iter", "lr", "spectral"):
         if getattr(cfg, name) != getattr(ref, name):

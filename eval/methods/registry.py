@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from groc_base.checks import check_non_negative, check_positive, is_int, option
+from groc_base.checks import check_non_negative, check_positive, either_face, is_int, option
 from groc_base.errors import ArgumentTypeError, ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -445,6 +445,17 @@ def resolve_normalize(method: str, normalize: Sequence[str] | str | None) -> tup
     if spec.ends_with and (not ops or ops[-1] != spec.ends_with):
         ops = (*ops, spec.ends_with)
     return tuple(ops)
+
+
+def casing_difference(context: FitContext, *, reference_lowercases: bool) -> list[str]:
+    """How this call read the words' case, where it differs from the reference's (MUSE lowercases;
+    VecMap and fastText keep every word as written), naming the option that restores the reference's."""
+    if context.lowercase and not reference_lowercases:
+        return ["words lowercased, the first casing kept (MUSE's rule; the reference keeps every word as "
+                f"written: {either_face('keep_case', True)})"]
+    if not context.lowercase and reference_lowercases:
+        return [f"every word kept as written (MUSE lowercases: drop {either_face('keep_case', True)})"]
+    return []
 
 
 def recipe(method: str, config: Any, ops: Sequence[str], context: FitContext) -> dict[str, Any]:

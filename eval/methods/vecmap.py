@@ -14,7 +14,7 @@ import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from eval.methods.registry import FitContext, MethodConfig, check_fields, knob, register_method
+from eval.methods.registry import FitContext, MethodConfig, casing_difference, check_fields, knob, register_method
 from groc_base.checks import either_face
 from groc_base.errors import InputError
 
@@ -51,9 +51,7 @@ class VecmapConfig(MethodConfig):
 
 def _differences(cfg: VecmapConfig, context: FitContext) -> list[str]:
     diffs = []
-    if context.lowercase:
-        diffs.append("words lowercased, the first casing kept (MUSE's rule; the reference keeps every word as "
-                     f"written: {either_face('keep_case', True)})")
+    diffs += casing_difference(context, reference_lowercases=False)
     ref = VecmapConfig()
     diffs += [f"vecmap {f.name} {getattr(cfg, f.name)} (VecMap's --supervised: {getattr(ref, f.name)})"
               for f in dataclasses.fields(cfg) if getattr(cfg, f.name) != getattr(ref, f.name)]
