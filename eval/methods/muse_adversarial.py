@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from eval.methods.judging import VerdictConfig, fit_judged, verdict_differences
 from eval.methods.registry import FitContext, MethodConfig, casing_difference, check_fields, knob, register_method
+from groc_base.checks import is_int
 from groc_base.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -71,14 +72,14 @@ class AdversarialConfig(MethodConfig):
         check_fields(self)
         for name, least in (("dis_layers", 0), ("criterion_words", 1)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            if not is_int(value) or value < least:
                 raise ConfigError(f"{name}={value!r}; pass an integer >= {least}")
         for name, low, high in (("dis_dropout", 0.0, 0.99), ("dis_input_dropout", 0.0, 0.99),
                                 ("dis_smooth", 0.0, 0.49), ("dis_clip_weights", 0.0, 1e6), ("dis_lambda", 0.0, 1e6),
                                 ("lr_decay", 0.0, 1.0), ("min_lr", 0.0, 1.0), ("lr_shrink", 0.0, 1.0),
                                 ("map_beta", 0.0, 1.0)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+            if not (is_int(value) or isinstance(value, float)) or not low <= value <= high:
                 raise ConfigError(f"{name}={value!r}; pass a number in [{low}, {high}]")
         for name in ("dis_lambda", "lr_decay", "lr_shrink"):
             if getattr(self, name) <= 0:
