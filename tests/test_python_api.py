@@ -36,7 +36,10 @@ def _cli(*args: str) -> Any:
 
 
 def _without(d: dict[str, Any], keys: set[str] = TIMING) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if k not in keys}
+    out = {k: v for k, v in d.items() if k not in keys}
+    if isinstance(out.get("threads"), dict):  # its reason names the option as the face that set it spells it
+        out["threads"] = {k: v for k, v in out["threads"].items() if k != "reason"}  # (--threads 1 / threads=1)
+    return out
 
 
 def _records(run: Path) -> list[dict[str, Any]]:

@@ -207,6 +207,8 @@ DECODERS_ALLOWED = {
     "polyglot_groc/training/fingerprint.py": "data-fingerprint.json", "polyglot_groc/training/workflows.py": "metrics",
     "polyglot_groc/analysis/alignment.py": "result.json", "polyglot_groc/analysis/curves.py": "metrics.jsonl",
     "polyglot_groc/training/metrics.py": "metrics.jsonl",
+    "polyglot_groc/model/checkpoint.py": "result.json (whether the run diverged)",
+    "polyglot_groc/model/threads.py": "/proc/loadavg, /proc/self/stat, /proc/uptime (the kernel's ASCII)",
 }
 
 

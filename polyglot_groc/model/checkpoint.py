@@ -61,9 +61,11 @@ def train_again_command(run_dir: Path, lower_lr: bool = False) -> str:
     config = run_dir / "config.toml"
     if in_cli():
         lr = " --set train.lr=LR" if lower_lr else ""
-        return f"`polyglot-groc train --config {config}{lr} --out {run_dir} --overwrite`"
+        return (f"`polyglot-groc train --config {config}{lr} --out {run_dir} --overwrite` (it replaces the run "
+                "folder, which holds no checkpoint)")
     lr = ", overrides={'train.lr': LR}" if lower_lr else ""
-    return f"pg.train(config={str(config)!r}{lr}, out={str(run_dir)!r}, overwrite=True)"
+    return (f"pg.train(config={str(config)!r}{lr}, out={str(run_dir)!r}, overwrite=True) (it replaces the run "
+            "folder, which holds no checkpoint)")
 
 
 def missing_checkpoint_message(path: Path) -> str:

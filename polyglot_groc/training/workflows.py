@@ -452,7 +452,7 @@ def load_result(*, run: PathLike) -> TrainResult:
                                float(r["tokens_per_s"]), float(r["train_seconds"]), dict(r["best_valid_perplexity"]),
                                dict(r["last_valid_perplexity"]), history, dict(r.get("n_params_split") or {}),
                                dict(r.get("lexicon") or {}), r.get("parent"), unk=dict(r.get("unk") or {}),
-                               softmax=dict(r.get("softmax") or {}))
+                               softmax=dict(r.get("softmax") or {}), threads=dict(r.get("threads") or {}))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise InputError(f"{run / 'result.json'} is not a run's result ({type(exc).__name__}: {exc}); it is "
                              "damaged: move it away (the run then reads as interrupted; its checkpoints are "
