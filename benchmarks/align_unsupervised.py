@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,7 +49,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks.common import BadInput, add_output_args, emit, peak_rss_mib, script_main, shared_data  # noqa: E402
+from benchmarks.common import BadInput, add_output_args, emit, peak_rss_mib, run_measured, script_main, shared_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench_out" / "align_unsupervised"
@@ -277,20 +276,10 @@ def _halves(args: argparse.Namespace, data: Path) -> dict[str, Any]:
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     """Run ``cmd`` to its end: CPU and wall seconds, its own peak RSS (the line it prints), output."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        raise BadInput(f"{' '.join(cmd[:4])} ... failed (exit {code}): {stderr.strip()[-600:]}")
+    run = run_measured(cmd, cwd, env)
+    stderr = run.pop("stderr")
     peak = [line.split()[1] for line in stderr.splitlines() if line.startswith("VMHWM_KB")]
-    return {"cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "wall_s": round(wall, 2),
-            "peak_rss_mib": round(int(peak[-1]) / 1024, 1) if peak else None, "stdout": stdout,
+    return {**run, "peak_rss_mib": round(int(peak[-1]) / 1024, 1) if peak else None,
             "iterations": sum(line.startswith("ITERATION") for line in stderr.splitlines())}
 
 

@@ -35,16 +35,14 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from benchmarks.common import BadInput, add_output_args, emit, script_main  # noqa: E402
+from benchmarks.common import BadInput, add_output_args, emit, run_measured, script_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Every thread pool at one thread, in every process.
@@ -76,19 +74,7 @@ with open(test_path, "w", encoding="utf-8") as f:
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict[str, Any]:
     """Run ``cmd`` to its end; its wall and CPU seconds, peak RSS (MiB) and output."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
-    if proc.returncode != 0:
-        raise BadInput(f"{' '.join(cmd[:3])} ... failed (exit {proc.returncode}): {stderr.strip()[-400:]}")
-    return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
-            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "stdout": stdout, "stderr": stderr}
+    return run_measured(cmd, cwd, env, tail=400)
 
 
 def _accuracy(text: str) -> float:

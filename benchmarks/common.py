@@ -12,7 +12,10 @@ import datetime
 import gzip
 import os
 import resource
+import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -190,3 +193,22 @@ def add_ptb_training_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--output-update-prob", type=float, default=1.0)
+
+
+def run_measured(cmd: list[str], cwd: Path, env: dict[str, str], tail: int = 600) -> dict[str, Any]:
+    """Run ``cmd`` to its end in a child process: its wall and CPU seconds (the child's own, from
+    ``wait4``), peak RSS in MiB (``ru_maxrss``), stdout and stderr; a failure is :class:`BadInput`
+    naming the command and the last ``tail`` characters of its stderr."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        raise BadInput(f"{' '.join(cmd[:4])} ... failed (exit {code}): {stderr.strip()[-tail:]}")
+    return {"wall_s": round(wall, 2), "cpu_s": round(usage.ru_utime + usage.ru_stime, 2),
+            "peak_rss_mib": round(usage.ru_maxrss / 1024, 1), "stdout": stdout, "stderr": stderr}
