@@ -130,6 +130,9 @@ def _killed_before_rename(target: str, args: list[str], nth: int = 1) -> None:
     if pid == 0:  # the child: never returns into pytest
         code = 0
         try:
+            # One thread, and the command's own thread picker told so: the parent's OpenMP team does not
+            # survive the fork, and a child that starts a parallel region on it can hang (CI: OMP_NUM_THREADS=2).
+            os.environ["OMP_NUM_THREADS"] = "1"
             torch.set_num_threads(1)
             seen = {"n": 0}
 
