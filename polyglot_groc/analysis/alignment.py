@@ -551,7 +551,8 @@ def _check_start(spec: Method, start: Start | None) -> None:
 
 
 def _use_threads(threads: int | None, run: object) -> None:
-    """Threads for torch (a run) or, for vectors only, the BLAS and OpenMP pools without loading torch."""
+    """Threads for torch (a run) or, for vectors only, the BLAS and OpenMP pools without loading torch
+    (``threads`` already checked by :func:`align`, before the inputs)."""
     if not threads:
         return
     if run is not None:
@@ -561,7 +562,6 @@ def _use_threads(threads: int | None, run: object) -> None:
         return
     from threadpoolctl import threadpool_limits
 
-    check_non_negative(threads=threads)
     threadpool_limits(limits=threads)
 
 
