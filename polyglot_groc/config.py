@@ -138,6 +138,8 @@ PRESETS: dict[str, Path] = {"small": CONFIGS_DIR / "quickstart.toml", "paper": C
 ACTIVATIONS = ("identity", "relu", "tanh", "sigmoid", "selu", "gelu")
 PRECISIONS = ("auto", "fp32", "tf32", "bf16")
 SOFTMAXES = ("auto", "full", "sampled")
+#: ``model.surface.norm``: what follows the char-CNN's projection (see :class:`SurfaceConfig`).
+SURFACE_NORMS = ("none", "layer")
 #: The sampled softmax's proposals (``train.sampled_proposal``; model/sampling.py draws from them).
 PROPOSALS = ("log-uniform", "unigram")
 #: The largest embedding size model.d (and pretrain-vectors --dim) may take.
@@ -179,6 +181,13 @@ class SurfaceConfig:
     #: "grouped": one conv pass per word length (fastest on CPU); "padded": one pass over the
     #: padded (N, L) table with PAD windows masked to -inf (fastest on GPU); "auto": by device.
     impl: str = "auto"
+    #: What follows the projection: "none" (seed 000's GroC, bilm-tf's ELMo) or "layer" (a layer norm
+    #: with its gain and bias). The elmo and bilm kinds default to "layer": their char-CNN feeds only the
+    #: LSTM, and under Adam its vectors grew onto one shared direction until the first LSTM layer
+    #: saturated and the model never left the unigram plateau (docs/results.md, "ELMo-like"); GroC's
+    #: vectors are also its output vectors, whose softmax keeps them in check. Runs stored without
+    #: the key had none (:data:`STORED_BEFORE`).
+    norm: str = "none"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -423,6 +432,8 @@ class RunConfig:
             raise ConfigError(f"data.schedule={d.schedule!r} must be proportional, round_robin or temperature")
         if m.surface.impl not in ("auto", "grouped", "padded"):
             raise ConfigError(f"model.surface.impl={m.surface.impl!r} must be auto, grouped or padded")
+        if m.surface.norm not in SURFACE_NORMS:
+            raise ConfigError(f"model.surface.norm={m.surface.norm!r} must be one of {', '.join(SURFACE_NORMS)}")
         if not re.match(DEVICE_PATTERN, t.device):
             raise ConfigError(f"unknown device {t.device!r}; use auto, cpu, cuda or cuda:N")
         if t.precision not in PRECISIONS:
@@ -538,7 +549,7 @@ def from_dict(values: Mapping[str, Any]) -> RunConfig:
 #: without it did (which may differ from today's default): a run whose config.toml or checkpoint
 #: lacks ``data.min_count`` built its vocabulary without a cutoff. Resume compares config.toml with
 #: last.pt and finetuning keeps the run's data settings, so both must read the run as it was.
-STORED_BEFORE: dict[str, Any] = {"data.min_count": 1, "train.softmax": "full"}
+STORED_BEFORE: dict[str, Any] = {"data.min_count": 1, "train.softmax": "full", "model.surface.norm": "none"}
 
 
 def stored_values(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -98,9 +98,11 @@ KINDS: tuple[KindTraits, ...] = (
     KindTraits("conv", "lookup input; output char-CNN + per-word correction (Jozefowicz et al. 2016); "
                "per-word bias", sampled_above=COMPOSED_SAMPLED_ABOVE,
                defaults={"output": {"dropout": 0.1, "correction": 128}}),
-    KindTraits("elmo", "char-CNN input; a separate lookup output table; per-word bias", composes_input=True),
-    KindTraits("bilm", "char-CNN input, forward and backward LSTMs (ELMo's biLM); a shared lookup output "
-               "table; per-word bias", composes_input=True, bidirectional=True),
+    KindTraits("elmo", "char-CNN input (layer-normed); a separate lookup output table; per-word bias",
+               composes_input=True, defaults={"surface": {"norm": "layer"}}),
+    KindTraits("bilm", "char-CNN input (layer-normed), forward and backward LSTMs (ELMo's biLM); a shared "
+               "lookup output table; per-word bias", composes_input=True, bidirectional=True,
+               defaults={"surface": {"norm": "layer"}}),
     KindTraits("groc", "char-CNN input; the same function as output (seed 000); computed bias",
                composes_input=True, composes_output=True, sampled_above=COMPOSED_SAMPLED_ABOVE,
                defaults={"output": {"dropout": 0.2, "depth": 0}}),

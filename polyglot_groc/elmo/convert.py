@@ -183,7 +183,7 @@ class ElmoImport:
 
 #: Config keys bilm-tf weights fix; a --set on them would silently change the imported model.
 ELMO_FIXED_KEYS = ("model.kind", "model.d", "model.charset", "model.surface.char_dim", "model.surface.filters",
-                   "model.surface.n_highway", "model.surface.activation")
+                   "model.surface.n_highway", "model.surface.activation", "model.surface.norm")
 
 
 def _prefix_mismatch(options: ElmoOptions) -> str | None:
@@ -204,7 +204,8 @@ def elmo_groc_config(options: ElmoOptions, base: RunConfig) -> tuple[RunConfig, 
     LSTM fits the prefix (otherwise ``base``'s prefix, trained from scratch)."""
     m = base.model
     surface = dataclasses.replace(m.surface, char_dim=options.char_dim, filters=options.filters,
-                                  n_highway=options.n_highway, activation=options.activation)
+                                  n_highway=options.n_highway, activation=options.activation,
+                                  norm="none")  # bilm-tf has no norm after its projection
     charset = dataclasses.replace(m.charset, scheme="elmo-bytes", max_word_len=options.max_characters_per_token)
     d = options.projection_dim
     elmo_prefix = dataclasses.replace(m.prefix, n_layers=options.n_layers, hidden=options.lstm_dim)
@@ -263,7 +264,8 @@ def elmo_bilm_config(options: ElmoOptions, base: RunConfig) -> RunConfig:
                           "bilm kind (every layer d wide) cannot hold")
     m = base.model
     surface = dataclasses.replace(m.surface, char_dim=options.char_dim, filters=options.filters,
-                                  n_highway=options.n_highway, activation=options.activation, highway_activation="relu")
+                                  n_highway=options.n_highway, activation=options.activation, highway_activation="relu",
+                                  norm="none")  # bilm-tf has no norm after its projection
     charset = dataclasses.replace(m.charset, scheme="elmo-bytes", max_word_len=options.max_characters_per_token)
     prefix = dataclasses.replace(m.prefix, n_layers=options.n_layers, hidden=options.lstm_dim)
     model_cfg = dataclasses.replace(m, kind="bilm", d=options.projection_dim, charset=charset, surface=surface,

@@ -203,6 +203,9 @@ class SurfaceEncoder(nn.Module):
         self.act = activation(cfg.activation)
         self.highways = nn.ModuleList(Highway(self.n_filters, highway_act) for _ in range(cfg.n_highway))
         self.proj = nn.Linear(self.n_filters, d)
+        # model.surface.norm = "layer": the elmo kinds' default (config.SurfaceConfig says why). None
+        # adds no parameter, so a state dict without it (GroC, bilm-tf's weights) loads as before.
+        self.norm = nn.LayerNorm(d) if cfg.norm == "layer" else None
         self.d = d
         #: What encodes a chunk: ``_encode``, or its ``torch.compile``d version (train.compile).
         self.encode_fn: EncodeFn = self._encode
@@ -231,7 +234,8 @@ class SurfaceEncoder(nn.Module):
             h = self._pooled_grouped(chars, lengths)
         for hw in self.highways:
             h = hw(h)
-        return self.proj(h)  # (N, d)
+        out = self.proj(h)  # (N, d)
+        return out if self.norm is None else self.norm(out)
 
     def _pooled_padded(self, chars: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """One conv pass per filter over the padded table, PAD windows masked to -inf.  -> (N, sum F)
