@@ -176,6 +176,19 @@ def export_languages(bundle: Any, langs: Sequence[str], side: str, max_vocab: in
     return exported, dropped
 
 
+def unsupervised_config(args: argparse.Namespace) -> Any:
+    """``--dictionary-mode unsupervised``: VecMap's recipe with the self-learning cutoff and stochastic
+    interval given (its defaults, 20,000 words and 50, take hours of one core), the verdict's restarts
+    self-learning over ``--restart-cutoff`` words."""
+    from eval.methods.judging import VerdictConfig
+    from eval.methods.vecmap_self_learning import SelfLearningConfig
+    from eval.methods.vecmap_unsupervised import UnsupervisedConfig
+
+    return UnsupervisedConfig(
+        self_learning=SelfLearningConfig(vocabulary_cutoff=args.cutoff, stochastic_interval=args.interval),
+        verdict=VerdictConfig(restart_cutoff=args.restart_cutoff))
+
+
 def alignment(exported: dict[str, Any], args: argparse.Namespace, dropped: dict[str, int]) -> dict[str, Any]:
     """:func:`polyglot_groc.analysis.workflows.align` on the exported vocabularies (nothing written);
     a dictionary with no pair in the vocabularies is recorded (``error``), not fatal."""
@@ -185,9 +198,14 @@ def alignment(exported: dict[str, Any], args: argparse.Namespace, dropped: dict[
     out: dict[str, Any] = {"case_duplicates_dropped": {args.src: dropped[args.src], args.tgt: dropped[args.tgt]}}
     options: dict[str, Any] = dict(
         src=exported[args.src], tgt=exported[args.tgt], src_lang=args.src, tgt_lang=args.tgt,
-        train_dict=args.train_dict, refine=args.refine, normalize=args.normalize, dico_build=args.dico_build,
-        dico_max_rank=args.dico_max_rank, max_vocab=args.max_vocab, keep_case=args.keep_case, lenient=args.lenient,
-        eval_words=args.eval_words_set)
+        max_vocab=args.max_vocab, keep_case=args.keep_case, lenient=args.lenient, eval_words=args.eval_words_set)
+    if args.dictionary_mode == "unsupervised":
+        # VecMap's --unsupervised through the same align call (no dictionary); its own normalisation.
+        options.update(dictionary_mode="unsupervised", method_config=unsupervised_config(args),
+                       random_seed=args.random_seed)
+    else:
+        options.update(train_dict=args.train_dict, refine=args.refine, normalize=args.normalize,
+                       dico_build=args.dico_build, dico_max_rank=args.dico_max_rank)
     started = time.perf_counter()
     try:
         res = align(**options, eval_dict=args.eval_dict)
@@ -367,6 +385,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--wordsim", nargs="+", default=None, metavar="[LANG=]FILE",
                     help="Word-similarity files (default every file in <data>/eval/wordsim/<src> and <tgt>); "
                          "the language is LANG= or the file's folder name")
+    ap.add_argument("--dictionary-mode", choices=("dictionary", "unsupervised"), default="dictionary",
+                    help="dictionary: Procrustes on --train-dict with --refine rounds (Table 5.4); unsupervised: "
+                         "no dictionary, VecMap's --unsupervised with its verdict (issue 47)")
+    ap.add_argument("--cutoff", type=int, default=4000,
+                    help="unsupervised: self-learning words per side (VecMap --vocabulary_cutoff; its default 20000)")
+    ap.add_argument("--interval", type=int, default=3,
+                    help="unsupervised: VecMap --stochastic_interval (its default 50)")
+    ap.add_argument("--restart-cutoff", type=int, default=2000, help="unsupervised: the verdict's restarts' cutoff")
+    ap.add_argument("--random-seed", type=int, default=0, help="unsupervised: the seed (restarts: seed + 1, ...)")
     ap.add_argument("--refine", type=int, default=5, help="Refinement iterations (thesis: 10)")
     ap.add_argument("--normalize", default="", help="e.g. center,renorm (applied to both sides)")
     ap.add_argument("--dico-build", default="S2T&T2S", help="S2T | T2S | S2T|T2S | S2T&T2S")
@@ -402,7 +429,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if root is not None and not root.is_dir():
         raise BadInput(f"data root {root} is not a folder")
     dicts = root / "eval" / "dictionaries" if root is not None else None
-    for attr, suffix in (("train_dict", "0-5000"), ("eval_dict", "5000-6500")):
+    needed = [("eval_dict", "5000-6500")]
+    if args.dictionary_mode == "unsupervised":
+        if args.train_dict is not None:
+            raise BadInput("--dictionary-mode unsupervised aligns without a dictionary; drop --train-dict, or use "
+                           "--dictionary-mode dictionary")
+    else:
+        needed.insert(0, ("train_dict", "0-5000"))
+    for attr, suffix in needed:
         if getattr(args, attr) is None:
             if dicts is None:
                 raise BadInput(f"pass --{attr.replace('_', '-')} FILE, or set {DATA_ENV} / --data-root")
@@ -449,10 +483,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "align_polyglot (seed 004 Tables 5.4/5.5, mini)",
         "config": {
             "src": args.src, "tgt": args.tgt, "side": args.side, "checkpoint": args.checkpoint,
-            "max_vocab": args.max_vocab, "train_dict": str(args.train_dict), "eval_dict": str(args.eval_dict),
+            "max_vocab": args.max_vocab, "eval_dict": str(args.eval_dict), "dictionary_mode": args.dictionary_mode,
+            **({"train_dict": str(args.train_dict)} if args.dictionary_mode == "dictionary" else
+               {"cutoff": args.cutoff, "interval": args.interval, "restart_cutoff": args.restart_cutoff,
+                "random_seed": args.random_seed}),
             "refine": args.refine, "normalize": args.normalize, "dico_build": args.dico_build,
             "dico_max_rank": args.dico_max_rank, "lower": not args.keep_case, "ks": list(KS),
-            "selection": "unsupervised mean CSLS cosine (never the evaluation dictionary)",
+            "selection": ("unsupervised mean CSLS cosine (never the evaluation dictionary)"
+                          if args.dictionary_mode == "dictionary" else "VecMap's last self-learning iteration"),
             "wordsim": {lang: [str(p) for p in paths] for lang, paths in files.items()},
             "runs": {k: str(v) for k, v in runs.items()}, "threads": args.threads,
         },

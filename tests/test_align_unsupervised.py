@@ -191,3 +191,35 @@ def test_bad_input_from_python_names_the_keyword(spaces: Path, kwargs: dict[str,
     with pytest.raises(InputError, match=needle) as exc:
         pg.align(**given)  # type: ignore[arg-type]
     assert "\n" not in str(exc.value) and not (spaces / "py").exists()
+
+
+def test_the_polyglot_alignment_benchmark_aligns_without_a_dictionary(spaces: Path) -> None:
+    # benchmarks/align_polyglot.py --dictionary-mode unsupervised: the same align call with no dictionary,
+    # its schedule from the flags, the verdict in the model's record (issue 47: GroC's output embeddings
+    # aligned with and without a dictionary).
+    from types import SimpleNamespace
+
+    from benchmarks.align_polyglot import alignment, parse_args
+    from eval.vectors import read_vec
+
+    args = parse_args(["--src", "en", "--tgt", "fr", "--dictionary-mode", "unsupervised", "--interval", "1",
+                       "--cutoff", "150", "--restart-cutoff", "100", "--eval-dict", str(spaces / "test.txt")])
+    src_words, src = read_vec(spaces / "s.vec", lower=False)
+    tgt_words, tgt = read_vec(spaces / "t.vec", lower=False)
+    exported = {"en": SimpleNamespace(words=list(src_words), vectors=src),
+                "fr": SimpleNamespace(words=list(tgt_words), vectors=tgt)}
+    out = alignment(exported, args, {"en": 0, "fr": 0})
+    assert out["verdict"]["status"] == "aligned", out["verdict"]
+    assert out["method"] == "vecmap-unsupervised" and out["train_dictionary"]["seed"] == "unsupervised"
+    p1 = out["protocols"]["muse"]["csls"]["precision_at_1"]
+    assert p1 >= 95.0, out["protocols"]["muse"]
+
+
+def test_the_polyglot_alignment_benchmark_refuses_a_dictionary_without_one() -> None:
+    from benchmarks.align_polyglot import parse_args, run
+    from benchmarks.common import BadInput
+
+    args = parse_args(["--src", "en", "--tgt", "fr", "--dictionary-mode", "unsupervised", "--groc", "x",
+                       "--train-dict", "d.txt", "--eval-dict", "e.txt", "--wordsim", "w.txt"])
+    with pytest.raises(BadInput, match="drop --train-dict"):
+        run(args)
