@@ -39,7 +39,7 @@ class VerdictConfig(MethodConfig):
                                                        "map with (each costs what the fit costs)")
     check_words: int = knob(2000, check="positive_int", help="top source words whose translations are compared")
     aligned_agreement: float = knob(0.5, check="unit", help="agreement from which the map is 'aligned'")
-    failed_agreement: float = knob(0.3, check="unit", help="agreement below which the map 'failed'")
+    failed_agreement: float = knob(0.25, check="unit", help="agreement below which the map 'failed'")
     #: VecMap unsupervised restarts: the start over these shares of the main run's ``unsupervised_vocab``
     #: (restart i takes share i, cycling).
     init_vocab_factors: tuple[float, ...] = (0.75, 0.5)
