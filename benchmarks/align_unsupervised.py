@@ -294,8 +294,15 @@ def _worker(argv: list[str]) -> None:
     src_words, x = read_vec(spec["src"])
     tgt_words, z = read_vec(spec["tgt"])
     cfg = _unsup_config(spec["cutoff"], spec["interval"], spec["unsup_vocab"])
+    seed_pairs = None
+    if spec.get("start") == "identical":  # VecMap's --identical: every word both vocabularies spell alike
+        from eval.align import identical_pairs
+        from eval.unsup import vecmap_self_learning
+
+        seed_pairs = identical_pairs(src_words, tgt_words)
     if kind == "ours":
-        res = vecmap_unsupervised(x, z, cfg, seed=0)
+        res = (vecmap_unsupervised(x, z, cfg, seed=0) if seed_pairs is None else
+               vecmap_self_learning(x, z, seed_pairs, cfg.self_learning, seed=0, method="vecmap-identical"))
         write_vec(spec["out_src"], src_words, res.map_source(x))
         write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
         res.save(spec["result"])
@@ -303,8 +310,13 @@ def _worker(argv: list[str]) -> None:
                                   "seconds": res.seconds}
     else:
         main = MapResult.load(spec["result"])
-        fit = fit_unsupervised(x, z, config=cfg, seed=0, main=main,
-                               verdict=_verdict_config(spec["restarts"], spec["restart_cutoff"]))
+        if seed_pairs is None:
+            fit = fit_unsupervised(x, z, config=cfg, seed=0, main=main,
+                                   verdict=_verdict_config(spec["restarts"], spec["restart_cutoff"]))
+        else:
+            fit = fit_unsupervised(x, z, method="vecmap-self-learning", config=cfg.self_learning, seed=0,
+                                   seed_pairs=seed_pairs, main=main,
+                                   verdict=_verdict_config(spec["restarts"], spec["restart_cutoff"]))
         report = fit.verdict.to_dict()
         report["restart_iterations"] = [len(r.history) for r in fit.restarts]
     print(json.dumps(report, default=float))
@@ -330,7 +342,7 @@ def _pairs(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     for lang in sorted({lang for pair in args.pairs for lang in pair.split("-")}):
         files[lang] = CACHE / f"{lang}.d{args.dim}.t{args.max_tokens}.e{args.epochs}.vec"
         vectors[lang] = _train(_sentences(data, lang, args.max_tokens), files[lang], args)
-    out: dict[str, Any] = {"vectors": vectors, "cutoff": args.cutoff, "interval": args.interval,
+    out: dict[str, Any] = {"vectors": vectors, "start": args.start, "cutoff": args.cutoff, "interval": args.interval,
                            "restart_cutoff": args.restart_cutoff,
                            "unsupervised_vocab": args.unsup_vocab, "threads": args.threads, "rows": {}}
     if args.vecmap is None:
@@ -342,7 +354,8 @@ def _pairs(args: argparse.Namespace, data: Path) -> dict[str, Any]:
             s, t = pair.split("-")
             test = dicts / f"{pair}.5000-6500.txt"
             row: dict[str, Any] = {}
-            spec = {"src": str(files[s]), "tgt": str(files[t]), "cutoff": args.cutoff, "interval": args.interval,
+            spec = {"src": str(files[s]), "tgt": str(files[t]), "start": args.start,
+                    "cutoff": args.cutoff, "interval": args.interval,
                     "unsup_vocab": args.unsup_vocab, "threads": args.threads, "restarts": args.restarts,
                     "restart_cutoff": args.restart_cutoff,
                     "out_src": str(work / "o.src.vec"), "out_tgt": str(work / "o.tgt.vec"),
@@ -350,10 +363,10 @@ def _pairs(args: argparse.Namespace, data: Path) -> dict[str, Any]:
             order = ["vecmap", "ours"] if index % 2 == 0 else ["ours", "vecmap"]
             for who in order:
                 if who == "vecmap" and args.vecmap is not None:
-                    cmd = [sys.executable, "-c", _VECMAP, "map_embeddings.py", "--unsupervised", spec["src"],
+                    cmd = [sys.executable, "-c", _VECMAP, "map_embeddings.py", f"--{args.start}", spec["src"],
                            spec["tgt"], str(work / "v.src.vec"), str(work / "v.tgt.vec"), "--vocabulary_cutoff",
                            str(args.cutoff), "--stochastic_interval", str(args.interval), "--seed", "0", "-v"]
-                    if args.unsup_vocab is not None:
+                    if args.unsup_vocab is not None and args.start == "unsupervised":
                         cmd += ["--unsupervised_vocab", str(args.unsup_vocab)]
                     run = _run(cmd, args.vecmap, env)  # "iterations": VecMap's -v lines
                     run.pop("stdout")
@@ -389,6 +402,9 @@ def main() -> None:
     ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of synthetic,halves,pairs")
     ap.add_argument("--vecmap", type=Path, default=None, help="a checkout of github.com/artetxem/vecmap")
     ap.add_argument("--pairs", default=",".join(PAIRS))
+    ap.add_argument("--start", choices=("unsupervised", "identical"), default="unsupervised",
+                    help="pairs: VecMap's --unsupervised, or its --identical (self-learning from the words both "
+                         "vocabularies spell alike), on both sides")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cutoff", type=int, default=8000, help="self-learning words per side, both sides")
     ap.add_argument("--restart-cutoff", type=int, default=4000, help="self-learning words of the verdict's restarts")
