@@ -497,6 +497,28 @@ def tables_5_4_5_5(work: Path, target: str, args: argparse.Namespace,
     return align_polyglot.run(align_polyglot.parse_args(argv))
 
 
+def earlier_alignment(path: Path, target: str, models: Mapping[str, Any]) -> dict[str, Any]:
+    """Tables 5.4/5.5 of an earlier report (``--alignment-from``), kept only if every model it aligned is
+    the same checkpoint now (its best step): a model trained on since then is aligned again, not reused."""
+    from groc_base.textio import read_text
+
+    try:
+        earlier = json.loads(read_text(path))
+        block = earlier["tables"][target]["alignment_detail"]
+        before = earlier["models"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise BadInput(f"--alignment-from {path}: not a thesis_scale report with target {target} ({exc}); "
+                       "pass the JSON a --stage report run saved") from exc
+    pair = "+".join(sorted({"en", target}))
+    for label in (block.get("models") or {}):
+        name = f"{label}_{pair}"
+        now, then = (models.get(name) or {}).get("best_step"), (before.get(name) or {}).get("best_step")
+        if now is None or now != then:
+            raise BadInput(f"--alignment-from {path}: {name} was aligned at best step {then}, its best step is now "
+                           f"{now}; drop --alignment-from to align it again")
+    return {**block, "reused_from": str(path)}
+
+
 def _p(block: Mapping[str, Any], label: str, row: tuple[str, str], k: int, part: str = "") -> float | None:
     for r in block.get("table", {}).get("rows", []):
         if r["words_of"] == label and (r["model"], r["retrieval"]) == row:
@@ -609,7 +631,12 @@ def report(models: Mapping[str, Any], targets: Sequence[str], args: argparse.Nam
     per_target: dict[str, Any] = {}
     for tgt in targets:
         t52 = table_5_2(models, tgt)
-        ali_block = tables_5_4_5_5(args.work, tgt, args, models) if not args.skip_alignment else {"skipped": True}
+        if args.alignment_from is not None:
+            ali_block = earlier_alignment(args.alignment_from, tgt, models)
+        elif args.skip_alignment:
+            ali_block = {"skipped": True}
+        else:
+            ali_block = tables_5_4_5_5(args.work, tgt, args, models)
         ali = alignment_rows(ali_block)
         t56 = table_5_6(models, tgt, None if args.skip_random else random_groc_valid(args.work, tgt))
         per_target[tgt] = {"table_5_2": t52, "table_5_4_5_5": ali, "table_5_6": t56,
@@ -686,6 +713,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                     help="train (and continue) the models; collect: report them as they stand, training "
                          "nothing; report: collect, then align (Tables 5.4/5.5) and write the tables")
     ap.add_argument("--skip-alignment", action="store_true", help="report: leave out Tables 5.4/5.5")
+    ap.add_argument("--alignment-from", type=Path, default=None, metavar="JSON",
+                    help="report: Tables 5.4/5.5 from an earlier report's JSON, if every model it aligned has "
+                         "the same best checkpoint now (refused otherwise)")
     ap.add_argument("--skip-random", action="store_true", help="report: leave out the untrained GroC's perplexity")
     ap.add_argument("--targets", default="fr", help="target languages, comma-separated (each also with en)")
     ap.add_argument("--models", default="", help="a subset of the plan's model names (default: all)")

@@ -94,3 +94,22 @@ def test_a_run_recording_its_lexicon_resolved_is_continued_under_the_same_reques
         "model.kind": "groc-lex", "model.lexicon.backend": "wn", "model.lexicon.specs": ["omw-en:3.0"],
         "model.d": 16}))
     assert _what_it_computes(_as_requested(recorded, other)) != _what_it_computes(other)
+
+
+def test_an_earlier_reports_alignment_is_reused_only_for_the_same_checkpoints(tmp_path: Path) -> None:
+    from benchmarks.common import BadInput
+    from benchmarks.thesis_scale import earlier_alignment
+
+    detail = {"models": {"groc": {"alignment": {"protocols": {}}}, "lookup": {"alignment": {"protocols": {}}}}}
+    earlier = {"models": {"groc_en+fr": {"best_step": 100}, "lookup_en+fr": {"best_step": 40}},
+               "tables": {"fr": {"alignment_detail": detail}}}
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(earlier), encoding="utf-8")
+    # A model the earlier report did not align (elmo2groc) may have trained since: it is not in Table 5.4.
+    now = {"groc_en+fr": {"best_step": 100}, "lookup_en+fr": {"best_step": 40}, "elmo2groc_en+fr": {"best_step": 9}}
+    got = earlier_alignment(path, "fr", now)
+    assert got["models"] == detail["models"] and got["reused_from"] == str(path)
+    with pytest.raises(BadInput, match=r"groc_en\+fr was aligned at best step 100, its best step is now 120"):
+        earlier_alignment(path, "fr", {**now, "groc_en+fr": {"best_step": 120}})
+    with pytest.raises(BadInput, match="not a thesis_scale report with target es"):
+        earlier_alignment(path, "es", now)
