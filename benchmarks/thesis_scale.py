@@ -504,14 +504,12 @@ def earlier_alignment(path: Path, target: str, models: Mapping[str, Any]) -> dic
 
     try:
         earlier = json.loads(read_text(path))
-        block = earlier["tables"][target]["alignment_detail"]
-        before = earlier["models"]
+        block, before = earlier["tables"][target]["alignment_detail"], earlier["models"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BadInput(f"--alignment-from {path}: not a thesis_scale report with target {target} ({exc}); "
                        "pass the JSON a --stage report run saved") from exc
-    pair = "+".join(sorted({"en", target}))
     for label in (block.get("models") or {}):
-        name = f"{label}_{pair}"
+        name = f"{label}_{'+'.join(sorted({'en', target}))}"
         now, then = (models.get(name) or {}).get("best_step"), (before.get(name) or {}).get("best_step")
         if now is None or now != then:
             raise BadInput(f"--alignment-from {path}: {name} was aligned at best step {then}, its best step is now "
@@ -631,12 +629,8 @@ def report(models: Mapping[str, Any], targets: Sequence[str], args: argparse.Nam
     per_target: dict[str, Any] = {}
     for tgt in targets:
         t52 = table_5_2(models, tgt)
-        if args.alignment_from is not None:
-            ali_block = earlier_alignment(args.alignment_from, tgt, models)
-        elif args.skip_alignment:
-            ali_block = {"skipped": True}
-        else:
-            ali_block = tables_5_4_5_5(args.work, tgt, args, models)
+        ali_block = (earlier_alignment(args.alignment_from, tgt, models) if args.alignment_from is not None
+                     else {"skipped": True} if args.skip_alignment else tables_5_4_5_5(args.work, tgt, args, models))
         ali = alignment_rows(ali_block)
         t56 = table_5_6(models, tgt, None if args.skip_random else random_groc_valid(args.work, tgt))
         per_target[tgt] = {"table_5_2": t52, "table_5_4_5_5": ali, "table_5_6": t56,
