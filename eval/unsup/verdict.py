@@ -30,8 +30,8 @@ function words (for -> d, with -> par, his -> un); en-fr at 3M/1M tokens agreed 
 lookup model's output embeddings 0.18 (P@1 0.4).  And not higher: the EN+fr GroC model's output
 embeddings, one space already (P@1 32.4 with no map at all, mostly identical strings), agreed 0.29
 at P@1 30.9 (align_polyglot_unsupervised_fr.json): 'doubtful' says what is true there, a map no
-better than none on the words that differ.  Between 0.25 and 0.5 agreement alone cannot tell.  Two other signals are reported but
-not used, because the same run shows that they do not separate success from failure: the
+better than none on the words that differ.  Between 0.25 and 0.5 agreement alone cannot tell.  Two
+other signals are reported but not used, because the same run shows that they do not separate success from failure: the
 agreement of the two directions (mutual CSLS nearest neighbours; 0.72 between the unrelated
 Gaussian sets, as the map fits whatever it is given, against 0.87 for the aligned noisy copy) and
 MUSE's mean-cosine criterion (0.789 for the unrelated clustered pair, 0.837 for the aligned noisy
