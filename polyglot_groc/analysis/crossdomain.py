@@ -21,6 +21,7 @@ import dataclasses
 import logging
 import math
 from collections.abc import Container, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -260,6 +261,28 @@ def _score_windows(union: _Union, text: TokenIds, lang: str | None, bptt: int, p
                           out.hidden)
 
 
+@contextmanager
+def _scoring(bundle: ModelBundle, union: _Union, text: TokenIds, pieces: np.ndarray, lang: str | None,
+             own_words: bool) -> Iterator[tuple[int, torch.Tensor | None]]:
+    """The model in eval mode without gradients over ``union``'s words, for :func:`score_tokens` and
+    :func:`score_segments`: yields (words ``lang``'s table scores, the own-words mask of a compositional
+    output or None); afterwards the training mode, and (the model is shared) the training vocabulary's
+    tables where the text had new words (a text without keeps them, and their cached embeddings)."""
+    model = bundle.model
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            table_ids = model.vocab_tables(lang).ids
+            allowed = _own_words_mask(union, text, pieces, table_ids) \
+                if own_words and model.compositional_output else None
+            yield int(table_ids.numel()), allowed
+    finally:
+        model.train(was_training)
+        if union.view is not bundle:
+            bundle.install_words()
+
+
 def score_tokens(bundle: ModelBundle, tokens: Sequence[str] | TokenIds, lang: str, bptt: int, n_streams: int = 1,
                  screen: bool = True, *, pieces: np.ndarray | None = None, rows_per_batch: int | None = None,
                  keep_hidden: bool = True, own_words: bool = False, keep_mass: bool = True) -> TokenScores:
@@ -294,26 +317,15 @@ def score_tokens(bundle: ModelBundle, tokens: Sequence[str] | TokenIds, lang: st
     logp = torch.empty(n, dtype=torch.float64)  # (N,) filled window by window, in piece order
     mass = torch.zeros(n, dtype=torch.float64)
     hidden = torch.zeros(n if keep_hidden else 0, model.cfg.d)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            table_ids = model.vocab_tables(scored_lang).ids
-            n_scored = int(table_ids.numel())
-            allowed = _own_words_mask(union, text, pieces, table_ids) \
-                if own_words and model.compositional_output else None
-            for w in _score_windows(union, text, scored_lang, bptt, pieces, rows_per_batch, allowed, keep_mass):
-                row = offset[w.rows][:, None] + (w.targets - pieces[w.rows, :1]) - 1  # (b, T) output rows
-                row, keep = torch.from_numpy(row[w.valid]), torch.from_numpy(w.valid)
-                logp[row] = w.logp[keep]
-                if w.mass is not None:
-                    mass[row] = w.mass[keep]
-                if keep_hidden:
-                    hidden[row] = w.hidden.float().cpu()[keep]
-    finally:
-        model.train(was_training)
-        if union.view is not bundle:  # the model is shared: restore the training vocabulary's tables (a text
-            bundle.install_words()  # without new words keeps them, and their cached embeddings)
+    with _scoring(bundle, union, text, pieces, scored_lang, own_words) as (n_scored, allowed):
+        for w in _score_windows(union, text, scored_lang, bptt, pieces, rows_per_batch, allowed, keep_mass):
+            row = offset[w.rows][:, None] + (w.targets - pieces[w.rows, :1]) - 1  # (b, T) output rows
+            row, keep = torch.from_numpy(row[w.valid]), torch.from_numpy(w.valid)
+            logp[row] = w.logp[keep]
+            if w.mass is not None:
+                mass[row] = w.mass[keep]
+            if keep_hidden:
+                hidden[row] = w.hidden.float().cpu()[keep]
     position = np.repeat(pieces[:, 0] + 1 - offset, n_targets) + np.arange(n)  # (N,) target positions in tokens
     types = text.ids[position]
     union_sizes = None
@@ -347,29 +359,18 @@ def score_segments(bundle: ModelBundle, text: TokenIds, lang: str, bptt: int, pi
     pieces = np.asarray(pieces, dtype=np.int64)
     sums = np.zeros(n_segments, dtype=np.float64)
     zero: list[int] = []
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            table_ids = model.vocab_tables(lang).ids
-            n_scored = int(table_ids.numel())
-            allowed = _own_words_mask(union, text, pieces, table_ids) \
-                if own_words and model.compositional_output else None
-            sizes = _own_union_sizes(union, text, pieces, n_scored) if own_words and not model.compositional_output \
-                else np.full(len(pieces), n_scored + union.n_extra)
-            for w in _score_windows(union, text, lang, bptt, pieces, rows_per_batch, allowed, mass=False):
-                lp = w.logp
-                if not model.compositional_output and uniform_weight:
-                    size = torch.from_numpy(np.broadcast_to(sizes[w.rows][:, None], lp.shape).copy())
-                    lp = uniform_interpolate(lp, size, uniform_weight)
-                targets, values = w.targets[w.valid], lp.numpy()[w.valid]
-                np.add.at(sums, segments[targets], values)
-                if len(zero) < 5 and not np.isfinite(values).all():
-                    zero.extend(targets[~np.isfinite(values)][:5 - len(zero)].tolist())
-    finally:
-        model.train(was_training)
-        if union.view is not bundle:
-            bundle.install_words()
+    with _scoring(bundle, union, text, pieces, lang, own_words) as (n_scored, allowed):
+        sizes = _own_union_sizes(union, text, pieces, n_scored) if own_words and not model.compositional_output \
+            else np.full(len(pieces), n_scored + union.n_extra)
+        for w in _score_windows(union, text, lang, bptt, pieces, rows_per_batch, allowed, mass=False):
+            lp = w.logp
+            if not model.compositional_output and uniform_weight:
+                size = torch.from_numpy(np.broadcast_to(sizes[w.rows][:, None], lp.shape).copy())
+                lp = uniform_interpolate(lp, size, uniform_weight)
+            targets, values = w.targets[w.valid], lp.numpy()[w.valid]
+            np.add.at(sums, segments[targets], values)
+            if len(zero) < 5 and not np.isfinite(values).all():
+                zero.extend(targets[~np.isfinite(values)][:5 - len(zero)].tolist())
     targets = _piece_positions(np.stack([pieces[:, 0] + 1, pieces[:, 1]], axis=1))[0]  # (N,) every target
     new = union.type_new[text.ids[targets]]
     return SegmentScores(sums, np.bincount(segments[targets][new], minlength=n_segments).astype(np.int64), zero)
