@@ -67,9 +67,9 @@ def normalized_pair(x: np.ndarray, z: np.ndarray, ops: Sequence[str]) -> tuple[n
             np.ascontiguousarray(normalize_embeddings(z, ops), dtype=np.float32))
 
 
-#: Source rows per block of the criterion's search: 1,024 x 10,000 candidates is a 40 MiB block. With the
-#: search's default (4,096) the criterion was the run's peak: 570 MiB against 403 for the rest of an
-#: en-fr fit (22k words, cutoff 4000), above VecMap's whole process (450 MiB), which computes no criterion.
+#: Source rows per block of the criterion's search: 1,024 x 10,000 candidates is a 40 MiB block. On an
+#: en-fr map (22k words a side, loaded: 122 MiB) the criterion alone peaks at 284 MiB with it and 302 with
+#: the search's default (4,096); the rest of its peak is the CSLS sweep's slab (eval.knn.SWEEP_FLOATS).
 CRITERION_BATCH = 1024
 
 
