@@ -1,6 +1,6 @@
-"""Alignment without a dictionary (``eval.unsup``): synthetic, English against English, real pairs beside VecMap.
+"""Alignment without a dictionary (``eval.unsup``): synthetic, English halves, real pairs beside VecMap and MUSE.
 
-Three parts (``--parts``), every figure from one run of this script:
+Four parts (``--parts``; the first three by default), every figure from one run of this script:
 
 * ``synthetic``: clustered Gaussian spaces (``--syn-n`` x ``--syn-dim``) against a rotated copy whose
   rows are shuffled as frequency ranks are between languages, plus noise: VecMap's unsupervised
@@ -24,6 +24,14 @@ Three parts (``--parts``), every figure from one run of this script:
   evaluator, MUSE's protocol (CSLS and nn P@1 on the ``5000-6500`` dictionary). Our verdict
   (restarts) runs in a third process, timed apart.
 
+* ``muse`` (with ``--muse DIR``, a checkout of github.com/facebookresearch/MUSE): MUSE's own
+  ``unsupervised.py`` (``--cuda False``, run as it is but for two shims for today's Python and torch,
+  see ``_MUSE``) beside ours (``muse_adversarial``) on ``--muse-on`` (the halves and/or pairs), the
+  same reduced schedule on both sides (``--muse-epochs`` x ``--muse-epoch-size`` words, a
+  discriminator of 2 x ``--muse-hid-dim``; ``--dis_most_frequent`` the smaller vocabulary, 5
+  refinements), each in its own process at one thread, alternating which goes first; both exported
+  spaces scored by one evaluator, and MUSE's own log (its criteria, its P@1) kept beside.
+
 VecMap's default schedule (``--stochastic_interval 50``: at least 255 iterations, ~22 s each at
 20,000 words) takes hours of one core; the defaults here (8,000 words, interval 3) shorten it for
 both sides alike, and our verdict's restarts self-learn over ``--restart-cutoff`` (4,000) words.
@@ -31,6 +39,8 @@ Vectors are cached in ``bench_out/align_unsupervised/`` (git-ignored). Prints on
 saves it under ``benchmarks/results/<date>/align_unsupervised.json``; asserts nothing.
 
     POLYGLOT_GROC_DATA=../shared/data nice -n 10 python benchmarks/align_unsupervised.py --vecmap DIR --threads 1
+    POLYGLOT_GROC_DATA=../shared/data nice -n 10 python benchmarks/align_unsupervised.py --parts muse --muse DIR \\
+        --muse-on halves,en-fr,en-nl --muse-epochs 3 --muse-epoch-size 250000 --threads 1
     python benchmarks/align_unsupervised.py --parts synthetic --syn-n 1000 --syn-dim 32 --no-save   # smoke, ~1 min
 """
 
@@ -54,7 +64,7 @@ from benchmarks.common import BadInput, add_output_args, emit, peak_rss_mib, run
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench_out" / "align_unsupervised"
 PAIRS = ("en-fr", "en-es", "en-nl")
-PARTS = ("synthetic", "halves", "pairs")
+PARTS = ("synthetic", "halves", "pairs", "muse")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS")
 
@@ -68,6 +78,28 @@ for line in open("/proc/self/status"):
     if line.startswith("VmHWM:"):
         print("VMHWM_KB", line.split()[1], file=sys.stderr)
 """
+
+#: MUSE's unsupervised.py run as it is (runpy) on today's Python and torch, then this process's peak RSS.
+#: Two shims, nothing of MUSE changed: ``inspect.getargspec`` (gone since Python 3.11; MUSE reads
+#: an optimizer's argument names with it) is ``getfullargspec``, whose first field is the same list;
+#: and torch.load's weights-only unpickler (the default since torch 2.6) is allowed the numpy
+#: array types, because MUSE saves its best map as a numpy array and reloads the file it wrote.
+_MUSE = r"""
+import inspect, runpy, sys
+import numpy as np, torch
+if not hasattr(inspect, "getargspec"):
+    inspect.getargspec = inspect.getfullargspec
+torch.serialization.add_safe_globals([np._core.multiarray._reconstruct, np.ndarray, np.dtype,
+                                      type(np.dtype("float32"))])
+sys.argv = sys.argv[1:]
+sys.path.insert(0, ".")
+runpy.run_path(sys.argv[0], run_name="__main__")
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        print("VMHWM_KB", line.split()[1], file=sys.stderr)
+"""
+#: MUSE's model-selection criterion, the key of its log lines.
+_MUSE_CRITERION = "mean_cosine-csls_knn_10-S2T-10000"
 
 
 # --------------------------------------------------------------------------------------------
@@ -86,7 +118,7 @@ def _muse_config(args: argparse.Namespace, most_frequent: int | None = None) -> 
     from eval.unsup import AdversarialConfig
 
     return AdversarialConfig.reduced(n_epochs=args.muse_epochs, epoch_size=args.muse_epoch_size,
-                                     dis_most_frequent=most_frequent)
+                                     dis_hid_dim=args.muse_hid_dim, dis_most_frequent=most_frequent)
 
 
 def _limit_threads(threads: int, *, torch: bool = True) -> None:
@@ -225,10 +257,10 @@ def _sentences(data: Path, lang: str, max_tokens: int) -> list[list[str]]:
 # --------------------------------------------------------------------------------------------
 
 
-def _halves(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+def _halves_split(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+    """The two halves' vectors (trained once, cached), their files and words, and the gold: of the
+    most frequent words both halves know, ``test_pairs`` drawn at random and the rest train."""
     from eval.align import identical_pairs
-    from eval.methods import ProcrustesConfig, fit_mapping
-    from eval.unsup import fit_unsupervised, muse_adversarial
     from eval.vectors import read_vec
 
     text = _sentences(data, "en", args.halves_tokens)
@@ -242,8 +274,18 @@ def _halves(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     common = identical_pairs(a_words, b_words)  # (n, 2) sorted by the first half's frequency rank
     # Test and training pairs drawn from the same most frequent common words, disjoint.
     drawn = np.random.default_rng(0).permutation(min(common.shape[0], args.train_pairs + args.test_pairs))
-    train = common[np.sort(drawn[args.test_pairs :])]
-    test = common[np.sort(drawn[: args.test_pairs])]
+    return {"info": info, "paths": paths, "words": (a_words, b_words), "vectors": (a, b),
+            "common": common, "train": common[np.sort(drawn[args.test_pairs :])],
+            "test": common[np.sort(drawn[: args.test_pairs])]}
+
+
+def _halves(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+    from eval.methods import ProcrustesConfig, fit_mapping
+    from eval.unsup import fit_unsupervised, muse_adversarial
+
+    split = _halves_split(args, data)
+    info, common, train, test = split["info"], split["common"], split["train"], split["test"]
+    a, b = split["vectors"]
     out: dict[str, Any] = {"vectors": info, "common_words": int(common.shape[0]), "train_pairs": int(train.shape[0]),
                            "test_pairs": int(test.shape[0]), "cutoff": args.cutoff, "interval": args.interval,
                            "restart_cutoff": args.restart_cutoff}
@@ -290,9 +332,12 @@ def _worker(argv: list[str]) -> None:
 
     kind, spec = argv[0], json.loads(argv[1])
     _logging()
-    _limit_threads(spec["threads"], torch=False)
+    _limit_threads(spec["threads"], torch=kind == "muse")
     src_words, x = read_vec(spec["src"])
     tgt_words, z = read_vec(spec["tgt"])
+    if kind == "muse":
+        _worker_muse(spec, src_words, x, tgt_words, z)
+        return
     cfg = _unsup_config(spec["cutoff"], spec["interval"], spec["unsup_vocab"])
     seed_pairs = None
     if spec.get("start") == "identical":  # VecMap's --identical: every word both vocabularies spell alike
@@ -320,6 +365,23 @@ def _worker(argv: list[str]) -> None:
         report = fit.verdict.to_dict()
         report["restart_iterations"] = [len(r.history) for r in fit.restarts]
     print(json.dumps(report, default=float))
+    print("VMHWM_KB", int(peak_rss_mib() * 1024), file=sys.stderr)
+
+
+def _worker_muse(spec: dict[str, Any], src_words: list[str], x: np.ndarray, tgt_words: list[str],
+                 z: np.ndarray) -> None:
+    """``--worker muse``: our ``muse_adversarial`` on one pair, MUSE's schedule as ``spec`` gives it;
+    the mapped spaces written where MUSE's export would be, the criteria on stdout."""
+    from eval.unsup import AdversarialConfig, muse_adversarial
+    from eval.vectors import write_vec
+
+    cfg = AdversarialConfig.reduced(n_epochs=spec["n_epochs"], epoch_size=spec["epoch_size"],
+                                    dis_hid_dim=spec["dis_hid_dim"], dis_most_frequent=spec["most_frequent"])
+    res = muse_adversarial(x, z, cfg, seed=0)
+    write_vec(spec["out_src"], src_words, res.map_source(x))
+    write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
+    print(json.dumps({"criterion": res.criterion, "criteria": [h["criterion"] for h in res.history],
+                      "seconds": res.seconds}, default=float))
     print("VMHWM_KB", int(peak_rss_mib() * 1024), file=sys.stderr)
 
 
@@ -394,13 +456,107 @@ def _pairs(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# (d) MUSE's adversarial start beside MUSE's own code
+# --------------------------------------------------------------------------------------------
+
+
+def _muse_log(exp: Path) -> dict[str, Any]:
+    """MUSE's own account of its run (``train.log``'s ``__log__`` lines): every epoch's and
+    refinement's criterion, and its own P@1 at the map it keeps (the best criterion, its rule)."""
+    entries = [json.loads(line.split("__log__:", 1)[1]) for line in
+               (exp / "train.log").read_text(encoding="utf-8").splitlines() if "__log__:" in line]
+    best = max(entries, key=lambda e: e[_MUSE_CRITERION])
+    return {"criterion": round(best[_MUSE_CRITERION], 5),
+            "criteria": [round(e[_MUSE_CRITERION], 5) for e in entries],
+            "reported_csls_p@1": round(best["precision_at_1-csls_knn_10"], 2),
+            "reported_nn_p@1": round(best["precision_at_1-nn"], 2)}
+
+
+def _muse_targets(args: argparse.Namespace, data: Path, work: Path) -> dict[str, tuple[Path, Path, Path, str, str]]:
+    """Each ``--muse-on`` target: source and target files, the test dictionary, MUSE's language names."""
+    targets = {}
+    for name in args.muse_on:
+        if name == "halves":  # gold = the halves' test words, written as a dictionary of identical pairs
+            split = _halves_split(args, data)
+            a_words, _ = split["words"]
+            test = work / "halves.test.txt"
+            test.write_text("".join(f"{a_words[i]} {a_words[i]}\n" for i in split["test"][:, 0]), encoding="utf-8")
+            targets[name] = (split["paths"][0], split["paths"][1], test, "half0", "half1")
+        else:
+            s, t = name.split("-")
+            files = {}
+            for lang in (s, t):
+                files[lang] = CACHE / f"{lang}.d{args.dim}.t{args.max_tokens}.e{args.epochs}.vec"
+                _train(_sentences(data, lang, args.max_tokens), files[lang], args)
+            targets[name] = (files[s], files[t], data / "eval" / "dictionaries" / f"{name}.5000-6500.txt", s, t)
+    return targets
+
+
+def _muse(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+    """MUSE's ``unsupervised.py`` (the checkout ``--muse``) and ours (``muse_adversarial``), each in its own
+    process at ``--threads``, the same schedule, alternating which goes first; both exported spaces
+    scored by :func:`_evaluate`. MUSE evaluates P@1 (nn, CSLS), both criteria and its discriminator after
+    every epoch and refinement, as it always does; ours computes the criterion alone: that work is in
+    MUSE's CPU seconds."""
+    from eval.methods.muse_adversarial import MUSE_MOST_FREQUENT
+
+    env = {**os.environ, **{v: str(args.threads) for v in THREAD_VARS}, "PYTHONPATH": str(ROOT)}
+    schedule = {"n_epochs": args.muse_epochs, "epoch_size": args.muse_epoch_size, "dis_hid_dim": args.muse_hid_dim,
+                "n_refinement": 5, "dico_max_rank": 15000}
+    out: dict[str, Any] = {"schedule": schedule, "threads": args.threads, "rows": {}}
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        work = Path(tmp)
+        for index, (name, (src, tgt, test, s, t)) in enumerate(_muse_targets(args, data, work).items()):
+            sizes = [int(path.open(encoding="utf-8").readline().split()[0]) for path in (src, tgt)]
+            most_frequent = min(MUSE_MOST_FREQUENT, *sizes)  # MUSE asserts it is within both vocabularies
+            row: dict[str, Any] = {"source": src.name, "target": tgt.name, "test": test.name,
+                                   "words": sizes, "dis_most_frequent": most_frequent}
+            for who in (["muse", "ours"] if index % 2 == 0 else ["ours", "muse"]):
+                if who == "muse":
+                    cmd = [sys.executable, "-c", _MUSE, "unsupervised.py", "--cuda", "False", "--seed", "0",
+                           "--src_lang", s, "--tgt_lang", t, "--src_emb", str(src), "--tgt_emb", str(tgt),
+                           "--emb_dim", str(args.dim), "--dis_most_frequent", str(most_frequent),
+                           "--n_epochs", str(args.muse_epochs), "--epoch_size", str(args.muse_epoch_size),
+                           "--dis_hid_dim", str(args.muse_hid_dim), "--dico_eval", str(test),
+                           "--exp_path", str(work), "--exp_name", "muse", "--exp_id", name, "--export", "txt"]
+                    run = _run(cmd, args.muse, env)
+                    for key in ("stdout", "iterations"):
+                        run.pop(key)
+                    exp = work / "muse" / name
+                    row["muse"] = {**run, **_muse_log(exp),
+                                   **_evaluate(exp / f"vectors-{s}.txt", exp / f"vectors-{t}.txt", test)}
+                else:
+                    spec = {"src": str(src), "tgt": str(tgt), "threads": args.threads, "most_frequent": most_frequent,
+                            "n_epochs": args.muse_epochs, "epoch_size": args.muse_epoch_size,
+                            "dis_hid_dim": args.muse_hid_dim,
+                            "out_src": str(work / "m.src.vec"), "out_tgt": str(work / "m.tgt.vec")}
+                    run = _run([sys.executable, str(Path(__file__).resolve()), "--worker", "muse", json.dumps(spec)],
+                               ROOT, env)
+                    report = json.loads(run.pop("stdout"))
+                    run.pop("iterations")
+                    row["ours"] = {**run, "criterion": round(report["criterion"], 5),
+                                   "criteria": [round(c, 5) for c in report["criteria"]],
+                                   "phase_seconds": {k: round(v, 2) for k, v in report["seconds"].items()},
+                                   **_evaluate(work / "m.src.vec", work / "m.tgt.vec", test)}
+            row["ratio_ours_muse"] = {m: round(row["ours"][m] / row["muse"][m], 3)
+                                      for m in ("cpu_s", "wall_s", "peak_rss_mib") if row["muse"][m]}
+            row["csls_p@1_ours_minus_muse"] = round(row["ours"]["csls_p@1"] - row["muse"]["csls_p@1"], 2)
+            out["rows"][name] = row
+            print("muse", name, json.dumps(row), file=sys.stderr, flush=True)
+    return out
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         _worker(sys.argv[2:])
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of synthetic,halves,pairs")
+    ap.add_argument("--parts", default="synthetic,halves,pairs", help=f"comma-separated subset of {','.join(PARTS)}")
     ap.add_argument("--vecmap", type=Path, default=None, help="a checkout of github.com/artetxem/vecmap")
+    ap.add_argument("--muse", type=Path, default=None, help="part muse: a checkout of github.com/facebookresearch/MUSE")
+    ap.add_argument("--muse-on", default="halves,en-fr", help="part muse: 'halves' and/or language pairs")
+    ap.add_argument("--muse-hid-dim", type=int, default=512, help="part muse: --dis_hid_dim, both sides")
     ap.add_argument("--pairs", default=",".join(PAIRS))
     ap.add_argument("--start", choices=("unsupervised", "identical"), default="unsupervised",
                     help="pairs: VecMap's --unsupervised, or its --identical (self-learning from the words both "
@@ -433,7 +589,19 @@ def main() -> None:
         if not (args.vecmap / "map_embeddings.py").is_file():
             raise BadInput(f"--vecmap {args.vecmap}: no map_embeddings.py; pass a checkout of "
                            "github.com/artetxem/vecmap")
-    for name in ("threads", "cutoff", "restart_cutoff", "interval", "dim", "epochs", "syn_n", "syn_dim"):
+    args.muse_on = [p.strip() for p in args.muse_on.split(",") if p.strip()]
+    if "muse" in parts:
+        if args.muse is None or not (args.muse.resolve() / "unsupervised.py").is_file():
+            raise BadInput(f"--muse {args.muse}: part muse needs a checkout of github.com/facebookresearch/MUSE "
+                           "(its unsupervised.py)")
+        args.muse = args.muse.resolve()
+        if args.muse_epochs < 1:
+            raise BadInput("--muse-epochs must be at least 1 for part muse")
+        bad = [n for n in args.muse_on if n != "halves" and n not in PAIRS]
+        if bad or not args.muse_on:
+            raise BadInput(f"--muse-on {','.join(bad) or 'empty'}: use halves and/or {', '.join(PAIRS)}")
+    for name in ("threads", "cutoff", "restart_cutoff", "interval", "dim", "epochs", "syn_n", "syn_dim",
+                 "muse_hid_dim"):
         if getattr(args, name) < 1:
             raise BadInput(f"--{name.replace('_', '-')} must be at least 1")
     try:
@@ -447,15 +615,17 @@ def main() -> None:
     result: dict[str, Any] = {"threads": args.threads, "machine": f"{os.cpu_count()} cores, shared",
                               "load_average_before": [round(v, 2) for v in os.getloadavg()],
                               "muse_schedule": {"n_epochs": args.muse_epochs, "epoch_size": args.muse_epoch_size,
-                                                "dis_hid_dim": 512}}
+                                                "dis_hid_dim": args.muse_hid_dim}}
     if "synthetic" in parts:
         result["synthetic"] = _synthetic(args)
-    if "halves" in parts or "pairs" in parts:
+    if {"halves", "pairs", "muse"} & set(parts):
         data = shared_data()
         if "halves" in parts:
             result["halves"] = _halves(args, data)
         if "pairs" in parts:
             result["pairs"] = _pairs(args, data)
+        if "muse" in parts:
+            result["muse"] = _muse(args, data)
     result["load_average_after"] = [round(v, 2) for v in os.getloadavg()]
     result["wall_seconds"] = round(time.perf_counter() - started, 1)
     emit(result, name=args.name, save=not args.no_save)
