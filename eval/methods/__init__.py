@@ -7,9 +7,11 @@
 * ``vecmap-self-learning`` (:mod:`eval.methods.vecmap_self_learning`): VecMap's ``--identical`` /
   ``--semi_supervised``, robust self-learning from any seed;
 * ``vecmap-unsupervised`` (:mod:`eval.methods.vecmap_unsupervised`): VecMap's ``--unsupervised``, no dictionary;
-* ``muse-adversarial`` (:mod:`eval.methods.muse_adversarial`): MUSE's ``unsupervised.py``, no dictionary.
+* ``muse-adversarial`` (:mod:`eval.methods.muse_adversarial`): MUSE's ``unsupervised.py``, no dictionary;
+* ``wasserstein-procrustes`` (:mod:`eval.methods.wasserstein_procrustes`): fastText's ``unsup_align.py``, no
+  dictionary.
 
-The last three judge their own map (:mod:`eval.methods.judging`: a verdict from restarts).
+The last four judge their own map (:mod:`eval.methods.judging`: a verdict from restarts).
 
 Each runs its reference's recipe by default (``normalize=None``: the reference's normalisation)
 and :func:`recipe` says in words what the reference does and how a call differs from it.
@@ -51,9 +53,11 @@ from eval.methods.registry import (
 from eval.methods.vecmap import VecmapConfig
 from eval.methods.vecmap_self_learning import SelfLearningConfig, SemiSupervisedConfig
 from eval.methods.vecmap_unsupervised import UnsupervisedConfig
+from eval.methods.wasserstein_procrustes import WassersteinConfig
 
 __all__ = ["AdversarialConfig", "FitContext", "Knob", "Method", "Plan", "ProcrustesConfig", "RcslsConfig",
            "SelfLearningConfig", "SemiSupervisedConfig", "UnsupervisedConfig", "VecmapConfig", "VerdictConfig",
+           "WassersteinConfig",
            "build_config", "fit_mapping", "get_method", "knob", "knobs", "method_names", "methods", "recipe",
            "register_method", "resolve_normalize"]
 

@@ -5,6 +5,8 @@
   small dictionary);
 * :func:`muse_adversarial` (:mod:`eval.unsup.adversarial`): MUSE's adversarial start and
   Procrustes refinement (torch, imported when called);
+* :func:`wasserstein_procrustes` (:mod:`eval.unsup.wasserstein`): fastText's convex start and stochastic
+  Wasserstein-Procrustes (POT, imported when called);
 * :func:`alignment_verdict` (:mod:`eval.unsup.verdict`): aligned, doubtful or failed, from restarts;
 * :func:`fit_unsupervised` (:mod:`eval.unsup.run`): a method, its restarts and its verdict in one
   call, with :func:`recipe` naming the reference and how the call differs.
@@ -23,6 +25,7 @@ from eval.unsup.selflearn import (
     vecmap_unsupervised,
 )
 from eval.unsup.verdict import STATUSES, Verdict, VerdictConfig, alignment_verdict, mutual_agreement
+from eval.unsup.wasserstein import WassersteinConfig, convex_init, wasserstein_procrustes
 
 __all__ = [
     "REFERENCE_RECIPES",
@@ -35,7 +38,9 @@ __all__ = [
     "UnsupervisedFit",
     "Verdict",
     "VerdictConfig",
+    "WassersteinConfig",
     "alignment_verdict",
+    "convex_init",
     "fit_unsupervised",
     "muse_adversarial",
     "mutual_agreement",
@@ -43,4 +48,5 @@ __all__ = [
     "similarity_init",
     "vecmap_self_learning",
     "vecmap_unsupervised",
+    "wasserstein_procrustes",
 ]

@@ -23,17 +23,20 @@ from eval.unsup.adversarial import AdversarialConfig, muse_adversarial
 from eval.unsup.common import CSLS_K, MapResult
 from eval.unsup.selflearn import SelfLearningConfig, UnsupervisedConfig, vecmap_self_learning, vecmap_unsupervised
 from eval.unsup.verdict import Verdict, VerdictConfig, alignment_verdict
+from eval.unsup.wasserstein import WassersteinConfig, wasserstein_procrustes
 from groc_base.errors import ArgumentTypeError, InputError
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["REFERENCE_RECIPES", "UNSUPERVISED_METHODS", "UnsupervisedFit", "fit_unsupervised", "recipe"]
 
-UnsupervisedMethod = Literal["vecmap-unsupervised", "vecmap-self-learning", "muse-adversarial"]
-UNSUPERVISED_METHODS: tuple[str, ...] = ("vecmap-unsupervised", "vecmap-self-learning", "muse-adversarial")
-AnyConfig = UnsupervisedConfig | SelfLearningConfig | AdversarialConfig
+UnsupervisedMethod = Literal["vecmap-unsupervised", "vecmap-self-learning", "muse-adversarial",
+                             "wasserstein-procrustes"]
+AnyConfig = UnsupervisedConfig | SelfLearningConfig | AdversarialConfig | WassersteinConfig
+#: Each method's config class: the one list of the methods these functions run.
 _CONFIGS: dict[str, type] = {"vecmap-unsupervised": UnsupervisedConfig, "vecmap-self-learning": SelfLearningConfig,
-                             "muse-adversarial": AdversarialConfig}
+                             "muse-adversarial": AdversarialConfig, "wasserstein-procrustes": WassersteinConfig}
+UNSUPERVISED_METHODS: tuple[str, ...] = tuple(_CONFIGS)
 
 #: What each reference runs, in words (the registered methods' recipes: :mod:`eval.methods`).
 REFERENCE_RECIPES: dict[str, str] = {name: get_method(name).recipe for name in UNSUPERVISED_METHODS}
@@ -73,15 +76,20 @@ def _run(method: str, x: np.ndarray, z: np.ndarray, cfg: Any, seed: int | None, 
     if method == "vecmap-self-learning":
         assert seed_pairs is not None
         return vecmap_self_learning(x, z, seed_pairs, cfg, seed=seed, normalized=normalized, keep_target=keep_target)
+    if method == "wasserstein-procrustes":
+        return wasserstein_procrustes(x, z, cfg, seed=seed, normalized=normalized)
     return muse_adversarial(x, z, cfg, seed=seed, normalized=normalized)
 
 
 def _restart(method: str, main: MapResult, cfg: Any, seed_pairs: np.ndarray | None, verdict: VerdictConfig,
              index: int, seed: int) -> tuple[Any, np.ndarray | None]:
-    """Restart ``index``'s config and seed pairs: VecMap's start over fewer words, or a random share
-    of the seed dictionary, or (MUSE) only another seed; ``restart_cutoff`` caps self-learning."""
+    """Restart ``index``'s config and seed pairs: VecMap's (or the convex) start over fewer words, or a
+    random share of the seed dictionary, or (MUSE) only another seed; ``restart_cutoff`` caps self-learning."""
     if method == "muse-adversarial":
         return cfg, None
+    if method == "wasserstein-procrustes":  # the convex start is deterministic: over fewer words, as VecMap's
+        factor = verdict.init_vocab_factors[index % len(verdict.init_vocab_factors)]
+        return dataclasses.replace(cfg, init_words=max(2, round(int(main.config["init_words"]) * factor))), None
     sl = cfg.self_learning if isinstance(cfg, UnsupervisedConfig) else cfg
     if verdict.restart_cutoff is not None:
         sl = dataclasses.replace(sl, vocabulary_cutoff=min(verdict.restart_cutoff, *main.config["cutoff_words"]))
@@ -104,10 +112,10 @@ def fit_unsupervised(x: np.ndarray, z: np.ndarray, *, method: UnsupervisedMethod
 
     ``method``: ``vecmap-unsupervised`` (no dictionary), ``vecmap-self-learning`` (from
     ``seed_pairs`` ``(n, 2)``: identical words, a lexicon or a small dictionary) or
-    ``muse-adversarial``; ``config`` the method's config (None: the reference's defaults).
+    ``muse-adversarial`` or ``wasserstein-procrustes``; ``config`` the method's config (None: the reference's defaults).
     The restarts cost as much as the fit each; their summaries are in the result.  ``main``: the
     fit of these arguments made already (say in another process): only the restarts and the verdict run.
-    ``verdict`` None: the config's own (``UnsupervisedConfig.verdict``, ``AdversarialConfig.verdict``), else
+    ``verdict`` None: the config's own (``UnsupervisedConfig.verdict``, ``AdversarialConfig.verdict``, ...), else
     the defaults. ``normalized`` and ``keep_target``: as :func:`~eval.unsup.vecmap_unsupervised`'s (the
     spaces normalised by the caller; the target left in place).
     """

@@ -6,10 +6,10 @@ pairs, which every method that fits a dictionary accepts (procrustes, rcsls, vec
 self-learning, its ``--identical`` and ``--semi_supervised`` recipes), or gives none
 (``pairs=None``): an unsupervised start, which runs its own method (``default_method``; one
 registered with ``needs_dictionary=False`` in :mod:`eval.methods`) on the two spaces alone.
-``unsupervised`` (VecMap's ``--unsupervised``) and ``adversarial`` (MUSE's ``unsupervised.py``) are
-such starts. Registering one (``register_start(Start(name, help, pairs=None, default_method=...))``)
-makes it a ``--dictionary-mode`` value of ``align`` and ``align-many`` (docs/internals.md, "Adding an
-alignment method").
+``unsupervised`` (VecMap's ``--unsupervised``), ``adversarial`` (MUSE's ``unsupervised.py``) and
+``wasserstein`` (fastText's ``unsup_align.py``) are such starts. Registering one
+(``register_start(Start(name, help, pairs=None, default_method=...))``) makes it a ``--dictionary-mode``
+value of ``align`` and ``align-many`` (docs/internals.md, "Adding an alignment method").
 
 Torch- and numpy-free at import: the command line lists the starts in its help.
 """
@@ -134,3 +134,5 @@ register_start(Start("unsupervised", "no dictionary: VecMap's robust self-learni
                      pairs=None, default_method="vecmap-unsupervised"))
 register_start(Start("adversarial", "no dictionary: MUSE's adversarial start and refinement, judged",
                      pairs=None, default_method="muse-adversarial"))
+register_start(Start("wasserstein", "no dictionary: fastText's convex start and Wasserstein-Procrustes, judged",
+                     pairs=None, default_method="wasserstein-procrustes"))
