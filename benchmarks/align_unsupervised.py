@@ -1,6 +1,6 @@
 """Alignment without a dictionary (``eval.unsup``): synthetic, English halves, real pairs beside VecMap and MUSE.
 
-Four parts (``--parts``; the first three by default), every figure from one run of this script:
+Five parts (``--parts``; the first three by default), every figure from one run of this script:
 
 * ``synthetic``: clustered Gaussian spaces (``--syn-n`` x ``--syn-dim``) against a rotated copy whose
   rows are shuffled as frequency ranks are between languages, plus noise: VecMap's unsupervised
@@ -31,6 +31,11 @@ Four parts (``--parts``; the first three by default), every figure from one run 
   discriminator of 2 x ``--muse-hid-dim``; ``--dis_most_frequent`` the smaller vocabulary, 5
   refinements), each in its own process at one thread, alternating which goes first; both exported
   spaces scored by one evaluator, and MUSE's own log (its criteria, its P@1) kept beside.
+
+* ``wasserstein`` (with ``--fasttext DIR``, a checkout of github.com/facebookresearch/fastText):
+  its ``alignment/unsup_align.py`` beside ours (``wasserstein_procrustes``) on ``--wp-on``, the same
+  schedule (``--wp-epochs``, ``--wp-iterations``, ``--wp-nmax``), the same way (own processes, one
+  thread, alternating, one evaluator), and fastText's own printed P@1 kept beside.
 
 VecMap's default schedule (``--stochastic_interval 50``: at least 255 iterations, ~22 s each at
 20,000 words) takes hours of one core; the defaults here (8,000 words, interval 3) shorten it for
@@ -64,7 +69,7 @@ from benchmarks.common import BadInput, add_output_args, emit, peak_rss_mib, run
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / "bench_out" / "align_unsupervised"
 PAIRS = ("en-fr", "en-es", "en-nl")
-PARTS = ("synthetic", "halves", "pairs", "muse")
+PARTS = ("synthetic", "halves", "pairs", "muse", "wasserstein")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS")
 
@@ -91,6 +96,17 @@ if not hasattr(inspect, "getargspec"):
     inspect.getargspec = inspect.getfullargspec
 torch.serialization.add_safe_globals([np._core.multiarray._reconstruct, np.ndarray, np.dtype,
                                       type(np.dtype("float32"))])
+sys.argv = sys.argv[1:]
+sys.path.insert(0, ".")
+runpy.run_path(sys.argv[0], run_name="__main__")
+for line in open("/proc/self/status"):
+    if line.startswith("VmHWM:"):
+        print("VMHWM_KB", line.split()[1], file=sys.stderr)
+"""
+#: fastText's alignment/unsup_align.py run as it is (runpy from its directory, where ``from utils import *``
+#: finds its helpers), then this process's peak RSS.
+_FASTTEXT = r"""
+import runpy, sys
 sys.argv = sys.argv[1:]
 sys.path.insert(0, ".")
 runpy.run_path(sys.argv[0], run_name="__main__")
@@ -338,6 +354,9 @@ def _worker(argv: list[str]) -> None:
     if kind == "muse":
         _worker_muse(spec, src_words, x, tgt_words, z)
         return
+    if kind == "wasserstein":
+        _worker_wasserstein(spec, src_words, x, tgt_words, z)
+        return
     cfg = _unsup_config(spec["cutoff"], spec["interval"], spec["unsup_vocab"])
     seed_pairs = None
     if spec.get("start") == "identical":  # VecMap's --identical: every word both vocabularies spell alike
@@ -378,6 +397,23 @@ def _worker_muse(spec: dict[str, Any], src_words: list[str], x: np.ndarray, tgt_
     cfg = AdversarialConfig.reduced(n_epochs=spec["n_epochs"], epoch_size=spec["epoch_size"],
                                     dis_hid_dim=spec["dis_hid_dim"], dis_most_frequent=spec["most_frequent"])
     res = muse_adversarial(x, z, cfg, seed=0)
+    write_vec(spec["out_src"], src_words, res.map_source(x))
+    write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
+    print(json.dumps({"criterion": res.criterion, "criteria": [h["criterion"] for h in res.history],
+                      "seconds": res.seconds}, default=float))
+    print("VMHWM_KB", int(peak_rss_mib() * 1024), file=sys.stderr)
+
+
+def _worker_wasserstein(spec: dict[str, Any], src_words: list[str], x: np.ndarray, tgt_words: list[str],
+                        z: np.ndarray) -> None:
+    """``--worker wasserstein``: our ``wasserstein_procrustes`` on one pair, fastText's schedule as ``spec``
+    gives it, the first 200,000 words as fastText reads; the mapped spaces written, the criteria on stdout."""
+    from eval.unsup import WassersteinConfig, wasserstein_procrustes
+    from eval.vectors import write_vec
+
+    cfg = WassersteinConfig(n_epochs=spec["n_epochs"], n_iterations=spec["n_iterations"], nmax=spec["nmax"])
+    x, z, src_words, tgt_words = x[:200_000], z[:200_000], src_words[:200_000], tgt_words[:200_000]
+    res = wasserstein_procrustes(x, z, cfg, seed=0)
     write_vec(spec["out_src"], src_words, res.map_source(x))
     write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
     print(json.dumps({"criterion": res.criterion, "criteria": [h["criterion"] for h in res.history],
@@ -473,10 +509,11 @@ def _muse_log(exp: Path) -> dict[str, Any]:
             "reported_nn_p@1": round(best["precision_at_1-nn"], 2)}
 
 
-def _muse_targets(args: argparse.Namespace, data: Path, work: Path) -> dict[str, tuple[Path, Path, Path, str, str]]:
-    """Each ``--muse-on`` target: source and target files, the test dictionary, MUSE's language names."""
+def _targets(args: argparse.Namespace, data: Path, work: Path,
+             names: list[str]) -> dict[str, tuple[Path, Path, Path, str, str]]:
+    """Each target (``halves`` or a pair): source and target files, the test dictionary, language names."""
     targets = {}
-    for name in args.muse_on:
+    for name in names:
         if name == "halves":  # gold = the halves' test words, written as a dictionary of identical pairs
             split = _halves_split(args, data)
             a_words, _ = split["words"]
@@ -507,7 +544,7 @@ def _muse(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     out: dict[str, Any] = {"schedule": schedule, "threads": args.threads, "rows": {}}
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         work = Path(tmp)
-        for index, (name, (src, tgt, test, s, t)) in enumerate(_muse_targets(args, data, work).items()):
+        for index, (name, (src, tgt, test, s, t)) in enumerate(_targets(args, data, work, args.muse_on).items()):
             sizes = [int(path.open(encoding="utf-8").readline().split()[0]) for path in (src, tgt)]
             most_frequent = min(MUSE_MOST_FREQUENT, *sizes)  # MUSE asserts it is within both vocabularies
             row: dict[str, Any] = {"source": src.name, "target": tgt.name, "test": test.name,
@@ -547,6 +584,61 @@ def _muse(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# (e) Wasserstein-Procrustes beside fastText's own code
+# --------------------------------------------------------------------------------------------
+
+
+def _wasserstein(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+    """fastText's ``alignment/unsup_align.py`` (the checkout ``--fasttext``) and ours
+    (``wasserstein_procrustes``), each in its own process at ``--threads``, the same schedule
+    (``--wp-epochs`` epochs, ``--wp-iterations`` batches in the first, ``--wp-nmax`` words), alternating
+    which goes first; both written spaces scored by :func:`_evaluate`. fastText also scores its map on the
+    test dictionary (nn P@1) and prints its transport objective after every epoch (a 5,000-word Sinkhorn
+    solve): that work is in its CPU seconds; ours computes MUSE's criterion after every epoch instead."""
+    env = {**os.environ, **{v: str(args.threads) for v in THREAD_VARS}, "PYTHONPATH": str(ROOT)}
+    schedule = {"nepoch": args.wp_epochs, "niter": args.wp_iterations, "nmax": args.wp_nmax, "bsz": 500,
+                "lr": 500.0, "reg": 0.05}
+    out: dict[str, Any] = {"schedule": schedule, "threads": args.threads, "rows": {}}
+    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
+        work = Path(tmp)
+        for index, (name, (src, tgt, test, _, _)) in enumerate(_targets(args, data, work, args.wp_on).items()):
+            sizes = [int(path.open(encoding="utf-8").readline().split()[0]) for path in (src, tgt)]
+            nmax = min(args.wp_nmax, *sizes)  # fastText indexes the top nmax rows of both sides
+            row: dict[str, Any] = {"source": src.name, "target": tgt.name, "test": test.name, "words": sizes,
+                                   "nmax": nmax}
+            for who in (["fasttext", "ours"] if index % 2 == 0 else ["ours", "fasttext"]):
+                if who == "fasttext":
+                    cmd = [sys.executable, "-c", _FASTTEXT, "unsup_align.py", "--model_src", str(src), "--model_tgt",
+                           str(tgt), "--lexicon", str(test), "--output_src", str(work / "f.src.vec"), "--output_tgt",
+                           str(work / "f.tgt.vec"), "--nepoch", str(args.wp_epochs), "--niter",
+                           str(args.wp_iterations), "--nmax", str(nmax), "--seed", "0"]
+                    run = _run(cmd, args.fasttext / "alignment", env)
+                    printed = [line for line in run.pop("stdout").splitlines() if line.startswith("Precision@1")]
+                    run.pop("iterations")
+                    reported = round(100 * float(printed[-1].split(":")[1]), 2) if printed else None  # a fraction
+                    row["fasttext"] = {**run, "reported_nn_p@1": reported,
+                                       **_evaluate(work / "f.src.vec", work / "f.tgt.vec", test)}
+                else:
+                    spec = {"src": str(src), "tgt": str(tgt), "threads": args.threads, "nmax": nmax,
+                            "n_epochs": args.wp_epochs, "n_iterations": args.wp_iterations,
+                            "out_src": str(work / "w.src.vec"), "out_tgt": str(work / "w.tgt.vec")}
+                    run = _run([sys.executable, str(Path(__file__).resolve()), "--worker", "wasserstein",
+                                json.dumps(spec)], ROOT, env)
+                    report = json.loads(run.pop("stdout"))
+                    run.pop("iterations")
+                    row["ours"] = {**run, "criterion": round(report["criterion"], 5),
+                                   "criteria": [round(c, 5) for c in report["criteria"]],
+                                   "phase_seconds": {k: round(v, 2) for k, v in report["seconds"].items()},
+                                   **_evaluate(work / "w.src.vec", work / "w.tgt.vec", test)}
+            row["ratio_ours_fasttext"] = {m: round(row["ours"][m] / row["fasttext"][m], 3)
+                                          for m in ("cpu_s", "wall_s", "peak_rss_mib") if row["fasttext"][m]}
+            row["csls_p@1_ours_minus_fasttext"] = round(row["ours"]["csls_p@1"] - row["fasttext"]["csls_p@1"], 2)
+            out["rows"][name] = row
+            print("wasserstein", name, json.dumps(row), file=sys.stderr, flush=True)
+    return out
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         _worker(sys.argv[2:])
@@ -557,6 +649,12 @@ def main() -> None:
     ap.add_argument("--muse", type=Path, default=None, help="part muse: a checkout of github.com/facebookresearch/MUSE")
     ap.add_argument("--muse-on", default="halves,en-fr", help="part muse: 'halves' and/or language pairs")
     ap.add_argument("--muse-hid-dim", type=int, default=512, help="part muse: --dis_hid_dim, both sides")
+    ap.add_argument("--fasttext", type=Path, default=None,
+                    help="part wasserstein: a checkout of github.com/facebookresearch/fastText")
+    ap.add_argument("--wp-on", default="halves,en-fr", help="part wasserstein: 'halves' and/or language pairs")
+    ap.add_argument("--wp-epochs", type=int, default=5, help="part wasserstein: --nepoch, both sides")
+    ap.add_argument("--wp-iterations", type=int, default=5000, help="part wasserstein: --niter, both sides")
+    ap.add_argument("--wp-nmax", type=int, default=20000, help="part wasserstein: --nmax (clipped), both sides")
     ap.add_argument("--pairs", default=",".join(PAIRS))
     ap.add_argument("--start", choices=("unsupervised", "identical"), default="unsupervised",
                     help="pairs: VecMap's --unsupervised, or its --identical (self-learning from the words both "
@@ -600,8 +698,17 @@ def main() -> None:
         bad = [n for n in args.muse_on if n != "halves" and n not in PAIRS]
         if bad or not args.muse_on:
             raise BadInput(f"--muse-on {','.join(bad) or 'empty'}: use halves and/or {', '.join(PAIRS)}")
+    args.wp_on = [p.strip() for p in args.wp_on.split(",") if p.strip()]
+    if "wasserstein" in parts:
+        if args.fasttext is None or not (args.fasttext.resolve() / "alignment" / "unsup_align.py").is_file():
+            raise BadInput(f"--fasttext {args.fasttext}: part wasserstein needs a checkout of "
+                           "github.com/facebookresearch/fastText (its alignment/unsup_align.py)")
+        args.fasttext = args.fasttext.resolve()
+        bad = [n for n in args.wp_on if n != "halves" and n not in PAIRS]
+        if bad or not args.wp_on:
+            raise BadInput(f"--wp-on {','.join(bad) or 'empty'}: use halves and/or {', '.join(PAIRS)}")
     for name in ("threads", "cutoff", "restart_cutoff", "interval", "dim", "epochs", "syn_n", "syn_dim",
-                 "muse_hid_dim"):
+                 "muse_hid_dim", "wp_epochs", "wp_iterations", "wp_nmax"):
         if getattr(args, name) < 1:
             raise BadInput(f"--{name.replace('_', '-')} must be at least 1")
     try:
@@ -618,7 +725,7 @@ def main() -> None:
                                                 "dis_hid_dim": args.muse_hid_dim}}
     if "synthetic" in parts:
         result["synthetic"] = _synthetic(args)
-    if {"halves", "pairs", "muse"} & set(parts):
+    if {"halves", "pairs", "muse", "wasserstein"} & set(parts):
         data = shared_data()
         if "halves" in parts:
             result["halves"] = _halves(args, data)
@@ -626,6 +733,8 @@ def main() -> None:
             result["pairs"] = _pairs(args, data)
         if "muse" in parts:
             result["muse"] = _muse(args, data)
+        if "wasserstein" in parts:
+            result["wasserstein"] = _wasserstein(args, data)
     result["load_average_after"] = [round(v, 2) for v in os.getloadavg()]
     result["wall_seconds"] = round(time.perf_counter() - started, 1)
     emit(result, name=args.name, save=not args.no_save)
