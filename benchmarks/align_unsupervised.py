@@ -57,6 +57,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -395,7 +396,7 @@ def _worker_muse(spec: dict[str, Any], src_words: list[str], x: np.ndarray, tgt_
     from eval.vectors import write_vec
 
     cfg = AdversarialConfig.reduced(n_epochs=spec["n_epochs"], epoch_size=spec["epoch_size"],
-                                    dis_hid_dim=spec["dis_hid_dim"], dis_most_frequent=spec["most_frequent"])
+                                    dis_hid_dim=spec["dis_hid_dim"], dis_most_frequent=spec["words"])
     res = muse_adversarial(x, z, cfg, seed=0)
     write_vec(spec["out_src"], src_words, res.map_source(x))
     write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
@@ -411,7 +412,8 @@ def _worker_wasserstein(spec: dict[str, Any], src_words: list[str], x: np.ndarra
     from eval.unsup import WassersteinConfig, wasserstein_procrustes
     from eval.vectors import write_vec
 
-    cfg = WassersteinConfig(n_epochs=spec["n_epochs"], n_iterations=spec["n_iterations"], nmax=spec["nmax"])
+    cfg = WassersteinConfig(n_epochs=spec["nepoch"], n_iterations=spec["niter"], nmax=spec["words"],
+                            batch_size=spec["bsz"], lr=spec["lr"], reg=spec["reg"])
     x, z, src_words, tgt_words = x[:200_000], z[:200_000], src_words[:200_000], tgt_words[:200_000]
     res = wasserstein_procrustes(x, z, cfg, seed=0)
     write_vec(spec["out_src"], src_words, res.map_source(x))
@@ -493,7 +495,7 @@ def _pairs(args: argparse.Namespace, data: Path) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
-# (d) MUSE's adversarial start beside MUSE's own code
+# (d), (e) MUSE's adversarial start and Wasserstein-Procrustes beside their references' own code
 # --------------------------------------------------------------------------------------------
 
 
@@ -530,113 +532,99 @@ def _targets(args: argparse.Namespace, data: Path, work: Path,
     return targets
 
 
-def _muse(args: argparse.Namespace, data: Path) -> dict[str, Any]:
-    """MUSE's ``unsupervised.py`` (the checkout ``--muse``) and ours (``muse_adversarial``), each in its own
-    process at ``--threads``, the same schedule, alternating which goes first; both exported spaces
-    scored by :func:`_evaluate`. MUSE evaluates P@1 (nn, CSLS), both criteria and its discriminator after
-    every epoch and refinement, as it always does; ours computes the criterion alone: that work is in
-    MUSE's CPU seconds."""
-    from eval.methods.muse_adversarial import MUSE_MOST_FREQUENT
+#: One target of a side-by-side part: source and target files, the test dictionary, the two language names.
+Target = tuple[Path, Path, Path, str, str]
+#: A reference's side of one target: (target name, target, the words limit, work dir, env) -> its row.
+Reference = Callable[[str, Target, int, Path, dict[str, str]], dict[str, Any]]
 
+
+def _side_by_side(args: argparse.Namespace, data: Path, *, names: list[str], reference: str, run_reference: Reference,
+                  worker: str, schedule: dict[str, Any], limit: tuple[str, int]) -> dict[str, Any]:
+    """A reference's own code and ours (``--worker WORKER``) on each target, each in its own process at
+    ``--threads``, the same ``schedule``, alternating which goes first; both written spaces scored by
+    :func:`_evaluate`; the ratios ours/reference of CPU, wall and peak memory. ``limit``: the name and
+    default of the words both sides draw from, clipped to the smaller vocabulary (the references assert
+    or index past it)."""
     env = {**os.environ, **{v: str(args.threads) for v in THREAD_VARS}, "PYTHONPATH": str(ROOT)}
-    schedule = {"n_epochs": args.muse_epochs, "epoch_size": args.muse_epoch_size, "dis_hid_dim": args.muse_hid_dim,
-                "n_refinement": 5, "dico_max_rank": 15000}
     out: dict[str, Any] = {"schedule": schedule, "threads": args.threads, "rows": {}}
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         work = Path(tmp)
-        for index, (name, (src, tgt, test, s, t)) in enumerate(_targets(args, data, work, args.muse_on).items()):
+        for index, (name, target) in enumerate(_targets(args, data, work, names).items()):
+            src, tgt, test = target[:3]
             sizes = [int(path.open(encoding="utf-8").readline().split()[0]) for path in (src, tgt)]
-            most_frequent = min(MUSE_MOST_FREQUENT, *sizes)  # MUSE asserts it is within both vocabularies
-            row: dict[str, Any] = {"source": src.name, "target": tgt.name, "test": test.name,
-                                   "words": sizes, "dis_most_frequent": most_frequent}
-            for who in (["muse", "ours"] if index % 2 == 0 else ["ours", "muse"]):
-                if who == "muse":
-                    cmd = [sys.executable, "-c", _MUSE, "unsupervised.py", "--cuda", "False", "--seed", "0",
-                           "--src_lang", s, "--tgt_lang", t, "--src_emb", str(src), "--tgt_emb", str(tgt),
-                           "--emb_dim", str(args.dim), "--dis_most_frequent", str(most_frequent),
-                           "--n_epochs", str(args.muse_epochs), "--epoch_size", str(args.muse_epoch_size),
-                           "--dis_hid_dim", str(args.muse_hid_dim), "--dico_eval", str(test),
-                           "--exp_path", str(work), "--exp_name", "muse", "--exp_id", name, "--export", "txt"]
-                    run = _run(cmd, args.muse, env)
-                    for key in ("stdout", "iterations"):
-                        run.pop(key)
-                    exp = work / "muse" / name
-                    row["muse"] = {**run, **_muse_log(exp),
-                                   **_evaluate(exp / f"vectors-{s}.txt", exp / f"vectors-{t}.txt", test)}
-                else:
-                    spec = {"src": str(src), "tgt": str(tgt), "threads": args.threads, "most_frequent": most_frequent,
-                            "n_epochs": args.muse_epochs, "epoch_size": args.muse_epoch_size,
-                            "dis_hid_dim": args.muse_hid_dim,
-                            "out_src": str(work / "m.src.vec"), "out_tgt": str(work / "m.tgt.vec")}
-                    run = _run([sys.executable, str(Path(__file__).resolve()), "--worker", "muse", json.dumps(spec)],
-                               ROOT, env)
-                    report = json.loads(run.pop("stdout"))
-                    run.pop("iterations")
-                    row["ours"] = {**run, "criterion": round(report["criterion"], 5),
-                                   "criteria": [round(c, 5) for c in report["criteria"]],
-                                   "phase_seconds": {k: round(v, 2) for k, v in report["seconds"].items()},
-                                   **_evaluate(work / "m.src.vec", work / "m.tgt.vec", test)}
-            row["ratio_ours_muse"] = {m: round(row["ours"][m] / row["muse"][m], 3)
-                                      for m in ("cpu_s", "wall_s", "peak_rss_mib") if row["muse"][m]}
-            row["csls_p@1_ours_minus_muse"] = round(row["ours"]["csls_p@1"] - row["muse"]["csls_p@1"], 2)
+            words = min(limit[1], *sizes)
+            row: dict[str, Any] = {"source": src.name, "target": tgt.name, "test": test.name, "words": sizes,
+                                   limit[0]: words}
+            for who in ([reference, "ours"] if index % 2 == 0 else ["ours", reference]):
+                if who == reference:
+                    row[reference] = run_reference(name, target, words, work, env)
+                    continue
+                spec = {"src": str(src), "tgt": str(tgt), "threads": args.threads, "words": words, **schedule,
+                        "out_src": str(work / "o.src.vec"), "out_tgt": str(work / "o.tgt.vec")}
+                run = _run([sys.executable, str(Path(__file__).resolve()), "--worker", worker, json.dumps(spec)],
+                           ROOT, env)
+                report = json.loads(run.pop("stdout"))
+                run.pop("iterations")
+                row["ours"] = {**run, "criterion": round(report["criterion"], 5),
+                               "criteria": [round(c, 5) for c in report["criteria"]],
+                               "phase_seconds": {k: round(v, 2) for k, v in report["seconds"].items()},
+                               **_evaluate(work / "o.src.vec", work / "o.tgt.vec", test)}
+            row[f"ratio_ours_{reference}"] = {m: round(row["ours"][m] / row[reference][m], 3)
+                                              for m in ("cpu_s", "wall_s", "peak_rss_mib") if row[reference][m]}
+            row[f"csls_p@1_ours_minus_{reference}"] = round(row["ours"]["csls_p@1"] - row[reference]["csls_p@1"], 2)
             out["rows"][name] = row
-            print("muse", name, json.dumps(row), file=sys.stderr, flush=True)
+            print(worker, name, json.dumps(row), file=sys.stderr, flush=True)
     return out
 
 
-# --------------------------------------------------------------------------------------------
-# (e) Wasserstein-Procrustes beside fastText's own code
-# --------------------------------------------------------------------------------------------
+def _muse(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+    """MUSE's ``unsupervised.py`` (the checkout ``--muse``) beside ours (``muse_adversarial``). MUSE
+    evaluates P@1 (nn, CSLS), both criteria and its discriminator after every epoch and refinement, as it
+    always does; ours computes the criterion alone: that work is in MUSE's CPU seconds."""
+    from eval.methods.muse_adversarial import MUSE_MOST_FREQUENT
+
+    def run_muse(name: str, target: Target, words: int, work: Path, env: dict[str, str]) -> dict[str, Any]:
+        src, tgt, test, s, t = target
+        cmd = [sys.executable, "-c", _MUSE, "unsupervised.py", "--cuda", "False", "--seed", "0",
+               "--src_lang", s, "--tgt_lang", t, "--src_emb", str(src), "--tgt_emb", str(tgt),
+               "--emb_dim", str(args.dim), "--dis_most_frequent", str(words),
+               "--n_epochs", str(args.muse_epochs), "--epoch_size", str(args.muse_epoch_size),
+               "--dis_hid_dim", str(args.muse_hid_dim), "--dico_eval", str(test),
+               "--exp_path", str(work), "--exp_name", "muse", "--exp_id", name, "--export", "txt"]
+        run = _run(cmd, args.muse, env)
+        for key in ("stdout", "iterations"):
+            run.pop(key)
+        exp = work / "muse" / name
+        return {**run, **_muse_log(exp), **_evaluate(exp / f"vectors-{s}.txt", exp / f"vectors-{t}.txt", test)}
+
+    schedule = {"n_epochs": args.muse_epochs, "epoch_size": args.muse_epoch_size, "dis_hid_dim": args.muse_hid_dim,
+                "n_refinement": 5, "dico_max_rank": 15000}
+    return _side_by_side(args, data, names=args.muse_on, reference="muse", run_reference=run_muse, worker="muse",
+                         schedule=schedule, limit=("dis_most_frequent", MUSE_MOST_FREQUENT))
 
 
 def _wasserstein(args: argparse.Namespace, data: Path) -> dict[str, Any]:
-    """fastText's ``alignment/unsup_align.py`` (the checkout ``--fasttext``) and ours
-    (``wasserstein_procrustes``), each in its own process at ``--threads``, the same schedule
-    (``--wp-epochs`` epochs, ``--wp-iterations`` batches in the first, ``--wp-nmax`` words), alternating
-    which goes first; both written spaces scored by :func:`_evaluate`. fastText also scores its map on the
-    test dictionary (nn P@1) and prints its transport objective after every epoch (a 5,000-word Sinkhorn
-    solve): that work is in its CPU seconds; ours computes MUSE's criterion after every epoch instead."""
-    env = {**os.environ, **{v: str(args.threads) for v in THREAD_VARS}, "PYTHONPATH": str(ROOT)}
+    """fastText's ``alignment/unsup_align.py`` (the checkout ``--fasttext``) beside ours
+    (``wasserstein_procrustes``). fastText also scores its map on the test dictionary (nn P@1) and prints
+    its transport objective after every epoch (a 5,000-word Sinkhorn solve): that work is in its CPU
+    seconds; ours computes MUSE's criterion after every epoch instead."""
+
+    def run_fasttext(name: str, target: Target, words: int, work: Path, env: dict[str, str]) -> dict[str, Any]:
+        src, tgt, test = target[:3]
+        cmd = [sys.executable, "-c", _FASTTEXT, "unsup_align.py", "--model_src", str(src), "--model_tgt", str(tgt),
+               "--lexicon", str(test), "--output_src", str(work / "f.src.vec"), "--output_tgt",
+               str(work / "f.tgt.vec"), "--nepoch", str(args.wp_epochs), "--niter", str(args.wp_iterations),
+               "--nmax", str(words), "--seed", "0"]
+        run = _run(cmd, args.fasttext / "alignment", env)
+        printed = [line for line in run.pop("stdout").splitlines() if line.startswith("Precision@1")]
+        run.pop("iterations")
+        reported = round(100 * float(printed[-1].split(":")[1]), 2) if printed else None  # a fraction
+        return {**run, "reported_nn_p@1": reported, **_evaluate(work / "f.src.vec", work / "f.tgt.vec", test)}
+
     schedule = {"nepoch": args.wp_epochs, "niter": args.wp_iterations, "nmax": args.wp_nmax, "bsz": 500,
                 "lr": 500.0, "reg": 0.05}
-    out: dict[str, Any] = {"schedule": schedule, "threads": args.threads, "rows": {}}
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-        work = Path(tmp)
-        for index, (name, (src, tgt, test, _, _)) in enumerate(_targets(args, data, work, args.wp_on).items()):
-            sizes = [int(path.open(encoding="utf-8").readline().split()[0]) for path in (src, tgt)]
-            nmax = min(args.wp_nmax, *sizes)  # fastText indexes the top nmax rows of both sides
-            row: dict[str, Any] = {"source": src.name, "target": tgt.name, "test": test.name, "words": sizes,
-                                   "nmax": nmax}
-            for who in (["fasttext", "ours"] if index % 2 == 0 else ["ours", "fasttext"]):
-                if who == "fasttext":
-                    cmd = [sys.executable, "-c", _FASTTEXT, "unsup_align.py", "--model_src", str(src), "--model_tgt",
-                           str(tgt), "--lexicon", str(test), "--output_src", str(work / "f.src.vec"), "--output_tgt",
-                           str(work / "f.tgt.vec"), "--nepoch", str(args.wp_epochs), "--niter",
-                           str(args.wp_iterations), "--nmax", str(nmax), "--seed", "0"]
-                    run = _run(cmd, args.fasttext / "alignment", env)
-                    printed = [line for line in run.pop("stdout").splitlines() if line.startswith("Precision@1")]
-                    run.pop("iterations")
-                    reported = round(100 * float(printed[-1].split(":")[1]), 2) if printed else None  # a fraction
-                    row["fasttext"] = {**run, "reported_nn_p@1": reported,
-                                       **_evaluate(work / "f.src.vec", work / "f.tgt.vec", test)}
-                else:
-                    spec = {"src": str(src), "tgt": str(tgt), "threads": args.threads, "nmax": nmax,
-                            "n_epochs": args.wp_epochs, "n_iterations": args.wp_iterations,
-                            "out_src": str(work / "w.src.vec"), "out_tgt": str(work / "w.tgt.vec")}
-                    run = _run([sys.executable, str(Path(__file__).resolve()), "--worker", "wasserstein",
-                                json.dumps(spec)], ROOT, env)
-                    report = json.loads(run.pop("stdout"))
-                    run.pop("iterations")
-                    row["ours"] = {**run, "criterion": round(report["criterion"], 5),
-                                   "criteria": [round(c, 5) for c in report["criteria"]],
-                                   "phase_seconds": {k: round(v, 2) for k, v in report["seconds"].items()},
-                                   **_evaluate(work / "w.src.vec", work / "w.tgt.vec", test)}
-            row["ratio_ours_fasttext"] = {m: round(row["ours"][m] / row["fasttext"][m], 3)
-                                          for m in ("cpu_s", "wall_s", "peak_rss_mib") if row["fasttext"][m]}
-            row["csls_p@1_ours_minus_fasttext"] = round(row["ours"]["csls_p@1"] - row["fasttext"]["csls_p@1"], 2)
-            out["rows"][name] = row
-            print("wasserstein", name, json.dumps(row), file=sys.stderr, flush=True)
-    return out
+    return _side_by_side(args, data, names=args.wp_on, reference="fasttext", run_reference=run_fasttext,
+                         worker="wasserstein", schedule=schedule, limit=("nmax", args.wp_nmax))
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from eval.methods.registry import FitContext, MethodConfig, check_fields, knob
+from eval.methods.registry import FitContext, MethodConfig, casing_difference, check_fields, knob
 from groc_base.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from eval.align import AlignmentResult
 
-__all__ = ["CRITERION_NAME", "VerdictConfig", "fit_judged", "verdict_differences"]
+__all__ = ["CRITERION_NAME", "VerdictConfig", "fit_judged", "script_differences", "verdict_differences"]
 
 #: The criterion every judged result reports beside its verdict (MUSE's ``mean_cosine-csls_knn_10-S2T-10000``).
 CRITERION_NAME = "mean CSLS cosine (MUSE's criterion)"
@@ -70,6 +70,22 @@ def verdict_differences(config: VerdictConfig) -> list[str]:
     ref = VerdictConfig()
     return [f"verdict {f.name} {getattr(config, f.name)} (default {getattr(ref, f.name)})"
             for f in dataclasses.fields(config) if getattr(config, f.name) != getattr(ref, f.name)]
+
+
+def script_differences(config: Any, context: FitContext, *, reference: str, lowercases: bool,
+                       always: list[str]) -> list[str]:
+    """How a call of a judged method differs from its reference script (MUSE's, fastText's: each reads the
+    first 200,000 words): what ours ``always`` does otherwise, each config field away from the config
+    class's defaults (the reference's; ``normalize`` and ``verdict`` aside), the casing, the words read,
+    and the verdict's settings."""
+    ref = type(config)()
+    diffs = list(always) + [f"{f.name} {getattr(config, f.name)} ({reference}: {getattr(ref, f.name)})"
+                            for f in dataclasses.fields(config) if f.name not in ("normalize", "verdict")
+                            and getattr(config, f.name) != getattr(ref, f.name)]
+    diffs += casing_difference(context, reference_lowercases=lowercases)
+    if context.max_vocab != 200_000:
+        diffs.append(f"{context.max_vocab or 'every'} words per side read ({reference}: 200000)")
+    return diffs + verdict_differences(config.verdict)
 
 
 def fit_judged(method: str, src: np.ndarray, tgt: np.ndarray, pairs: np.ndarray | None, config: Any,

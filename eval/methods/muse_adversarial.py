@@ -14,8 +14,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from eval.methods.judging import VerdictConfig, fit_judged, verdict_differences
-from eval.methods.registry import FitContext, MethodConfig, casing_difference, check_fields, knob, register_method
+from eval.methods.judging import VerdictConfig, fit_judged, script_differences
+from eval.methods.registry import FitContext, MethodConfig, check_fields, knob, register_method
 from groc_base.checks import is_int
 from groc_base.errors import ConfigError, InputError
 
@@ -99,15 +99,9 @@ class AdversarialConfig(MethodConfig):
 
 
 def _differences(cfg: AdversarialConfig, context: FitContext) -> list[str]:
-    diffs = ["one seeded torch generator on the CPU (MUSE: unseeded by default, on a GPU); refinement and "
-             "criterion through eval.align (exact CSLS search)"]
-    ref = AdversarialConfig()
-    diffs += [f"{f.name} {getattr(cfg, f.name)} (MUSE: {getattr(ref, f.name)})" for f in dataclasses.fields(cfg)
-              if f.name not in ("normalize", "verdict") and getattr(cfg, f.name) != getattr(ref, f.name)]
-    diffs += casing_difference(context, reference_lowercases=True)
-    if context.max_vocab != 200_000:
-        diffs.append(f"{context.max_vocab or 'every'} words per side read (MUSE: 200000)")
-    return diffs + verdict_differences(cfg.verdict)
+    return script_differences(cfg, context, reference="MUSE", lowercases=True, always=[
+        "one seeded torch generator on the CPU (MUSE: unseeded by default, on a GPU); refinement and criterion "
+        "through eval.align (exact CSLS search)"])
 
 
 @register_method(

@@ -8,12 +8,11 @@ declares the knobs (``--wp-*``) and registers it.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from eval.methods.judging import VerdictConfig, fit_judged, verdict_differences
-from eval.methods.registry import FitContext, MethodConfig, casing_difference, check_fields, knob, register_method
+from eval.methods.judging import VerdictConfig, fit_judged, script_differences
+from eval.methods.registry import FitContext, MethodConfig, check_fields, knob, register_method
 from groc_base.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -78,17 +77,11 @@ class WassersteinConfig(MethodConfig):
 
 
 def _differences(cfg: WassersteinConfig, context: FitContext) -> list[str]:
-    diffs = ["POT's Sinkhorn in float32 in the stochastic phase; the start's gradient through the (n, d) factors "
-             "(the same numbers; 6.7x fewer operations at 2500 words x 300 dimensions); one seeded numpy generator "
-             "(fastText: seed 1111); progress by MUSE's criterion after each epoch (fastText prints its transport "
-             "objective)"]
-    ref = WassersteinConfig()
-    diffs += [f"{f.name} {getattr(cfg, f.name)} (fastText: {getattr(ref, f.name)})" for f in dataclasses.fields(cfg)
-              if f.name not in ("normalize", "verdict") and getattr(cfg, f.name) != getattr(ref, f.name)]
-    diffs += casing_difference(context, reference_lowercases=False)
-    if context.max_vocab != 200_000:
-        diffs.append(f"{context.max_vocab or 'every'} words per side read (fastText: 200000)")
-    return diffs + verdict_differences(cfg.verdict)
+    return script_differences(cfg, context, reference="fastText", lowercases=False, always=[
+        "POT's Sinkhorn in float32 in the stochastic phase; the start's gradient through the (n, d) factors (the "
+        "same numbers; 6.7x fewer operations at 2500 words x 300 dimensions); one seeded numpy generator "
+        "(fastText: seed 1111); progress by MUSE's criterion after each epoch (fastText prints its transport "
+        "objective)"])
 
 
 @register_method(
