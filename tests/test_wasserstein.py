@@ -212,3 +212,13 @@ def test_bad_input_is_one_line_and_writes_nothing(files: Path, extra: list[str],
     line = one_error_line(runner.invoke(app, ["align", "--src", str(files / "s.vec"), "--tgt", str(files / "t.vec"),
                                               "--dictionary-mode", "wasserstein", *extra, "--out", str(out)]))
     assert needle in line and not out.exists()
+
+
+def test_align_many_maps_onto_a_pivot_with_it(files: Path) -> None:
+    out = files / "many"
+    res = runner.invoke(app, ["align-many", "--vectors", f"en={files / 't.vec'}", "--vectors", f"fr={files / 's.vec'}",
+                              "--pivot", "en", "--dictionary-mode", "wasserstein", *CLI_FAST, "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "fr: mapped onto en (wasserstein-procrustes) from --dictionary-mode wasserstein" in res.stderr
+    got = json.loads((out / "result.json").read_text())
+    assert got["languages"]["fr"]["verdict"]["status"] == "aligned" and (out / "W-fr.npy").is_file()
