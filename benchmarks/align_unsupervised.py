@@ -397,7 +397,7 @@ def _worker_muse(spec: dict[str, Any], src_words: list[str], x: np.ndarray, tgt_
 
     cfg = AdversarialConfig.reduced(n_epochs=spec["n_epochs"], epoch_size=spec["epoch_size"],
                                     dis_hid_dim=spec["dis_hid_dim"], dis_most_frequent=spec["words"])
-    res = muse_adversarial(x, z, cfg, seed=0)
+    res = muse_adversarial(x, z, cfg, seed=spec["seed"])
     write_vec(spec["out_src"], src_words, res.map_source(x))
     write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
     print(json.dumps({"criterion": res.criterion, "criteria": [h["criterion"] for h in res.history],
@@ -415,7 +415,7 @@ def _worker_wasserstein(spec: dict[str, Any], src_words: list[str], x: np.ndarra
     cfg = WassersteinConfig(n_epochs=spec["nepoch"], n_iterations=spec["niter"], nmax=spec["words"],
                             batch_size=spec["bsz"], lr=spec["lr"], reg=spec["reg"])
     x, z, src_words, tgt_words = x[:200_000], z[:200_000], src_words[:200_000], tgt_words[:200_000]
-    res = wasserstein_procrustes(x, z, cfg, seed=0)
+    res = wasserstein_procrustes(x, z, cfg, seed=spec["seed"])
     write_vec(spec["out_src"], src_words, res.map_source(x))
     write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
     print(json.dumps({"criterion": res.criterion, "criteria": [h["criterion"] for h in res.history],
@@ -534,22 +534,27 @@ def _targets(args: argparse.Namespace, data: Path, work: Path,
 
 #: One target of a side-by-side part: source and target files, the test dictionary, the two language names.
 Target = tuple[Path, Path, Path, str, str]
-#: A reference's side of one target: (target name, target, the words limit, work dir, env) -> its row.
-Reference = Callable[[str, Target, int, Path, dict[str, str]], dict[str, Any]]
+#: A reference's side of one run: (run name, target, the words limit, seed, work dir, env) -> its row.
+Reference = Callable[[str, Target, int, int, Path, dict[str, str]], dict[str, Any]]
 
 
 def _side_by_side(args: argparse.Namespace, data: Path, *, names: list[str], reference: str, run_reference: Reference,
                   worker: str, schedule: dict[str, Any], limit: tuple[str, int]) -> dict[str, Any]:
     """A reference's own code and ours (``--worker WORKER``) on each target, each in its own process at
     ``--threads``, the same ``schedule``, alternating which goes first; both written spaces scored by
-    :func:`_evaluate`; the ratios ours/reference of CPU, wall and peak memory. ``limit``: the name and
+    :func:`_evaluate`; the ratios ours/reference of CPU, wall and peak memory; every ``--seeds`` seed on
+    both sides (rows ``NAME``, or ``NAME seed S`` for other seeds than 0 alone). ``limit``: the name and
     default of the words both sides draw from, clipped to the smaller vocabulary (the references assert
     or index past it)."""
     env = {**os.environ, **{v: str(args.threads) for v in THREAD_VARS}, "PYTHONPATH": str(ROOT)}
     out: dict[str, Any] = {"schedule": schedule, "threads": args.threads, "rows": {}}
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         work = Path(tmp)
-        for index, (name, target) in enumerate(_targets(args, data, work, names).items()):
+        runs = [(name, target, seed) for name, target in _targets(args, data, work, names).items()
+                for seed in args.seeds]
+        for index, (name, target, seed) in enumerate(runs):
+            if args.seeds != [0]:
+                name = f"{name} seed {seed}"
             src, tgt, test = target[:3]
             sizes = [int(path.open(encoding="utf-8").readline().split()[0]) for path in (src, tgt)]
             words = min(limit[1], *sizes)
@@ -557,9 +562,10 @@ def _side_by_side(args: argparse.Namespace, data: Path, *, names: list[str], ref
                                    limit[0]: words}
             for who in ([reference, "ours"] if index % 2 == 0 else ["ours", reference]):
                 if who == reference:
-                    row[reference] = run_reference(name, target, words, work, env)
+                    row[reference] = run_reference(name, target, words, seed, work, env)
                     continue
-                spec = {"src": str(src), "tgt": str(tgt), "threads": args.threads, "words": words, **schedule,
+                spec = {"src": str(src), "tgt": str(tgt), "threads": args.threads, "words": words, "seed": seed,
+                        **schedule,
                         "out_src": str(work / "o.src.vec"), "out_tgt": str(work / "o.tgt.vec")}
                 run = _run([sys.executable, str(Path(__file__).resolve()), "--worker", worker, json.dumps(spec)],
                            ROOT, env)
@@ -583,9 +589,10 @@ def _muse(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     always does; ours computes the criterion alone: that work is in MUSE's CPU seconds."""
     from eval.methods.muse_adversarial import MUSE_MOST_FREQUENT
 
-    def run_muse(name: str, target: Target, words: int, work: Path, env: dict[str, str]) -> dict[str, Any]:
+    def run_muse(name: str, target: Target, words: int, seed: int, work: Path, env: dict[str, str]) -> dict[str, Any]:
         src, tgt, test, s, t = target
-        cmd = [sys.executable, "-c", _MUSE, "unsupervised.py", "--cuda", "False", "--seed", "0",
+        name = name.replace(" ", "-")  # MUSE's experiment directory
+        cmd = [sys.executable, "-c", _MUSE, "unsupervised.py", "--cuda", "False", "--seed", str(seed),
                "--src_lang", s, "--tgt_lang", t, "--src_emb", str(src), "--tgt_emb", str(tgt),
                "--emb_dim", str(args.dim), "--dis_most_frequent", str(words),
                "--n_epochs", str(args.muse_epochs), "--epoch_size", str(args.muse_epoch_size),
@@ -609,12 +616,13 @@ def _wasserstein(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     its transport objective after every epoch (a 5,000-word Sinkhorn solve): that work is in its CPU
     seconds; ours computes MUSE's criterion after every epoch instead."""
 
-    def run_fasttext(name: str, target: Target, words: int, work: Path, env: dict[str, str]) -> dict[str, Any]:
+    def run_fasttext(name: str, target: Target, words: int, seed: int, work: Path,
+                     env: dict[str, str]) -> dict[str, Any]:
         src, tgt, test = target[:3]
         cmd = [sys.executable, "-c", _FASTTEXT, "unsup_align.py", "--model_src", str(src), "--model_tgt", str(tgt),
                "--lexicon", str(test), "--output_src", str(work / "f.src.vec"), "--output_tgt",
                str(work / "f.tgt.vec"), "--nepoch", str(args.wp_epochs), "--niter", str(args.wp_iterations),
-               "--nmax", str(words), "--seed", "0"]
+               "--nmax", str(words), "--seed", str(seed)]
         run = _run(cmd, args.fasttext / "alignment", env)
         printed = [line for line in run.pop("stdout").splitlines() if line.startswith("Precision@1")]
         run.pop("iterations")
@@ -640,6 +648,8 @@ def main() -> None:
     ap.add_argument("--fasttext", type=Path, default=None,
                     help="part wasserstein: a checkout of github.com/facebookresearch/fastText")
     ap.add_argument("--wp-on", default="halves,en-fr", help="part wasserstein: 'halves' and/or language pairs")
+    ap.add_argument("--seeds", default="0", help="parts muse and wasserstein: comma-separated seeds, each run on "
+                                                 "both sides")
     ap.add_argument("--wp-epochs", type=int, default=5, help="part wasserstein: --nepoch, both sides")
     ap.add_argument("--wp-iterations", type=int, default=5000, help="part wasserstein: --niter, both sides")
     ap.add_argument("--wp-nmax", type=int, default=20000, help="part wasserstein: --nmax (clipped), both sides")
@@ -687,6 +697,12 @@ def main() -> None:
         if bad or not args.muse_on:
             raise BadInput(f"--muse-on {','.join(bad) or 'empty'}: use halves and/or {', '.join(PAIRS)}")
     args.wp_on = [p.strip() for p in args.wp_on.split(",") if p.strip()]
+    try:
+        args.seeds = [int(v) for v in args.seeds.split(",")]
+    except ValueError as exc:
+        raise BadInput(f"--seeds {args.seeds!r}: give comma-separated integers >= 0, e.g. 0,1,2") from exc
+    if not args.seeds or min(args.seeds) < 0 or len(set(args.seeds)) != len(args.seeds):
+        raise BadInput(f"--seeds {args.seeds}: give distinct integers >= 0, e.g. 0,1,2")
     if "wasserstein" in parts:
         if args.fasttext is None or not (args.fasttext.resolve() / "alignment" / "unsup_align.py").is_file():
             raise BadInput(f"--fasttext {args.fasttext}: part wasserstein needs a checkout of "
