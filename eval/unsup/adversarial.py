@@ -39,8 +39,7 @@ import numpy as np
 from eval.align import align, build_dictionary
 from eval.knn import _unit_rows
 from eval.methods.muse_adversarial import MUSE_MOST_FREQUENT, AdversarialConfig
-from eval.unsup.common import MapResult, Timer, check_spaces, map_criterion, normalized_pair
-from groc_base.checks import option
+from eval.unsup.common import MapResult, Timer, check_spaces, check_top_words, map_criterion, normalized_pair
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -154,10 +153,8 @@ def muse_adversarial(x: np.ndarray, z: np.ndarray, config: AdversarialConfig | N
     cfg = config or AdversarialConfig()
     x32, z32 = check_spaces(x, z)
     limit = min(x32.shape[0], z32.shape[0])
-    if cfg.dis_most_frequent is not None and cfg.dis_most_frequent > limit:
-        raise InputError(f"{option('muse_dis_most_frequent', cfg.dis_most_frequent)} is larger than the vocabularies "
-                         f"({x32.shape[0]} source, {z32.shape[0]} target words); pass at most {limit}, or drop it "
-                         f"for MUSE's {MUSE_MOST_FREQUENT} clipped to the vocabulary")
+    check_top_words(cfg.dis_most_frequent, knob="muse_dis_most_frequent", reference="MUSE", default=MUSE_MOST_FREQUENT,
+                    n_x=x32.shape[0], n_z=z32.shape[0])
     most_frequent = cfg.dis_most_frequent or min(MUSE_MOST_FREQUENT, limit)
     timer = Timer()
     history: list[dict[str, Any]] = []

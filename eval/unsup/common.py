@@ -26,12 +26,13 @@ import numpy as np
 from eval.align import AlignmentResult, mean_csls_criterion
 from eval.knn import _matrix, _unit_rows, csls_topk
 from eval.normalize import normalize_embeddings
+from groc_base.checks import option
 from groc_base.errors import InputError
 from groc_base.fileio import atomic_write, dumps_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MapResult", "check_spaces", "csls_translations", "map_criterion", "normalized_pair"]
+__all__ = ["MapResult", "check_spaces", "check_top_words", "csls_translations", "map_criterion", "normalized_pair"]
 
 #: Words of the top of each side the criterion reads (MUSE's ``mean_cosine-csls_knn_10-S2T-10000``).
 CRITERION_WORDS = 10_000
@@ -57,6 +58,16 @@ def check_spaces(x: np.ndarray, z: np.ndarray, *, extra_words: int = 1) -> tuple
         if not m.any():
             raise InputError(f"every {name} vector is zero; load trained vectors")
     return a, b
+
+
+def check_top_words(value: int | None, *, knob: str, reference: str, default: int, n_x: int, n_z: int) -> None:
+    """Refuse an explicit number of top words (``knob``: its keyword, e.g. ``wp_nmax``) above the smaller
+    vocabulary, naming the fix (the references clip it silently or crash); None (the ``reference``'s
+    ``default``, clipped by the caller) passes."""
+    if value is not None and value > min(n_x, n_z):
+        raise InputError(f"{option(knob, value)} is larger than the vocabularies ({n_x} source, {n_z} target words); "
+                         f"pass at most {min(n_x, n_z)}, or drop it for {reference}'s {default} clipped to the "
+                         "vocabulary")
 
 
 def normalized_pair(x: np.ndarray, z: np.ndarray, ops: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -61,10 +61,8 @@ from eval.methods.vecmap_self_learning import (
 )
 from eval.methods.vecmap_unsupervised import UnsupervisedConfig
 from eval.normalize import normalize_embeddings
-from eval.unsup.common import MapResult, Timer, check_spaces, map_criterion, normalized_pair
+from eval.unsup.common import MapResult, Timer, check_spaces, check_top_words, map_criterion, normalized_pair
 from eval.vecmap import vecmap
-from groc_base.checks import option
-from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
 
@@ -80,11 +78,7 @@ def _size(name: str, value: int | None, default: int, n_x: int, n_z: int) -> tup
     ``vecmap_<name>`` in the caller's face) or VecMap's ``default`` clipped to each."""
     if value is None:
         return min(default, n_x), min(default, n_z)
-    if value > min(n_x, n_z):
-        knob = f"vecmap_{name}"
-        raise InputError(f"{option(knob, value)} is larger than the vocabularies ({n_x} source, {n_z} target "
-                         f"words); pass at most {min(n_x, n_z)}, or drop it for VecMap's {default} clipped to the "
-                         f"vocabulary")
+    check_top_words(value, knob=f"vecmap_{name}", reference="VecMap", default=default, n_x=n_x, n_z=n_z)
     return int(value), int(value)
 
 

@@ -39,9 +39,7 @@ import numpy as np
 from eval.align import build_dictionary
 from eval.knn import _unit_rows
 from eval.methods.wasserstein_procrustes import FASTTEXT_INIT_WORDS, FASTTEXT_NMAX, WassersteinConfig
-from eval.unsup.common import MapResult, Timer, check_spaces, map_criterion, normalized_pair
-from groc_base.checks import option
-from groc_base.errors import InputError
+from eval.unsup.common import MapResult, Timer, check_spaces, check_top_words, map_criterion, normalized_pair
 
 logger = logging.getLogger(__name__)
 
@@ -118,13 +116,10 @@ def _stochastic(x: np.ndarray, z: np.ndarray, r: np.ndarray, cfg: WassersteinCon
     return r
 
 
-def _within(cfg: WassersteinConfig, name: str, default: int, limit: int, x_words: int, z_words: int) -> int:
+def _top_words(cfg: WassersteinConfig, name: str, default: int, n_x: int, n_z: int) -> int:
     value = getattr(cfg, name)
-    if value is not None and value > limit:
-        raise InputError(f"{option('wp_' + name, value)} is larger than the vocabularies ({x_words} source, "
-                         f"{z_words} target words); pass at most {limit}, or drop it for fastText's {default} "
-                         "clipped to the vocabulary")
-    return int(value or min(default, limit))
+    check_top_words(value, knob=f"wp_{name}", reference="fastText", default=default, n_x=n_x, n_z=n_z)
+    return int(value or min(default, n_x, n_z))
 
 
 def wasserstein_procrustes(x: np.ndarray, z: np.ndarray, config: WassersteinConfig | None = None, *,
@@ -136,9 +131,8 @@ def wasserstein_procrustes(x: np.ndarray, z: np.ndarray, config: WassersteinConf
     through already (not applied again; the result's ``normalize`` is then empty)."""
     cfg = config or WassersteinConfig()
     x32, z32 = check_spaces(x, z)
-    limit = min(x32.shape[0], z32.shape[0])
-    init_words = _within(cfg, "init_words", FASTTEXT_INIT_WORDS, limit, x32.shape[0], z32.shape[0])
-    nmax = _within(cfg, "nmax", FASTTEXT_NMAX, limit, x32.shape[0], z32.shape[0])
+    init_words = _top_words(cfg, "init_words", FASTTEXT_INIT_WORDS, x32.shape[0], z32.shape[0])
+    nmax = _top_words(cfg, "nmax", FASTTEXT_NMAX, x32.shape[0], z32.shape[0])
     timer = Timer()
     history: list[dict[str, Any]] = []
     ops = cfg.normalize if normalized is None else ()
