@@ -74,47 +74,33 @@ PARTS = ("synthetic", "halves", "pairs", "muse", "wasserstein")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS")
 
-#: VecMap's map_embeddings.py run as it is (runpy), then this process's peak RSS on stderr.
-_VECMAP = r"""
+#: A reference script run as it is (``python -c _RUN SCRIPT ARGS...`` in its directory: runpy, so that its
+#: own imports resolve there), then this process's peak RSS on stderr. VecMap's map_embeddings.py and
+#: fastText's alignment/unsup_align.py run through it unchanged.
+_RUN = r"""
 import runpy, sys
 sys.argv = sys.argv[1:]
 sys.path.insert(0, ".")
-runpy.run_path("map_embeddings.py", run_name="__main__")
+runpy.run_path(sys.argv[0], run_name="__main__")
 for line in open("/proc/self/status"):
     if line.startswith("VmHWM:"):
         print("VMHWM_KB", line.split()[1], file=sys.stderr)
 """
+_VECMAP = _FASTTEXT = _RUN
 
-#: MUSE's unsupervised.py run as it is (runpy) on today's Python and torch, then this process's peak RSS.
-#: Two shims, nothing of MUSE changed: ``inspect.getargspec`` (gone since Python 3.11; MUSE reads
-#: an optimizer's argument names with it) is ``getfullargspec``, whose first field is the same list;
-#: and torch.load's weights-only unpickler (the default since torch 2.6) is allowed the numpy
-#: array types, because MUSE saves its best map as a numpy array and reloads the file it wrote.
+#: MUSE's unsupervised.py through :data:`_RUN` on today's Python and torch. Two shims, nothing of MUSE
+#: changed: ``inspect.getargspec`` (gone since Python 3.11; MUSE reads an optimizer's argument names with
+#: it) is ``getfullargspec``, whose first field is the same list; and torch.load's weights-only unpickler
+#: (the default since torch 2.6) is allowed the numpy array types, because MUSE saves its best map as a
+#: numpy array and reloads the file it wrote.
 _MUSE = r"""
-import inspect, runpy, sys
+import inspect
 import numpy as np, torch
 if not hasattr(inspect, "getargspec"):
     inspect.getargspec = inspect.getfullargspec
 torch.serialization.add_safe_globals([np._core.multiarray._reconstruct, np.ndarray, np.dtype,
                                       type(np.dtype("float32"))])
-sys.argv = sys.argv[1:]
-sys.path.insert(0, ".")
-runpy.run_path(sys.argv[0], run_name="__main__")
-for line in open("/proc/self/status"):
-    if line.startswith("VmHWM:"):
-        print("VMHWM_KB", line.split()[1], file=sys.stderr)
-"""
-#: fastText's alignment/unsup_align.py run as it is (runpy from its directory, where ``from utils import *``
-#: finds its helpers), then this process's peak RSS.
-_FASTTEXT = r"""
-import runpy, sys
-sys.argv = sys.argv[1:]
-sys.path.insert(0, ".")
-runpy.run_path(sys.argv[0], run_name="__main__")
-for line in open("/proc/self/status"):
-    if line.startswith("VmHWM:"):
-        print("VMHWM_KB", line.split()[1], file=sys.stderr)
-"""
+""" + _RUN
 #: MUSE's model-selection criterion, the key of its log lines.
 _MUSE_CRITERION = "mean_cosine-csls_knn_10-S2T-10000"
 
