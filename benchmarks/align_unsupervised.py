@@ -374,21 +374,29 @@ def _worker(argv: list[str]) -> None:
     print("VMHWM_KB", int(peak_rss_mib() * 1024), file=sys.stderr)
 
 
-def _worker_muse(spec: dict[str, Any], src_words: list[str], x: np.ndarray, tgt_words: list[str],
-                 z: np.ndarray) -> None:
-    """``--worker muse``: our ``muse_adversarial`` on one pair, MUSE's schedule as ``spec`` gives it;
-    the mapped spaces written where MUSE's export would be, the criteria on stdout."""
-    from eval.unsup import AdversarialConfig, muse_adversarial
+def _report(spec: dict[str, Any], res: Any, src_words: list[str], x: np.ndarray, tgt_words: list[str],
+            z: np.ndarray) -> None:
+    """A side-by-side worker's output: both mapped spaces written where ``spec`` says, the criteria and
+    phase seconds on stdout, this process's peak RSS on stderr."""
     from eval.vectors import write_vec
 
-    cfg = AdversarialConfig.reduced(n_epochs=spec["n_epochs"], epoch_size=spec["epoch_size"],
-                                    dis_hid_dim=spec["dis_hid_dim"], dis_most_frequent=spec["words"])
-    res = muse_adversarial(x, z, cfg, seed=spec["seed"])
     write_vec(spec["out_src"], src_words, res.map_source(x))
     write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
     print(json.dumps({"criterion": res.criterion, "criteria": [h["criterion"] for h in res.history],
                       "seconds": res.seconds}, default=float))
     print("VMHWM_KB", int(peak_rss_mib() * 1024), file=sys.stderr)
+
+
+def _worker_muse(spec: dict[str, Any], src_words: list[str], x: np.ndarray, tgt_words: list[str],
+                 z: np.ndarray) -> None:
+    """``--worker muse``: our ``muse_adversarial`` on one pair, MUSE's schedule as ``spec`` gives it;
+    the mapped spaces written where MUSE's export would be, the criteria on stdout."""
+    from eval.unsup import AdversarialConfig, muse_adversarial
+
+    cfg = AdversarialConfig.reduced(n_epochs=spec["n_epochs"], epoch_size=spec["epoch_size"],
+                                    dis_hid_dim=spec["dis_hid_dim"], dis_most_frequent=spec["words"])
+    res = muse_adversarial(x, z, cfg, seed=spec["seed"])
+    _report(spec, res, src_words, x, tgt_words, z)
 
 
 def _worker_wasserstein(spec: dict[str, Any], src_words: list[str], x: np.ndarray, tgt_words: list[str],
@@ -396,17 +404,12 @@ def _worker_wasserstein(spec: dict[str, Any], src_words: list[str], x: np.ndarra
     """``--worker wasserstein``: our ``wasserstein_procrustes`` on one pair, fastText's schedule as ``spec``
     gives it, the first 200,000 words as fastText reads; the mapped spaces written, the criteria on stdout."""
     from eval.unsup import WassersteinConfig, wasserstein_procrustes
-    from eval.vectors import write_vec
 
     cfg = WassersteinConfig(n_epochs=spec["nepoch"], n_iterations=spec["niter"], nmax=spec["words"],
                             batch_size=spec["bsz"], lr=spec["lr"], reg=spec["reg"])
     x, z, src_words, tgt_words = x[:200_000], z[:200_000], src_words[:200_000], tgt_words[:200_000]
     res = wasserstein_procrustes(x, z, cfg, seed=spec["seed"])
-    write_vec(spec["out_src"], src_words, res.map_source(x))
-    write_vec(spec["out_tgt"], tgt_words, res.prepare_target(z))
-    print(json.dumps({"criterion": res.criterion, "criteria": [h["criterion"] for h in res.history],
-                      "seconds": res.seconds}, default=float))
-    print("VMHWM_KB", int(peak_rss_mib() * 1024), file=sys.stderr)
+    _report(spec, res, src_words, x, tgt_words, z)
 
 
 def _evaluate(src_file: Path, tgt_file: Path, test: Path) -> dict[str, Any]:
