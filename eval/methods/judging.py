@@ -23,10 +23,13 @@ if TYPE_CHECKING:
 
     from eval.align import AlignmentResult
 
-__all__ = ["CRITERION_NAME", "VerdictConfig", "fit_judged", "script_differences", "verdict_differences"]
+__all__ = ["CRITERION_NAME", "CRITERION_WORDS", "VerdictConfig", "fit_judged", "script_differences",
+           "verdict_differences"]
 
 #: The criterion every judged result reports beside its verdict (MUSE's ``mean_cosine-csls_knn_10-S2T-10000``).
 CRITERION_NAME = "mean CSLS cosine (MUSE's criterion)"
+#: The top source words that criterion reads (the ``10000`` of MUSE's name for it).
+CRITERION_WORDS = 10_000
 
 
 @dataclass(frozen=True)

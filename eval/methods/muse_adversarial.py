@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from eval.methods.judging import VerdictConfig, fit_judged, script_differences
+from eval.methods.judging import CRITERION_WORDS, VerdictConfig, fit_judged, script_differences
 from eval.methods.registry import FitContext, MethodConfig, check_fields, knob, register_method
 from groc_base.checks import is_int
 from groc_base.errors import ConfigError, InputError
@@ -28,8 +28,6 @@ __all__ = ["MUSE_MOST_FREQUENT", "AdversarialConfig"]
 
 #: MUSE's --dis_most_frequent.
 MUSE_MOST_FREQUENT = 75_000
-#: The criterion's words (MUSE's ``mean_cosine-csls_knn_10-S2T-10000``).
-CRITERION_WORDS = 10_000
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from eval.methods.judging import VerdictConfig, fit_judged, script_differences
+from eval.methods.judging import CRITERION_WORDS, VerdictConfig, fit_judged, script_differences
 from eval.methods.registry import FitContext, MethodConfig, check_fields, knob, register_method
 from groc_base.errors import ConfigError, InputError
 
@@ -26,8 +26,6 @@ __all__ = ["FASTTEXT_INIT_WORDS", "FASTTEXT_NMAX", "WassersteinConfig"]
 FASTTEXT_INIT_WORDS = 2500
 #: unsup_align.py's --nmax: the stochastic phase draws among the top 20,000 words.
 FASTTEXT_NMAX = 20_000
-#: The criterion's words (MUSE's ``mean_cosine-csls_knn_10-S2T-10000``), reported beside the map.
-CRITERION_WORDS = 10_000
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ import numpy as np
 from eval.align import align, build_dictionary
 from eval.knn import _unit_rows
 from eval.methods.muse_adversarial import MUSE_MOST_FREQUENT, AdversarialConfig
-from eval.unsup.common import MapResult, Timer, check_spaces, check_top_words, map_criterion, normalized_pair
+from eval.unsup.common import MapResult, Timer, check_spaces, map_criterion, normalized_pair, top_words
 from groc_base.errors import InputError
 
 logger = logging.getLogger(__name__)
@@ -152,10 +152,8 @@ def muse_adversarial(x: np.ndarray, z: np.ndarray, config: AdversarialConfig | N
     ``z`` went through already (not applied again; the result's ``normalize`` is then empty)."""
     cfg = config or AdversarialConfig()
     x32, z32 = check_spaces(x, z)
-    limit = min(x32.shape[0], z32.shape[0])
-    check_top_words(cfg.dis_most_frequent, knob="muse_dis_most_frequent", reference="MUSE", default=MUSE_MOST_FREQUENT,
-                    n_x=x32.shape[0], n_z=z32.shape[0])
-    most_frequent = cfg.dis_most_frequent or min(MUSE_MOST_FREQUENT, limit)
+    most_frequent = top_words(cfg.dis_most_frequent, knob="muse_dis_most_frequent", reference="MUSE",
+                              default=MUSE_MOST_FREQUENT, n_x=x32.shape[0], n_z=z32.shape[0])
     timer = Timer()
     history: list[dict[str, Any]] = []
     ops = cfg.normalize if normalized is None else ()

@@ -25,6 +25,7 @@ import numpy as np
 
 from eval.align import AlignmentResult, mean_csls_criterion
 from eval.knn import _matrix, _unit_rows, csls_topk
+from eval.methods.judging import CRITERION_WORDS
 from eval.normalize import normalize_embeddings
 from groc_base.checks import option
 from groc_base.errors import InputError
@@ -32,10 +33,8 @@ from groc_base.fileio import atomic_write, dumps_json
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["MapResult", "check_spaces", "check_top_words", "csls_translations", "map_criterion", "normalized_pair"]
+__all__ = ["MapResult", "check_spaces", "csls_translations", "map_criterion", "normalized_pair", "top_words"]
 
-#: Words of the top of each side the criterion reads (MUSE's ``mean_cosine-csls_knn_10-S2T-10000``).
-CRITERION_WORDS = 10_000
 #: CSLS neighbourhood size of every reference (MUSE's csls_knn_10, VecMap's --csls 10).
 CSLS_K = 10
 
@@ -60,14 +59,15 @@ def check_spaces(x: np.ndarray, z: np.ndarray, *, extra_words: int = 1) -> tuple
     return a, b
 
 
-def check_top_words(value: int | None, *, knob: str, reference: str, default: int, n_x: int, n_z: int) -> None:
-    """Refuse an explicit number of top words (``knob``: its keyword, e.g. ``wp_nmax``) above the smaller
-    vocabulary, naming the fix (the references clip it silently or crash); None (the ``reference``'s
-    ``default``, clipped by the caller) passes."""
+def top_words(value: int | None, *, knob: str, reference: str, default: int, n_x: int, n_z: int) -> int:
+    """The top words of both sides a setting reads: ``value``, refused above the smaller vocabulary
+    (``knob``: its keyword, e.g. ``wp_nmax``; the references clip it silently or crash), or, for None,
+    the ``reference``'s ``default`` clipped to the smaller vocabulary."""
     if value is not None and value > min(n_x, n_z):
         raise InputError(f"{option(knob, value)} is larger than the vocabularies ({n_x} source, {n_z} target words); "
                          f"pass at most {min(n_x, n_z)}, or drop it for {reference}'s {default} clipped to the "
                          "vocabulary")
+    return int(value) if value is not None else min(default, n_x, n_z)
 
 
 def normalized_pair(x: np.ndarray, z: np.ndarray, ops: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

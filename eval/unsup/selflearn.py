@@ -61,7 +61,7 @@ from eval.methods.vecmap_self_learning import (
 )
 from eval.methods.vecmap_unsupervised import UnsupervisedConfig
 from eval.normalize import normalize_embeddings
-from eval.unsup.common import MapResult, Timer, check_spaces, check_top_words, map_criterion, normalized_pair
+from eval.unsup.common import MapResult, Timer, check_spaces, map_criterion, normalized_pair, top_words
 from eval.vecmap import vecmap
 
 logger = logging.getLogger(__name__)
@@ -78,8 +78,8 @@ def _size(name: str, value: int | None, default: int, n_x: int, n_z: int) -> tup
     ``vecmap_<name>`` in the caller's face) or VecMap's ``default`` clipped to each."""
     if value is None:
         return min(default, n_x), min(default, n_z)
-    check_top_words(value, knob=f"vecmap_{name}", reference="VecMap", default=default, n_x=n_x, n_z=n_z)
-    return int(value), int(value)
+    words = top_words(value, knob=f"vecmap_{name}", reference="VecMap", default=default, n_x=n_x, n_z=n_z)
+    return words, words
 
 
 # --------------------------------------------------------------------------------------------

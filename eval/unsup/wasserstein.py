@@ -39,7 +39,7 @@ import numpy as np
 from eval.align import build_dictionary
 from eval.knn import _unit_rows
 from eval.methods.wasserstein_procrustes import FASTTEXT_INIT_WORDS, FASTTEXT_NMAX, WassersteinConfig
-from eval.unsup.common import MapResult, Timer, check_spaces, check_top_words, map_criterion, normalized_pair
+from eval.unsup.common import MapResult, Timer, check_spaces, map_criterion, normalized_pair, top_words
 
 logger = logging.getLogger(__name__)
 
@@ -116,12 +116,6 @@ def _stochastic(x: np.ndarray, z: np.ndarray, r: np.ndarray, cfg: WassersteinCon
     return r
 
 
-def _top_words(cfg: WassersteinConfig, name: str, default: int, n_x: int, n_z: int) -> int:
-    value = getattr(cfg, name)
-    check_top_words(value, knob=f"wp_{name}", reference="fastText", default=default, n_x=n_x, n_z=n_z)
-    return int(value or min(default, n_x, n_z))
-
-
 def wasserstein_procrustes(x: np.ndarray, z: np.ndarray, config: WassersteinConfig | None = None, *,
                            seed: int | None = 0, normalized: tuple[str, ...] | None = None) -> MapResult:
     """fastText's ``unsup_align.py`` on the raw spaces ``x`` ``(n_x, d)`` and ``z`` ``(n_z, d)`` (rows by
@@ -131,8 +125,10 @@ def wasserstein_procrustes(x: np.ndarray, z: np.ndarray, config: WassersteinConf
     through already (not applied again; the result's ``normalize`` is then empty)."""
     cfg = config or WassersteinConfig()
     x32, z32 = check_spaces(x, z)
-    init_words = _top_words(cfg, "init_words", FASTTEXT_INIT_WORDS, x32.shape[0], z32.shape[0])
-    nmax = _top_words(cfg, "nmax", FASTTEXT_NMAX, x32.shape[0], z32.shape[0])
+    n_x, n_z = x32.shape[0], z32.shape[0]
+    init_words = top_words(cfg.init_words, knob="wp_init_words", reference="fastText", default=FASTTEXT_INIT_WORDS,
+                           n_x=n_x, n_z=n_z)
+    nmax = top_words(cfg.nmax, knob="wp_nmax", reference="fastText", default=FASTTEXT_NMAX, n_x=n_x, n_z=n_z)
     timer = Timer()
     history: list[dict[str, Any]] = []
     ops = cfg.normalize if normalized is None else ()
