@@ -156,6 +156,7 @@ def test_sizes_above_the_vocabulary_and_bad_spaces_are_one_line_errors(related: 
 @pytest.mark.parametrize("kwargs, match", [
     ({"n_iterations": 0}, "n_iterations"), ({"reg": 0.0}, "reg"), ({"init_words": 1}, "init_words"),
     ({"normalize": ("whiten",)}, "normalisation"), ({"init_sqrt": 1}, "init_sqrt"), ({"lr": float("nan")}, "lr"),
+    ({"criterion_words": 2.5}, "criterion_words"), ({"stop_threshold": 0.0}, "stop_threshold"),
 ])
 def test_bad_settings_are_config_errors(kwargs: dict[str, object], match: str) -> None:
     with pytest.raises(ConfigError, match=match) as exc:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from eval.methods.judging import CRITERION_WORDS, VerdictConfig, fit_judged, script_differences
 from eval.methods.registry import FitContext, MethodConfig, check_fields, knob, register_method
+from groc_base.checks import is_int
 from groc_base.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -59,9 +60,10 @@ class WassersteinConfig(MethodConfig):
         check_fields(self)
         if not isinstance(self.init_sqrt, bool):
             raise ConfigError(f"init_sqrt={self.init_sqrt!r}; pass True or False")
-        for name in ("stop_threshold", "criterion_words"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name}={getattr(self, name)!r}; pass a number > 0")
+        if not (is_int(self.criterion_words) and self.criterion_words >= 1):
+            raise ConfigError(f"criterion_words={self.criterion_words!r}; pass an integer >= 1")
+        if not (isinstance(self.stop_threshold, (int, float)) and self.stop_threshold > 0):
+            raise ConfigError(f"stop_threshold={self.stop_threshold!r}; pass a number > 0")
         for name in ("init_words", "nmax"):
             value = getattr(self, name)
             if value is not None and value < 2:
