@@ -500,10 +500,13 @@ def _muse_log(exp: Path) -> dict[str, Any]:
             "reported_nn_p@1": round(best["precision_at_1-nn"], 2)}
 
 
-def _targets(args: argparse.Namespace, data: Path, work: Path,
-             names: list[str]) -> dict[str, tuple[Path, Path, Path, str, str]]:
+#: One target of a side-by-side part: source and target files, the test dictionary, the two language names.
+Target = tuple[Path, Path, Path, str, str]
+
+
+def _targets(args: argparse.Namespace, data: Path, work: Path, names: list[str]) -> dict[str, Target]:
     """Each target (``halves`` or a pair): source and target files, the test dictionary, language names."""
-    targets = {}
+    targets: dict[str, Target] = {}
     for name in names:
         if name == "halves":  # gold = the halves' test words, written as a dictionary of identical pairs
             split = _halves_split(args, data)
@@ -521,8 +524,6 @@ def _targets(args: argparse.Namespace, data: Path, work: Path,
     return targets
 
 
-#: One target of a side-by-side part: source and target files, the test dictionary, the two language names.
-Target = tuple[Path, Path, Path, str, str]
 #: A reference's side of one run: (run name, target, the words limit, seed, work dir, env) -> its row.
 Reference = Callable[[str, Target, int, int, Path, dict[str, str]], dict[str, Any]]
 
@@ -624,6 +625,15 @@ def _wasserstein(args: argparse.Namespace, data: Path) -> dict[str, Any]:
                          worker="wasserstein", schedule=schedule, limit=("nmax", args.wp_nmax))
 
 
+def _target_names(flag: str, value: str) -> list[str]:
+    """The targets a side-by-side part runs on (``--muse-on``, ``--wp-on``): ``halves`` and/or pairs."""
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    bad = [n for n in names if n != "halves" and n not in PAIRS]
+    if bad or not names:
+        raise BadInput(f"{flag} {','.join(bad) or 'empty'}: use halves and/or {', '.join(PAIRS)}")
+    return names
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         _worker(sys.argv[2:])
@@ -674,7 +684,6 @@ def main() -> None:
         if not (args.vecmap / "map_embeddings.py").is_file():
             raise BadInput(f"--vecmap {args.vecmap}: no map_embeddings.py; pass a checkout of "
                            "github.com/artetxem/vecmap")
-    args.muse_on = [p.strip() for p in args.muse_on.split(",") if p.strip()]
     if "muse" in parts:
         if args.muse is None or not (args.muse.resolve() / "unsupervised.py").is_file():
             raise BadInput(f"--muse {args.muse}: part muse needs a checkout of github.com/facebookresearch/MUSE "
@@ -682,10 +691,7 @@ def main() -> None:
         args.muse = args.muse.resolve()
         if args.muse_epochs < 1:
             raise BadInput("--muse-epochs must be at least 1 for part muse")
-        bad = [n for n in args.muse_on if n != "halves" and n not in PAIRS]
-        if bad or not args.muse_on:
-            raise BadInput(f"--muse-on {','.join(bad) or 'empty'}: use halves and/or {', '.join(PAIRS)}")
-    args.wp_on = [p.strip() for p in args.wp_on.split(",") if p.strip()]
+        args.muse_on = _target_names("--muse-on", args.muse_on)
     try:
         args.seeds = [int(v) for v in args.seeds.split(",")]
     except ValueError as exc:
@@ -697,9 +703,7 @@ def main() -> None:
             raise BadInput(f"--fasttext {args.fasttext}: part wasserstein needs a checkout of "
                            "github.com/facebookresearch/fastText (its alignment/unsup_align.py)")
         args.fasttext = args.fasttext.resolve()
-        bad = [n for n in args.wp_on if n != "halves" and n not in PAIRS]
-        if bad or not args.wp_on:
-            raise BadInput(f"--wp-on {','.join(bad) or 'empty'}: use halves and/or {', '.join(PAIRS)}")
+        args.wp_on = _target_names("--wp-on", args.wp_on)
     for name in ("threads", "cutoff", "restart_cutoff", "interval", "dim", "epochs", "syn_n", "syn_dim",
                  "muse_hid_dim", "wp_epochs", "wp_iterations", "wp_nmax"):
         if getattr(args, name) < 1:
